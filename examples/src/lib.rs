@@ -1,0 +1,1 @@
+//! Examples of kroupier. Each binary in `src/bin/` is a program a user can copy.
