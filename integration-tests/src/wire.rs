@@ -18,14 +18,22 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects to `addr` (`host:port`).
-    pub async fn connect(addr: &str) -> std::io::Result<Self> {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        Ok(Self {
-            stream,
-            next_correlation_id: 1,
-        })
+    /// Connects to the first broker of `bootstrap` (`host:port[,host:port...]`) that answers.
+    pub async fn connect(bootstrap: &str) -> std::io::Result<Self> {
+        let mut last = std::io::Error::other(format!("no address in {bootstrap:?}"));
+        for addr in bootstrap.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            match TcpStream::connect(addr).await {
+                Ok(stream) => {
+                    stream.set_nodelay(true)?;
+                    return Ok(Self {
+                        stream,
+                        next_correlation_id: 1,
+                    });
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     /// Sends `request` at `version` and waits for its response.
