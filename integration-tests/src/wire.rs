@@ -21,7 +21,11 @@ impl Connection {
     /// Connects to the first broker of `bootstrap` (`host:port[,host:port...]`) that answers.
     pub async fn connect(bootstrap: &str) -> std::io::Result<Self> {
         let mut last = std::io::Error::other(format!("no address in {bootstrap:?}"));
-        for addr in bootstrap.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        for addr in bootstrap
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
             match TcpStream::connect(addr).await {
                 Ok(stream) => {
                     stream.set_nodelay(true)?;
