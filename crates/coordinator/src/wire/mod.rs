@@ -1,0 +1,81 @@
+//! Kafka framing and guarded decoding, for both ends of a connection.
+//!
+//! A Kafka frame is a 4-byte big-endian length followed by that many bytes: a header (whose
+//! version follows the API and its version; ApiVersions responses always use header v0), then
+//! the message body. kroupier's client encodes requests and decodes responses; kroupier's
+//! embedded coordinator decodes requests and encodes responses. Both go through this module.
+//!
+//! # Why a guard
+//! kafka-protocol 0.18 reserves memory for whatever array count a frame claims, so a 25-byte
+//! frame claiming `i32::MAX` elements aborts the process. Every decode here first walks the
+//! frame along a static table of the message's schema (fields by version, flexible versions
+//! with compact lengths and tagged fields, nullable lengths) and rejects any length that runs
+//! past the end of the frame. Only then does kafka-protocol decode it. Trailing bytes are an
+//! error too. The messages covered are the requests and responses of ApiVersions, Metadata,
+//! FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups,
+//! in every version kafka-protocol knows (Kafka 4.1's schemas).
+//!
+//! # Examples
+//! ```
+//! use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, GroupId};
+//! use kafka_protocol::protocol::StrBytes;
+//! use kroupier_coordinator::wire::{self, RequestBody};
+//!
+//! // Client: a Heartbeat v4 frame (the codec adds the length prefix).
+//! let request = HeartbeatRequest::default()
+//!     .with_group_id(GroupId(StrBytes::from_static_str("g")))
+//!     .with_generation_id(3)
+//!     .with_member_id(StrBytes::from_static_str("m-1"));
+//! let frame = wire::encode_request(&request, 4, 7, Some("kroupier")).unwrap();
+//!
+//! // Broker: decode it, answer it.
+//! let (header, body) = wire::decode_request(frame).unwrap();
+//! assert_eq!(body, RequestBody::Heartbeat(request));
+//! let answer = wire::encode_response(header.correlation_id, 4, &HeartbeatResponse::default())
+//!     .unwrap();
+//!
+//! // Client: decode the answer.
+//! let (header, response) = wire::decode_response::<HeartbeatResponse>(answer, 4).unwrap();
+//! assert_eq!((header.correlation_id, response.error_code), (7, 0));
+//!
+//! // A hostile frame is an error, not an abort.
+//! assert!(wire::decode_request(bytes::Bytes::from_static(&[0, 11, 0, 5])).is_err());
+//! ```
+
+mod broker;
+mod error;
+mod guard;
+mod message;
+mod schema;
+#[cfg(test)]
+mod tests;
+
+use tokio_util::codec::LengthDelimitedCodec;
+
+pub use broker::{RequestBody, decode_request, encode_response};
+pub use error::{Problem, WireError};
+pub use message::{
+    WireRequest, WireResponse, decode_response, encode_request, peek_correlation_id,
+};
+pub use schema::SUPPORTED_APIS;
+
+/// The default cap on a request frame a broker accepts: 1 MiB. Group requests are small; a
+/// JoinGroup carries one member's metadata.
+pub const DEFAULT_MAX_REQUEST_FRAME: usize = 1 << 20;
+
+/// The default cap on a response frame a client accepts: 64 MiB. A JoinGroup response to the
+/// leader or a DescribeGroups response carries every member's metadata and assignment.
+pub const DEFAULT_MAX_RESPONSE_FRAME: usize = 64 << 20;
+
+/// The codec for Kafka frames: a 4-byte big-endian length that does not count itself, and a
+/// cap on the frame length (frames over it are an error, read or written).
+///
+/// Decoded frames and frames to encode exclude the length prefix, which is what
+/// [`encode_request`], [`decode_response`], [`decode_request`] and [`encode_response`] use.
+pub fn frame_codec(max_frame_length: usize) -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .big_endian()
+        .max_frame_length(max_frame_length)
+        .new_codec()
+}

@@ -1,0 +1,438 @@
+//! The tables: one per message kroupier sends or serves, after Kafka 4.1's message specs.
+//!
+//! Comments give each message's valid and flexible versions as the specs state them.
+
+use super::{Field, I8, I16, I32, I64, Kind, Schema, UUID, between, field, since, tagged};
+
+const STR: Kind = Kind::String;
+const BYTES: Kind = Kind::Bytes;
+const STRINGS: Kind = Kind::Array(&Kind::String);
+const INT32S: Kind = Kind::Array(&I32);
+
+// RequestHeader: versions 1-2 (header v0 is gone), flexible 2+.
+pub(super) const REQUEST_HEADER: Schema = Schema {
+    name: "RequestHeader",
+    versions: between(1, 2),
+    flexible_from: 2,
+    fields: &[
+        field("RequestApiKey", since(0), I16),
+        field("RequestApiVersion", since(0), I16),
+        field("CorrelationId", since(0), I32),
+        field("ClientId", since(1), Kind::ClassicString),
+    ],
+};
+
+// ResponseHeader: versions 0-1, flexible 1+.
+pub(super) const RESPONSE_HEADER: Schema = Schema {
+    name: "ResponseHeader",
+    versions: between(0, 1),
+    flexible_from: 1,
+    fields: &[field("CorrelationId", since(0), I32)],
+};
+
+// ApiVersions (18): 0-4, flexible 3+.
+pub(super) const API_VERSIONS_REQUEST: Schema = Schema {
+    name: "ApiVersionsRequest",
+    versions: between(0, 4),
+    flexible_from: 3,
+    fields: &[
+        field("ClientSoftwareName", since(3), STR),
+        field("ClientSoftwareVersion", since(3), STR),
+    ],
+};
+
+const API_VERSION: [Field; 3] = [
+    field("ApiKey", since(0), I16),
+    field("MinVersion", since(0), I16),
+    field("MaxVersion", since(0), I16),
+];
+const SUPPORTED_FEATURE: [Field; 3] = [
+    field("Name", since(3), STR),
+    field("MinVersion", since(3), I16),
+    field("MaxVersion", since(3), I16),
+];
+const FINALIZED_FEATURE: [Field; 3] = [
+    field("Name", since(3), STR),
+    field("MaxVersionLevel", since(3), I16),
+    field("MinVersionLevel", since(3), I16),
+];
+
+pub(super) const API_VERSIONS_RESPONSE: Schema = Schema {
+    name: "ApiVersionsResponse",
+    versions: between(0, 4),
+    flexible_from: 3,
+    fields: &[
+        field("ErrorCode", since(0), I16),
+        field(
+            "ApiKeys",
+            since(0),
+            Kind::Array(&Kind::Struct(&API_VERSION)),
+        ),
+        field("ThrottleTimeMs", since(1), I32),
+        tagged(
+            "SupportedFeatures",
+            since(3),
+            0,
+            Kind::Array(&Kind::Struct(&SUPPORTED_FEATURE)),
+        ),
+        tagged("FinalizedFeaturesEpoch", since(3), 1, I64),
+        tagged(
+            "FinalizedFeatures",
+            since(3),
+            2,
+            Kind::Array(&Kind::Struct(&FINALIZED_FEATURE)),
+        ),
+        tagged("ZkMigrationReady", since(3), 3, I8),
+    ],
+};
+
+// Metadata (3): 0-13, flexible 9+.
+const METADATA_REQUEST_TOPIC: [Field; 2] = [
+    field("TopicId", since(10), UUID),
+    field("Name", since(0), STR),
+];
+
+pub(super) const METADATA_REQUEST: Schema = Schema {
+    name: "MetadataRequest",
+    versions: between(0, 13),
+    flexible_from: 9,
+    fields: &[
+        field(
+            "Topics",
+            since(0),
+            Kind::Array(&Kind::Struct(&METADATA_REQUEST_TOPIC)),
+        ),
+        field("AllowAutoTopicCreation", since(4), I8),
+        field("IncludeClusterAuthorizedOperations", between(8, 10), I8),
+        field("IncludeTopicAuthorizedOperations", since(8), I8),
+    ],
+};
+
+const METADATA_BROKER: [Field; 4] = [
+    field("NodeId", since(0), I32),
+    field("Host", since(0), STR),
+    field("Port", since(0), I32),
+    field("Rack", since(1), STR),
+];
+const METADATA_PARTITION: [Field; 7] = [
+    field("ErrorCode", since(0), I16),
+    field("PartitionIndex", since(0), I32),
+    field("LeaderId", since(0), I32),
+    field("LeaderEpoch", since(7), I32),
+    field("ReplicaNodes", since(0), INT32S),
+    field("IsrNodes", since(0), INT32S),
+    field("OfflineReplicas", since(5), INT32S),
+];
+const METADATA_TOPIC: [Field; 6] = [
+    field("ErrorCode", since(0), I16),
+    field("Name", since(0), STR),
+    field("TopicId", since(10), UUID),
+    field("IsInternal", since(1), I8),
+    field(
+        "Partitions",
+        since(0),
+        Kind::Array(&Kind::Struct(&METADATA_PARTITION)),
+    ),
+    field("TopicAuthorizedOperations", since(8), I32),
+];
+
+pub(super) const METADATA_RESPONSE: Schema = Schema {
+    name: "MetadataResponse",
+    versions: between(0, 13),
+    flexible_from: 9,
+    fields: &[
+        field("ThrottleTimeMs", since(3), I32),
+        field(
+            "Brokers",
+            since(0),
+            Kind::Array(&Kind::Struct(&METADATA_BROKER)),
+        ),
+        field("ClusterId", since(2), STR),
+        field("ControllerId", since(1), I32),
+        field(
+            "Topics",
+            since(0),
+            Kind::Array(&Kind::Struct(&METADATA_TOPIC)),
+        ),
+        field("ClusterAuthorizedOperations", between(8, 10), I32),
+        field("ErrorCode", since(13), I16),
+    ],
+};
+
+// FindCoordinator (10): 0-6, flexible 3+; v4 replaced `Key` by the batched `CoordinatorKeys`.
+pub(super) const FIND_COORDINATOR_REQUEST: Schema = Schema {
+    name: "FindCoordinatorRequest",
+    versions: between(0, 6),
+    flexible_from: 3,
+    fields: &[
+        field("Key", between(0, 3), STR),
+        field("KeyType", since(1), I8),
+        field("CoordinatorKeys", since(4), STRINGS),
+    ],
+};
+
+const COORDINATOR: [Field; 6] = [
+    field("Key", since(4), STR),
+    field("NodeId", since(4), I32),
+    field("Host", since(4), STR),
+    field("Port", since(4), I32),
+    field("ErrorCode", since(4), I16),
+    field("ErrorMessage", since(4), STR),
+];
+
+pub(super) const FIND_COORDINATOR_RESPONSE: Schema = Schema {
+    name: "FindCoordinatorResponse",
+    versions: between(0, 6),
+    flexible_from: 3,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field("ErrorCode", between(0, 3), I16),
+        field("ErrorMessage", between(1, 3), STR),
+        field("NodeId", between(0, 3), I32),
+        field("Host", between(0, 3), STR),
+        field("Port", between(0, 3), I32),
+        field(
+            "Coordinators",
+            since(4),
+            Kind::Array(&Kind::Struct(&COORDINATOR)),
+        ),
+    ],
+};
+
+// JoinGroup (11): 0-9, flexible 6+.
+const JOIN_GROUP_PROTOCOL: [Field; 2] = [
+    field("Name", since(0), STR),
+    field("Metadata", since(0), BYTES),
+];
+
+pub(super) const JOIN_GROUP_REQUEST: Schema = Schema {
+    name: "JoinGroupRequest",
+    versions: between(0, 9),
+    flexible_from: 6,
+    fields: &[
+        field("GroupId", since(0), STR),
+        field("SessionTimeoutMs", since(0), I32),
+        field("RebalanceTimeoutMs", since(1), I32),
+        field("MemberId", since(0), STR),
+        field("GroupInstanceId", since(5), STR),
+        field("ProtocolType", since(0), STR),
+        field(
+            "Protocols",
+            since(0),
+            Kind::Array(&Kind::Struct(&JOIN_GROUP_PROTOCOL)),
+        ),
+        field("Reason", since(8), STR),
+    ],
+};
+
+const JOIN_GROUP_MEMBER: [Field; 3] = [
+    field("MemberId", since(0), STR),
+    field("GroupInstanceId", since(5), STR),
+    field("Metadata", since(0), BYTES),
+];
+
+pub(super) const JOIN_GROUP_RESPONSE: Schema = Schema {
+    name: "JoinGroupResponse",
+    versions: between(0, 9),
+    flexible_from: 6,
+    fields: &[
+        field("ThrottleTimeMs", since(2), I32),
+        field("ErrorCode", since(0), I16),
+        field("GenerationId", since(0), I32),
+        field("ProtocolType", since(7), STR),
+        field("ProtocolName", since(0), STR),
+        field("Leader", since(0), STR),
+        field("SkipAssignment", since(9), I8),
+        field("MemberId", since(0), STR),
+        field(
+            "Members",
+            since(0),
+            Kind::Array(&Kind::Struct(&JOIN_GROUP_MEMBER)),
+        ),
+    ],
+};
+
+// SyncGroup (14): 0-5, flexible 4+.
+const SYNC_GROUP_ASSIGNMENT: [Field; 2] = [
+    field("MemberId", since(0), STR),
+    field("Assignment", since(0), BYTES),
+];
+
+pub(super) const SYNC_GROUP_REQUEST: Schema = Schema {
+    name: "SyncGroupRequest",
+    versions: between(0, 5),
+    flexible_from: 4,
+    fields: &[
+        field("GroupId", since(0), STR),
+        field("GenerationId", since(0), I32),
+        field("MemberId", since(0), STR),
+        field("GroupInstanceId", since(3), STR),
+        field("ProtocolType", since(5), STR),
+        field("ProtocolName", since(5), STR),
+        field(
+            "Assignments",
+            since(0),
+            Kind::Array(&Kind::Struct(&SYNC_GROUP_ASSIGNMENT)),
+        ),
+    ],
+};
+
+pub(super) const SYNC_GROUP_RESPONSE: Schema = Schema {
+    name: "SyncGroupResponse",
+    versions: between(0, 5),
+    flexible_from: 4,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field("ErrorCode", since(0), I16),
+        field("ProtocolType", since(5), STR),
+        field("ProtocolName", since(5), STR),
+        field("Assignment", since(0), BYTES),
+    ],
+};
+
+// Heartbeat (12): 0-4, flexible 4+.
+pub(super) const HEARTBEAT_REQUEST: Schema = Schema {
+    name: "HeartbeatRequest",
+    versions: between(0, 4),
+    flexible_from: 4,
+    fields: &[
+        field("GroupId", since(0), STR),
+        field("GenerationId", since(0), I32),
+        field("MemberId", since(0), STR),
+        field("GroupInstanceId", since(3), STR),
+    ],
+};
+
+pub(super) const HEARTBEAT_RESPONSE: Schema = Schema {
+    name: "HeartbeatResponse",
+    versions: between(0, 4),
+    flexible_from: 4,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field("ErrorCode", since(0), I16),
+    ],
+};
+
+// LeaveGroup (13): 0-5, flexible 4+; v3 replaced `MemberId` by the batched `Members`.
+const MEMBER_IDENTITY: [Field; 3] = [
+    field("MemberId", since(3), STR),
+    field("GroupInstanceId", since(3), STR),
+    field("Reason", since(5), STR),
+];
+
+pub(super) const LEAVE_GROUP_REQUEST: Schema = Schema {
+    name: "LeaveGroupRequest",
+    versions: between(0, 5),
+    flexible_from: 4,
+    fields: &[
+        field("GroupId", since(0), STR),
+        field("MemberId", between(0, 2), STR),
+        field(
+            "Members",
+            since(3),
+            Kind::Array(&Kind::Struct(&MEMBER_IDENTITY)),
+        ),
+    ],
+};
+
+const MEMBER_RESPONSE: [Field; 3] = [
+    field("MemberId", since(3), STR),
+    field("GroupInstanceId", since(3), STR),
+    field("ErrorCode", since(3), I16),
+];
+
+pub(super) const LEAVE_GROUP_RESPONSE: Schema = Schema {
+    name: "LeaveGroupResponse",
+    versions: between(0, 5),
+    flexible_from: 4,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field("ErrorCode", since(0), I16),
+        field(
+            "Members",
+            since(3),
+            Kind::Array(&Kind::Struct(&MEMBER_RESPONSE)),
+        ),
+    ],
+};
+
+// DescribeGroups (15): 0-6, flexible 5+.
+pub(super) const DESCRIBE_GROUPS_REQUEST: Schema = Schema {
+    name: "DescribeGroupsRequest",
+    versions: between(0, 6),
+    flexible_from: 5,
+    fields: &[
+        field("Groups", since(0), STRINGS),
+        field("IncludeAuthorizedOperations", since(3), I8),
+    ],
+};
+
+const DESCRIBED_GROUP_MEMBER: [Field; 6] = [
+    field("MemberId", since(0), STR),
+    field("GroupInstanceId", since(4), STR),
+    field("ClientId", since(0), STR),
+    field("ClientHost", since(0), STR),
+    field("MemberMetadata", since(0), BYTES),
+    field("MemberAssignment", since(0), BYTES),
+];
+const DESCRIBED_GROUP: [Field; 8] = [
+    field("ErrorCode", since(0), I16),
+    field("ErrorMessage", since(6), STR),
+    field("GroupId", since(0), STR),
+    field("GroupState", since(0), STR),
+    field("ProtocolType", since(0), STR),
+    field("ProtocolData", since(0), STR),
+    field(
+        "Members",
+        since(0),
+        Kind::Array(&Kind::Struct(&DESCRIBED_GROUP_MEMBER)),
+    ),
+    field("AuthorizedOperations", since(3), I32),
+];
+
+pub(super) const DESCRIBE_GROUPS_RESPONSE: Schema = Schema {
+    name: "DescribeGroupsResponse",
+    versions: between(0, 6),
+    flexible_from: 5,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field(
+            "Groups",
+            since(0),
+            Kind::Array(&Kind::Struct(&DESCRIBED_GROUP)),
+        ),
+    ],
+};
+
+// ListGroups (16): 0-5, flexible 3+.
+pub(super) const LIST_GROUPS_REQUEST: Schema = Schema {
+    name: "ListGroupsRequest",
+    versions: between(0, 5),
+    flexible_from: 3,
+    fields: &[
+        field("StatesFilter", since(4), STRINGS),
+        field("TypesFilter", since(5), STRINGS),
+    ],
+};
+
+const LISTED_GROUP: [Field; 4] = [
+    field("GroupId", since(0), STR),
+    field("ProtocolType", since(0), STR),
+    field("GroupState", since(4), STR),
+    field("GroupType", since(5), STR),
+];
+
+pub(super) const LIST_GROUPS_RESPONSE: Schema = Schema {
+    name: "ListGroupsResponse",
+    versions: between(0, 5),
+    flexible_from: 3,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field("ErrorCode", since(0), I16),
+        field(
+            "Groups",
+            since(0),
+            Kind::Array(&Kind::Struct(&LISTED_GROUP)),
+        ),
+    ],
+};

@@ -1,0 +1,275 @@
+//! A populated request and response of every API kroupier speaks, at every version, with every
+//! field the version carries set (so every array holds elements and every length is non-zero).
+
+use bytes::Bytes;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn s(v: &'static str) -> StrBytes {
+    StrBytes::from_static_str(v)
+}
+
+fn opt(cond: bool, v: &'static str) -> Option<StrBytes> {
+    cond.then(|| s(v))
+}
+
+fn blob(v: &'static [u8]) -> Bytes {
+    Bytes::from_static(v)
+}
+
+pub(super) fn api_versions(v: i16) -> (ApiVersionsRequest, ApiVersionsResponse) {
+    let mut req = ApiVersionsRequest::default();
+    let mut resp = ApiVersionsResponse::default().with_api_keys(vec![
+        ApiVersion::default()
+            .with_api_key(11)
+            .with_min_version(0)
+            .with_max_version(9),
+        ApiVersion::default()
+            .with_api_key(14)
+            .with_min_version(0)
+            .with_max_version(5),
+    ]);
+    if v >= 1 {
+        resp.throttle_time_ms = 5;
+    }
+    if v >= 3 {
+        req.client_software_name = s("kroupier");
+        req.client_software_version = s("0.1.0");
+        resp.supported_features = vec![
+            SupportedFeatureKey::default()
+                .with_name(s("metadata.version"))
+                .with_min_version(1)
+                .with_max_version(27),
+        ];
+        resp.finalized_features_epoch = 9;
+        resp.finalized_features = vec![
+            FinalizedFeatureKey::default()
+                .with_name(s("metadata.version"))
+                .with_min_version_level(27)
+                .with_max_version_level(27),
+        ];
+        resp.zk_migration_ready = true;
+    }
+    (req, resp)
+}
+
+pub(super) fn metadata(v: i16) -> (MetadataRequest, MetadataResponse) {
+    let req = MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(TopicName(s("t")))),
+        ]))
+        .with_allow_auto_topic_creation(v < 4)
+        .with_include_cluster_authorized_operations((8..=10).contains(&v))
+        .with_include_topic_authorized_operations(v >= 8);
+    let partition = MetadataResponsePartition::default()
+        .with_partition_index(1)
+        .with_leader_id(BrokerId(2))
+        .with_leader_epoch(if v >= 7 { 4 } else { -1 })
+        .with_replica_nodes(vec![BrokerId(1), BrokerId(2)])
+        .with_isr_nodes(vec![BrokerId(2)])
+        .with_offline_replicas(if v >= 5 { vec![BrokerId(1)] } else { vec![] });
+    let topic = MetadataResponseTopic::default()
+        .with_name(Some(TopicName(s("t"))))
+        .with_is_internal(v >= 1)
+        .with_partitions(vec![partition])
+        .with_topic_authorized_operations(if v >= 8 { 7 } else { i32::MIN });
+    let resp = MetadataResponse::default()
+        .with_throttle_time_ms(if v >= 3 { 1 } else { 0 })
+        .with_brokers(vec![
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(2))
+                .with_host(s("localhost"))
+                .with_port(9092)
+                .with_rack(opt(v >= 1, "rack-a")),
+        ])
+        .with_cluster_id(opt(v >= 2, "cluster"))
+        .with_controller_id(BrokerId(if v >= 1 { 2 } else { -1 }))
+        .with_topics(vec![topic])
+        .with_cluster_authorized_operations(if (8..=10).contains(&v) { 3 } else { i32::MIN })
+        .with_error_code(0);
+    (req, resp)
+}
+
+pub(super) fn find_coordinator(v: i16) -> (FindCoordinatorRequest, FindCoordinatorResponse) {
+    let mut req = FindCoordinatorRequest::default();
+    let mut resp = FindCoordinatorResponse::default();
+    if v <= 3 {
+        req.key = s("group-a");
+        resp.node_id = BrokerId(3);
+        resp.host = s("broker-3");
+        resp.port = 9093;
+        resp.error_code = 0;
+        resp.error_message = if v >= 1 { None } else { Some(s("")) };
+    } else {
+        req.coordinator_keys = vec![s("group-a"), s("group-b")];
+        resp.coordinators = vec![
+            Coordinator::default()
+                .with_key(s("group-a"))
+                .with_node_id(BrokerId(3))
+                .with_host(s("broker-3"))
+                .with_port(9093)
+                .with_error_message(None),
+            Coordinator::default()
+                .with_key(s("group-b"))
+                .with_node_id(BrokerId(-1))
+                .with_error_code(15)
+                .with_error_message(Some(s("not available"))),
+        ];
+        resp.error_message = Some(s(""));
+    }
+    if v >= 1 {
+        resp.throttle_time_ms = 2;
+    }
+    (req, resp)
+}
+
+pub(super) fn join_group(v: i16) -> (JoinGroupRequest, JoinGroupResponse) {
+    let req = JoinGroupRequest::default()
+        .with_group_id(GroupId(s("group-a")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(if v >= 1 { 60_000 } else { -1 })
+        .with_member_id(s("m-1"))
+        .with_group_instance_id(opt(v >= 5, "instance-1"))
+        .with_protocol_type(s("kroupier"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(s("sticky"))
+                .with_metadata(blob(b"\x00\x01meta")),
+            JoinGroupRequestProtocol::default()
+                .with_name(s("round-robin"))
+                .with_metadata(blob(b"")),
+        ])
+        .with_reason(opt(v >= 8, "joining"));
+    let resp = JoinGroupResponse::default()
+        .with_throttle_time_ms(if v >= 2 { 3 } else { 0 })
+        .with_generation_id(7)
+        .with_protocol_type(opt(v >= 7, "kroupier"))
+        .with_protocol_name(Some(s("sticky")))
+        .with_leader(s("m-1"))
+        .with_skip_assignment(v >= 9)
+        .with_member_id(s("m-1"))
+        .with_members(vec![
+            JoinGroupResponseMember::default()
+                .with_member_id(s("m-1"))
+                .with_group_instance_id(opt(v >= 5, "instance-1"))
+                .with_metadata(blob(b"\x00\x01meta")),
+            JoinGroupResponseMember::default()
+                .with_member_id(s("m-2"))
+                .with_metadata(blob(b"x")),
+        ]);
+    (req, resp)
+}
+
+pub(super) fn sync_group(v: i16) -> (SyncGroupRequest, SyncGroupResponse) {
+    let req = SyncGroupRequest::default()
+        .with_group_id(GroupId(s("group-a")))
+        .with_generation_id(7)
+        .with_member_id(s("m-1"))
+        .with_group_instance_id(opt(v >= 3, "instance-1"))
+        .with_protocol_type(opt(v >= 5, "kroupier"))
+        .with_protocol_name(opt(v >= 5, "sticky"))
+        .with_assignments(vec![
+            SyncGroupRequestAssignment::default()
+                .with_member_id(s("m-1"))
+                .with_assignment(blob(b"\x00\x01tasks")),
+            SyncGroupRequestAssignment::default()
+                .with_member_id(s("m-2"))
+                .with_assignment(blob(b"")),
+        ]);
+    let resp = SyncGroupResponse::default()
+        .with_throttle_time_ms(if v >= 1 { 4 } else { 0 })
+        .with_protocol_type(opt(v >= 5, "kroupier"))
+        .with_protocol_name(opt(v >= 5, "sticky"))
+        .with_assignment(blob(b"\x00\x01tasks"));
+    (req, resp)
+}
+
+pub(super) fn heartbeat(v: i16) -> (HeartbeatRequest, HeartbeatResponse) {
+    let req = HeartbeatRequest::default()
+        .with_group_id(GroupId(s("group-a")))
+        .with_generation_id(7)
+        .with_member_id(s("m-1"))
+        .with_group_instance_id(opt(v >= 3, "instance-1"));
+    let resp = HeartbeatResponse::default()
+        .with_throttle_time_ms(if v >= 1 { 4 } else { 0 })
+        .with_error_code(27);
+    (req, resp)
+}
+
+pub(super) fn leave_group(v: i16) -> (LeaveGroupRequest, LeaveGroupResponse) {
+    let mut req = LeaveGroupRequest::default().with_group_id(GroupId(s("group-a")));
+    let mut resp = LeaveGroupResponse::default().with_throttle_time_ms(if v >= 1 { 4 } else { 0 });
+    if v <= 2 {
+        req.member_id = s("m-1");
+    } else {
+        req.members = vec![
+            MemberIdentity::default()
+                .with_member_id(s("m-1"))
+                .with_group_instance_id(Some(s("instance-1")))
+                .with_reason(opt(v >= 5, "closing")),
+        ];
+        resp.members = vec![
+            MemberResponse::default()
+                .with_member_id(s("m-1"))
+                .with_group_instance_id(Some(s("instance-1"))),
+        ];
+    }
+    (req, resp)
+}
+
+pub(super) fn describe_groups(v: i16) -> (DescribeGroupsRequest, DescribeGroupsResponse) {
+    let req = DescribeGroupsRequest::default()
+        .with_groups(vec![GroupId(s("group-a")), GroupId(s("group-b"))])
+        .with_include_authorized_operations(v >= 3);
+    let member = DescribedGroupMember::default()
+        .with_member_id(s("m-1"))
+        .with_group_instance_id(opt(v >= 4, "instance-1"))
+        .with_client_id(s("client"))
+        .with_client_host(s("/127.0.0.1"))
+        .with_member_metadata(blob(b"\x00\x01meta"))
+        .with_member_assignment(blob(b"\x00\x01tasks"));
+    let resp = DescribeGroupsResponse::default()
+        .with_throttle_time_ms(if v >= 1 { 4 } else { 0 })
+        .with_groups(vec![
+            DescribedGroup::default()
+                .with_error_message(opt(v >= 6, "none"))
+                .with_group_id(GroupId(s("group-a")))
+                .with_group_state(s("Stable"))
+                .with_protocol_type(s("kroupier"))
+                .with_protocol_data(s("sticky"))
+                .with_members(vec![member])
+                .with_authorized_operations(if v >= 3 { 5 } else { i32::MIN }),
+        ]);
+    (req, resp)
+}
+
+pub(super) fn list_groups(v: i16) -> (ListGroupsRequest, ListGroupsResponse) {
+    let req = ListGroupsRequest::default()
+        .with_states_filter(if v >= 4 { vec![s("Stable")] } else { vec![] })
+        .with_types_filter(if v >= 5 { vec![s("classic")] } else { vec![] });
+    let resp = ListGroupsResponse::default()
+        .with_throttle_time_ms(if v >= 1 { 4 } else { 0 })
+        .with_groups(vec![
+            ListedGroup::default()
+                .with_group_id(GroupId(s("group-a")))
+                .with_protocol_type(s("kroupier"))
+                .with_group_state(if v >= 4 { s("Stable") } else { s("") })
+                .with_group_type(if v >= 5 { s("classic") } else { s("") }),
+        ]);
+    (req, resp)
+}
