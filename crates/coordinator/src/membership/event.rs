@@ -1,0 +1,178 @@
+//! What the membership reports: events, the generation, the fencing token and metrics.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+
+use super::action::{Api, FatalError};
+use super::protocol::MemberMetadata;
+
+/// A generation of the group as this member joined it. Never exists without a member id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    /// The generation id the coordinator gave.
+    pub generation_id: i32,
+    /// This member's id in it.
+    pub member_id: String,
+    /// The protocol the group selected.
+    pub protocol_name: String,
+    /// The leader's member id.
+    pub leader_id: String,
+}
+
+impl Generation {
+    /// Whether this member leads the generation.
+    pub fn is_leader(&self) -> bool {
+        self.leader_id == self.member_id
+    }
+
+    /// The fencing token of this generation.
+    pub fn token(&self) -> FencingToken {
+        FencingToken {
+            generation_id: self.generation_id,
+            member_id: self.member_id.clone(),
+        }
+    }
+}
+
+/// `(generation id, member id)`: proof of membership to hand to user code and to stores that
+/// reject writes from older generations.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FencingToken {
+    /// The generation id (grows with every rebalance).
+    pub generation_id: i32,
+    /// The member id.
+    pub member_id: String,
+}
+
+/// A fencing token with the instant until which this member may act on it.
+///
+/// `valid_until` is the self-fencing deadline: the send time of the last heartbeat (or join or
+/// sync) that succeeded, plus the session timeout, minus the margin. A newer success extends it
+/// with a new `Lease` from [`Membership::lease`](super::Membership::lease); a reset or loss
+/// ends it at once (the membership then returns `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The token.
+    pub token: FencingToken,
+    /// The last instant at which the token is still valid (exclusive).
+    pub valid_until: Instant,
+}
+
+impl Lease {
+    /// Whether the token is still valid at `now`.
+    pub fn is_valid(&self, now: Instant) -> bool {
+        now < self.valid_until
+    }
+}
+
+/// The coordinator broker of the group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coordinator {
+    /// Its broker id.
+    pub node_id: i32,
+    /// Its host.
+    pub host: String,
+    /// Its port.
+    pub port: i32,
+}
+
+/// Why a generation was lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LostReason {
+    /// Self-fenced: no heartbeat succeeded before the deadline.
+    HeartbeatTimeout {
+        /// The deadline that passed.
+        deadline: Instant,
+    },
+    /// The coordinator said the generation or the member id is gone.
+    Reset {
+        /// The API whose response said so.
+        api: Api,
+        /// The error it returned.
+        error: ResponseError,
+    },
+    /// The member stopped on a fatal error (including fencing of its instance id).
+    Fatal(FatalError),
+}
+
+/// Something the driver or the user must know. Drain them with
+/// [`Membership::poll_event`](super::Membership::poll_event).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The group coordinator is (now) this broker; send group requests there.
+    CoordinatorChanged(Coordinator),
+    /// JoinGroup succeeded: this member is in `generation`.
+    Joined {
+        /// The new generation.
+        generation: Generation,
+    },
+    /// This member leads `generation_id` and must compute the assignment: run the protocol's
+    /// `assign` over `members` off the heartbeat path, then call
+    /// [`Membership::set_assignment`](super::Membership::set_assignment).
+    AssignmentRequested {
+        /// The generation to assign.
+        generation_id: i32,
+        /// The protocol the group selected.
+        protocol_name: String,
+        /// Every member with its metadata, sorted by member id.
+        members: Vec<MemberMetadata>,
+    },
+    /// SyncGroup succeeded: this member's assignment for `generation`.
+    Assigned {
+        /// The generation.
+        generation: Generation,
+        /// The assignment bytes (empty if the leader gave none).
+        assignment: Bytes,
+    },
+    /// A rebalance starts while `generation` was stable. Its assignment is no longer final; the
+    /// token stays valid while heartbeats succeed.
+    Revoked {
+        /// The generation being rebalanced.
+        generation: Generation,
+        /// Why.
+        reason: String,
+    },
+    /// The generation is gone without a rebalance: stop all work now.
+    Lost {
+        /// The generation lost (`None` if the member had none).
+        generation: Option<Generation>,
+        /// Why.
+        reason: LostReason,
+    },
+    /// FENCED_INSTANCE_ID: another process joined with this `group.instance.id`. Terminal.
+    Fenced {
+        /// The instance id.
+        group_instance_id: Option<String>,
+    },
+    /// A fatal error stopped the member. Terminal.
+    Fatal(FatalError),
+    /// The member left the group (after LeaveGroup, or without it for a static member).
+    Left,
+}
+
+/// Counters like Kafka's coordinator metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// Rebalances that completed (SyncGroup succeeded).
+    pub rebalances_total: u64,
+    /// Rebalances that failed (an error reset the join or sync).
+    pub rebalances_failed: u64,
+    /// How long the last completed rebalance took, from its start to SyncGroup success.
+    pub last_rebalance_latency: Option<Duration>,
+    /// When the last heartbeat succeeded (response time).
+    pub last_heartbeat_success_at: Option<Instant>,
+    /// Heartbeats sent.
+    pub heartbeats_sent: u64,
+    /// Heartbeats that failed (error or no response).
+    pub heartbeats_failed: u64,
+}
+
+impl Metrics {
+    /// Age of the last successful heartbeat at `now` (Kafka's last-heartbeat-seconds-ago).
+    pub fn last_heartbeat_age(&self, now: Instant) -> Option<Duration> {
+        self.last_heartbeat_success_at
+            .map(|at| now.saturating_duration_since(at))
+    }
+}

@@ -1,0 +1,777 @@
+//! The membership state machine: its states, commands and outputs. Response handling is in
+//! `handle.rs`.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    GroupId, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest,
+    join_group_request::JoinGroupRequestProtocol, sync_group_request::SyncGroupRequestAssignment,
+};
+use thiserror::Error;
+
+use super::action::{Backoff, FatalError};
+use super::config::{ConfigError, MembershipConfig};
+use super::event::{Coordinator, Event, FencingToken, Generation, Lease, LostReason, Metrics};
+use super::io::{
+    FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, str_bytes, truncate_reason,
+};
+use super::protocol::{MemberAssignment, ProtocolMetadata};
+
+/// The state of a member, in the words of Kafka's `AbstractCoordinator` (see the module guide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemberState {
+    /// Not in a join; waiting for a backoff before JoinGroup.
+    Unjoined,
+    /// Waiting for the coordinator's address before JoinGroup.
+    FindingCoordinator,
+    /// JoinGroup in flight (Kafka's PREPARING_REBALANCE).
+    Joining,
+    /// Leader: waiting for the assignment computed outside (COMPLETING_REBALANCE).
+    AwaitingAssignment,
+    /// SyncGroup pending or in flight (COMPLETING_REBALANCE).
+    Syncing,
+    /// Assignment received; heartbeating (STABLE).
+    Stable,
+    /// LeaveGroup pending or in flight.
+    Leaving,
+    /// Left the group; terminal until [`Membership::request_rejoin`].
+    Left,
+    /// Stopped on a fatal error; terminal.
+    Fatal,
+}
+
+/// A command that does not fit the member's current state.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum CommandError {
+    /// The assignment is for a generation this member no longer awaits an assignment for
+    /// (a rebalance or a reset overtook it): drop it; a new request will come if needed.
+    #[error(
+        "stale assignment for generation {generation_id}: the member moved on; drop it and wait for the next AssignmentRequested"
+    )]
+    StaleAssignment {
+        /// The generation the assignment was computed for.
+        generation_id: i32,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) enum CoordinatorState {
+    Unknown {
+        retry_at: Option<Instant>,
+        attempts: u32,
+    },
+    Finding {
+        tag: RequestTag,
+        attempts: u32,
+    },
+    Known(Coordinator),
+}
+
+#[derive(Debug)]
+pub(crate) enum SyncRequest {
+    Pending {
+        retry_at: Option<Instant>,
+        attempts: u32,
+    },
+    InFlight {
+        tag: RequestTag,
+        sent_at: Instant,
+        attempts: u32,
+    },
+}
+
+/// The member's phase; each carries its own data. A [`Generation`] always holds a member id.
+#[derive(Debug)]
+pub(crate) enum Phase {
+    /// Will send JoinGroup once the coordinator is known and `retry_at` passed. `held` is the
+    /// generation the member still holds while it rejoins (heartbeats continue for it).
+    Unjoined {
+        member_id: String,
+        held: Option<Generation>,
+        reason: String,
+        retry_at: Option<Instant>,
+        attempts: u32,
+    },
+    Joining {
+        member_id: String,
+        held: Option<Generation>,
+        reason: String,
+        tag: RequestTag,
+        sent_at: Instant,
+        attempts: u32,
+    },
+    AwaitingAssignment {
+        generation: Generation,
+    },
+    Syncing {
+        generation: Generation,
+        assignments: Vec<MemberAssignment>,
+        request: SyncRequest,
+    },
+    Stable {
+        generation: Generation,
+        assignment: Bytes,
+    },
+    Leaving {
+        leave: LeaveGroup,
+        tag: Option<RequestTag>,
+    },
+    Left,
+    Fatal(FatalError),
+}
+
+#[derive(Debug)]
+pub(crate) struct HeartbeatInFlight {
+    pub(crate) tag: RequestTag,
+    pub(crate) sent_at: Instant,
+    pub(crate) generation_id: i32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct HeartbeatState {
+    pub(crate) next_at: Option<Instant>,
+    pub(crate) in_flight: Option<HeartbeatInFlight>,
+    pub(crate) failures: u32,
+    /// Send time of the last request that proved membership in the current generation.
+    pub(crate) last_success_sent_at: Option<Instant>,
+}
+
+/// The sans-IO group member. See the [module guide](super) for the protocol and the loop.
+#[derive(Debug)]
+pub struct Membership {
+    pub(crate) config: MembershipConfig,
+    pub(crate) protocol_type: String,
+    pub(crate) protocols: Vec<ProtocolMetadata>,
+    pub(crate) coordinator: CoordinatorState,
+    pub(crate) phase: Phase,
+    pub(crate) heartbeat: HeartbeatState,
+    pub(crate) pending_rejoin: Option<String>,
+    pub(crate) rebalance_started_at: Option<Instant>,
+    pub(crate) next_tag: u64,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) metrics: Metrics,
+}
+
+fn validate_protocols(
+    protocol_type: &str,
+    protocols: &[ProtocolMetadata],
+) -> Result<(), ConfigError> {
+    if protocol_type.is_empty() {
+        return Err(ConfigError::EmptyProtocolType);
+    }
+    if protocols.is_empty() {
+        return Err(ConfigError::InvalidProtocols("no protocol offered"));
+    }
+    for (i, p) in protocols.iter().enumerate() {
+        if p.name.is_empty() {
+            return Err(ConfigError::InvalidProtocols("empty protocol name"));
+        }
+        if protocols[..i].iter().any(|q| q.name == p.name) {
+            return Err(ConfigError::InvalidProtocols("protocol offered twice"));
+        }
+    }
+    Ok(())
+}
+
+impl Membership {
+    /// A new member that will find the coordinator and join at the first
+    /// [`poll_request`](Self::poll_request). Fails if the configuration or protocols are invalid.
+    pub fn new(
+        config: MembershipConfig,
+        protocol_type: impl Into<String>,
+        protocols: Vec<ProtocolMetadata>,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let protocol_type = protocol_type.into();
+        validate_protocols(&protocol_type, &protocols)?;
+        Ok(Self {
+            config,
+            protocol_type,
+            protocols,
+            coordinator: CoordinatorState::Unknown {
+                retry_at: None,
+                attempts: 0,
+            },
+            phase: Phase::Unjoined {
+                member_id: String::new(),
+                held: None,
+                reason: "member started".to_owned(),
+                retry_at: None,
+                attempts: 0,
+            },
+            heartbeat: HeartbeatState::default(),
+            pending_rejoin: None,
+            rebalance_started_at: None,
+            next_tag: 0,
+            events: VecDeque::new(),
+            metrics: Metrics::default(),
+        })
+    }
+
+    // ----- (A) getters -----
+
+    /// The configuration.
+    pub fn config(&self) -> &MembershipConfig {
+        &self.config
+    }
+
+    /// The current state.
+    pub fn state(&self) -> MemberState {
+        match &self.phase {
+            Phase::Unjoined { .. } if !matches!(self.coordinator, CoordinatorState::Known(_)) => {
+                MemberState::FindingCoordinator
+            }
+            Phase::Unjoined { .. } => MemberState::Unjoined,
+            Phase::Joining { .. } => MemberState::Joining,
+            Phase::AwaitingAssignment { .. } => MemberState::AwaitingAssignment,
+            Phase::Syncing { .. } => MemberState::Syncing,
+            Phase::Stable { .. } => MemberState::Stable,
+            Phase::Leaving { .. } => MemberState::Leaving,
+            Phase::Left => MemberState::Left,
+            Phase::Fatal(_) => MemberState::Fatal,
+        }
+    }
+
+    /// The generation this member is in (also while it rejoins, until the new one forms).
+    pub fn generation(&self) -> Option<&Generation> {
+        match &self.phase {
+            Phase::Unjoined { held, .. } | Phase::Joining { held, .. } => held.as_ref(),
+            Phase::AwaitingAssignment { generation }
+            | Phase::Syncing { generation, .. }
+            | Phase::Stable { generation, .. } => Some(generation),
+            Phase::Leaving { .. } | Phase::Left | Phase::Fatal(_) => None,
+        }
+    }
+
+    /// This member's id (empty before the coordinator gave one).
+    pub fn member_id(&self) -> &str {
+        match &self.phase {
+            Phase::Unjoined { member_id, .. } | Phase::Joining { member_id, .. } => member_id,
+            Phase::AwaitingAssignment { generation }
+            | Phase::Syncing { generation, .. }
+            | Phase::Stable { generation, .. } => &generation.member_id,
+            Phase::Leaving { leave, .. } => &leave.member_id,
+            Phase::Left | Phase::Fatal(_) => "",
+        }
+    }
+
+    /// The assignment of the stable generation.
+    pub fn assignment(&self) -> Option<&Bytes> {
+        match &self.phase {
+            Phase::Stable { assignment, .. } => Some(assignment),
+            _ => None,
+        }
+    }
+
+    /// The coordinator, if known.
+    pub fn coordinator(&self) -> Option<&Coordinator> {
+        match &self.coordinator {
+            CoordinatorState::Known(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The fatal error that stopped the member.
+    pub fn fatal_error(&self) -> Option<&FatalError> {
+        match &self.phase {
+            Phase::Fatal(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The self-fencing deadline: the send time of the last success in this generation plus
+    /// the session timeout minus the margin. `None` without a generation.
+    pub fn fence_deadline(&self) -> Option<Instant> {
+        self.generation()?;
+        let basis = self.heartbeat.last_success_sent_at?;
+        Some(basis + self.config.session_timeout - self.config.effective_self_fence_margin())
+    }
+
+    /// The fencing token of the current generation, with its deadline.
+    pub fn lease(&self) -> Option<Lease> {
+        Some(Lease {
+            token: self.generation()?.token(),
+            valid_until: self.fence_deadline()?,
+        })
+    }
+
+    /// Whether `token` is the current generation's and the deadline has not passed at `now`.
+    pub fn is_token_valid(&self, token: &FencingToken, now: Instant) -> bool {
+        self.lease()
+            .is_some_and(|lease| &lease.token == token && lease.is_valid(now))
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    // ----- (C) commands -----
+
+    /// Rejoin the group (KIP-800: `reason` goes into JoinGroup). From a stable generation this
+    /// emits [`Event::Revoked`] first; during a join, the member rejoins once it completes.
+    /// After [`leave`](Self::leave) it joins again as a new member. No effect once fatal.
+    pub fn request_rejoin(&mut self, now: Instant, reason: impl Into<String>) {
+        self.rejoin(now, reason.into());
+    }
+
+    /// Leave the group: LeaveGroup for a dynamic member (or a static one if configured) whose
+    /// coordinator is known, then [`Event::Left`]. Stop the work before calling this.
+    pub fn leave(&mut self, now: Instant, reason: impl Into<String>) {
+        let _ = now;
+        if matches!(
+            self.phase,
+            Phase::Leaving { .. } | Phase::Left | Phase::Fatal(_)
+        ) {
+            return;
+        }
+        let member_id = self.member_id().to_owned();
+        let may_leave =
+            self.config.group_instance_id.is_none() || self.config.leave_group_on_close_static;
+        let known = matches!(self.coordinator, CoordinatorState::Known(_));
+        self.heartbeat = HeartbeatState::default();
+        self.pending_rejoin = None;
+        if !member_id.is_empty() && may_leave && known {
+            self.phase = Phase::Leaving {
+                leave: LeaveGroup {
+                    group_id: self.config.group_id.clone(),
+                    member_id,
+                    group_instance_id: self.config.group_instance_id.clone(),
+                    reason: reason.into(),
+                },
+                tag: None,
+            };
+        } else {
+            self.phase = Phase::Left;
+            self.events.push_back(Event::Left);
+        }
+    }
+
+    /// The leader's assignment for `generation_id`, computed outside from
+    /// [`Event::AssignmentRequested`]. Heartbeats ran meanwhile; SyncGroup goes out next.
+    pub fn set_assignment(
+        &mut self,
+        generation_id: i32,
+        assignments: Vec<MemberAssignment>,
+    ) -> Result<(), CommandError> {
+        match std::mem::replace(&mut self.phase, Phase::Left) {
+            Phase::AwaitingAssignment { generation }
+                if generation.generation_id == generation_id =>
+            {
+                self.phase = Phase::Syncing {
+                    generation,
+                    assignments,
+                    request: SyncRequest::Pending {
+                        retry_at: None,
+                        attempts: 0,
+                    },
+                };
+                Ok(())
+            }
+            other => {
+                self.phase = other;
+                Err(CommandError::StaleAssignment { generation_id })
+            }
+        }
+    }
+
+    /// Replace this member's protocol metadata. If it changed while the member is in or joining
+    /// a group, rejoin so the leader sees it (a follower-initiated rebalance).
+    pub fn update_metadata(
+        &mut self,
+        now: Instant,
+        protocols: Vec<ProtocolMetadata>,
+    ) -> Result<(), ConfigError> {
+        validate_protocols(&self.protocol_type, &protocols)?;
+        if protocols != self.protocols {
+            self.protocols = protocols;
+            if !matches!(self.phase, Phase::Unjoined { .. }) {
+                self.rejoin(now, "member metadata changed".to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Replace this member's protocol metadata for the *next* JoinGroup without rebalancing.
+    pub fn set_metadata(&mut self, protocols: Vec<ProtocolMetadata>) -> Result<(), ConfigError> {
+        validate_protocols(&self.protocol_type, &protocols)?;
+        self.protocols = protocols;
+        Ok(())
+    }
+
+    // ----- (D) outputs -----
+
+    /// The next event, if any.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next request to send at `now`, if any. Call until `None` after every input; `now`
+    /// becomes the request's send time (which self-fencing measures from).
+    #[must_use]
+    pub fn poll_request(&mut self, now: Instant) -> Option<Outgoing> {
+        self.check_fence(now);
+        if matches!(self.phase, Phase::Left | Phase::Fatal(_)) {
+            return None;
+        }
+        match &self.coordinator {
+            CoordinatorState::Unknown { retry_at, attempts } => {
+                if matches!(self.phase, Phase::Leaving { .. }) || retry_at.is_some_and(|t| t > now)
+                {
+                    return None;
+                }
+                let attempts = *attempts;
+                let tag = self.tag();
+                self.coordinator = CoordinatorState::Finding { tag, attempts };
+                return Some(Outgoing {
+                    tag,
+                    timeout: self.config.request_timeout,
+                    request: Request::FindCoordinator(FindCoordinator {
+                        group_id: self.config.group_id.clone(),
+                    }),
+                });
+            }
+            CoordinatorState::Finding { .. } => return None,
+            CoordinatorState::Known(_) => {}
+        }
+        if let Some(out) = self.poll_heartbeat(now) {
+            return Some(out);
+        }
+        self.poll_group_request(now)
+    }
+
+    /// The next instant at which [`handle_timeout`](Self::handle_timeout) (and then
+    /// [`poll_request`](Self::poll_request)) has work; `None` if nothing is scheduled.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if matches!(self.phase, Phase::Left | Phase::Fatal(_)) {
+            return None;
+        }
+        let mut next = self.fence_deadline();
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        };
+        match &self.coordinator {
+            CoordinatorState::Unknown { retry_at, .. } => consider(*retry_at),
+            CoordinatorState::Finding { .. } => {}
+            CoordinatorState::Known(_) => {
+                if self.heartbeat_enabled() && self.heartbeat.in_flight.is_none() {
+                    consider(self.heartbeat.next_at);
+                }
+                match &self.phase {
+                    Phase::Unjoined { retry_at, .. } => consider(*retry_at),
+                    Phase::Syncing {
+                        request: SyncRequest::Pending { retry_at, .. },
+                        ..
+                    } => consider(*retry_at),
+                    _ => {}
+                }
+            }
+        }
+        next
+    }
+
+    // ----- internals shared with handle.rs -----
+
+    pub(crate) fn tag(&mut self) -> RequestTag {
+        self.next_tag += 1;
+        RequestTag(self.next_tag)
+    }
+
+    pub(crate) fn backoff(&self, backoff: Backoff, attempts: u32) -> Duration {
+        match backoff {
+            Backoff::None => Duration::ZERO,
+            Backoff::Fixed => self.config.retry_backoff,
+            Backoff::Exponential => {
+                let factor = 1u32 << attempts.saturating_sub(1).min(16);
+                (self.config.retry_backoff * factor).min(self.config.retry_backoff_max)
+            }
+        }
+    }
+
+    fn heartbeat_enabled(&self) -> bool {
+        self.generation().is_some()
+    }
+
+    fn poll_heartbeat(&mut self, now: Instant) -> Option<Outgoing> {
+        if self.heartbeat.in_flight.is_some() || self.heartbeat.next_at.is_none_or(|t| t > now) {
+            return None;
+        }
+        let generation = self.generation()?.clone();
+        let tag = self.tag();
+        self.heartbeat.in_flight = Some(HeartbeatInFlight {
+            tag,
+            sent_at: now,
+            generation_id: generation.generation_id,
+        });
+        self.heartbeat.next_at = Some(now + self.config.heartbeat_interval);
+        self.metrics.heartbeats_sent += 1;
+        let request = HeartbeatRequest::default()
+            .with_group_id(GroupId(str_bytes(&self.config.group_id)))
+            .with_generation_id(generation.generation_id)
+            .with_member_id(str_bytes(&generation.member_id))
+            .with_group_instance_id(self.config.group_instance_id.as_deref().map(str_bytes));
+        Some(Outgoing {
+            tag,
+            timeout: self.config.request_timeout,
+            request: Request::Heartbeat(request),
+        })
+    }
+
+    fn poll_group_request(&mut self, now: Instant) -> Option<Outgoing> {
+        let tag = RequestTag(self.next_tag + 1);
+        let config = &self.config;
+        let (request, timeout) = match &mut self.phase {
+            Phase::Unjoined {
+                member_id,
+                held,
+                reason,
+                retry_at,
+                attempts,
+            } => {
+                if retry_at.is_some_and(|t| t > now) {
+                    return None;
+                }
+                let request = JoinGroupRequest::default()
+                    .with_group_id(GroupId(str_bytes(&config.group_id)))
+                    .with_session_timeout_ms(millis(config.session_timeout))
+                    .with_rebalance_timeout_ms(millis(config.rebalance_timeout))
+                    .with_member_id(str_bytes(member_id))
+                    .with_group_instance_id(config.group_instance_id.as_deref().map(str_bytes))
+                    .with_protocol_type(str_bytes(&self.protocol_type))
+                    .with_protocols(
+                        self.protocols
+                            .iter()
+                            .map(|p| {
+                                JoinGroupRequestProtocol::default()
+                                    .with_name(str_bytes(&p.name))
+                                    .with_metadata(p.metadata.clone())
+                            })
+                            .collect(),
+                    )
+                    .with_reason(Some(str_bytes(&truncate_reason(reason))));
+                self.phase = Phase::Joining {
+                    member_id: std::mem::take(member_id),
+                    held: held.take(),
+                    reason: std::mem::take(reason),
+                    tag,
+                    sent_at: now,
+                    attempts: *attempts,
+                };
+                (Request::JoinGroup(request), config.join_group_timeout())
+            }
+            Phase::Syncing {
+                generation,
+                assignments,
+                request: sync,
+            } => {
+                let SyncRequest::Pending { retry_at, attempts } = sync else {
+                    return None;
+                };
+                if retry_at.is_some_and(|t| t > now) {
+                    return None;
+                }
+                let request = SyncGroupRequest::default()
+                    .with_group_id(GroupId(str_bytes(&config.group_id)))
+                    .with_generation_id(generation.generation_id)
+                    .with_member_id(str_bytes(&generation.member_id))
+                    .with_group_instance_id(config.group_instance_id.as_deref().map(str_bytes))
+                    .with_protocol_type(Some(str_bytes(&self.protocol_type)))
+                    .with_protocol_name(Some(str_bytes(&generation.protocol_name)))
+                    .with_assignments(
+                        assignments
+                            .iter()
+                            .map(|a| {
+                                SyncGroupRequestAssignment::default()
+                                    .with_member_id(str_bytes(&a.member_id))
+                                    .with_assignment(a.assignment.clone())
+                            })
+                            .collect(),
+                    );
+                *sync = SyncRequest::InFlight {
+                    tag,
+                    sent_at: now,
+                    attempts: *attempts,
+                };
+                (Request::SyncGroup(request), config.request_timeout)
+            }
+            Phase::Leaving { leave, tag: sent } => {
+                if sent.is_some() {
+                    return None;
+                }
+                *sent = Some(tag);
+                (Request::LeaveGroup(leave.clone()), config.request_timeout)
+            }
+            _ => return None,
+        };
+        self.next_tag += 1;
+        Some(Outgoing {
+            tag,
+            timeout,
+            request,
+        })
+    }
+
+    /// Enter `Unjoined` (starting the rebalance clock if it is not running).
+    pub(crate) fn enter_unjoined(
+        &mut self,
+        now: Instant,
+        member_id: String,
+        held: Option<Generation>,
+        reason: String,
+        retry_at: Option<Instant>,
+        attempts: u32,
+    ) {
+        self.rebalance_started_at.get_or_insert(now);
+        self.phase = Phase::Unjoined {
+            member_id,
+            held,
+            reason,
+            retry_at,
+            attempts,
+        };
+    }
+
+    /// An orderly rejoin: the generation is kept until the new one forms.
+    pub(crate) fn rejoin(&mut self, now: Instant, reason: String) {
+        match std::mem::replace(&mut self.phase, Phase::Left) {
+            Phase::Stable { generation, .. } => {
+                self.events.push_back(Event::Revoked {
+                    generation: generation.clone(),
+                    reason: reason.clone(),
+                });
+                let member_id = generation.member_id.clone();
+                self.enter_unjoined(now, member_id, Some(generation), reason, None, 0);
+            }
+            Phase::AwaitingAssignment { generation } | Phase::Syncing { generation, .. } => {
+                let member_id = generation.member_id.clone();
+                self.enter_unjoined(now, member_id, Some(generation), reason, None, 0);
+            }
+            Phase::Unjoined {
+                member_id,
+                held,
+                retry_at,
+                attempts,
+                ..
+            } => {
+                self.phase = Phase::Unjoined {
+                    member_id,
+                    held,
+                    reason,
+                    retry_at,
+                    attempts,
+                };
+            }
+            joining @ Phase::Joining { .. } => {
+                self.phase = joining;
+                self.pending_rejoin = Some(reason);
+            }
+            Phase::Left => self.enter_unjoined(now, String::new(), None, reason, None, 0),
+            other @ (Phase::Leaving { .. } | Phase::Fatal(_)) => self.phase = other,
+        }
+    }
+
+    /// The generation is gone without a rebalance: report it lost and stop its heartbeats.
+    pub(crate) fn lose(&mut self, generation: Option<Generation>, reason: LostReason) {
+        self.heartbeat = HeartbeatState::default();
+        if generation.is_some() {
+            self.events.push_back(Event::Lost { generation, reason });
+        }
+    }
+
+    /// Stop for good on `error`.
+    pub(crate) fn fail(&mut self, error: FatalError) {
+        let generation = self.generation().cloned();
+        self.lose(generation, LostReason::Fatal(error.clone()));
+        if self.rebalance_started_at.take().is_some() {
+            self.metrics.rebalances_failed += 1;
+        }
+        if error == FatalError::FencedInstanceId {
+            self.events.push_back(Event::Fenced {
+                group_instance_id: self.config.group_instance_id.clone(),
+            });
+        } else {
+            self.events.push_back(Event::Fatal(error.clone()));
+        }
+        self.pending_rejoin = None;
+        self.phase = Phase::Fatal(error);
+    }
+
+    /// Self-fence if the deadline has passed.
+    pub(crate) fn check_fence(&mut self, now: Instant) {
+        let Some(deadline) = self.fence_deadline() else {
+            return;
+        };
+        if now < deadline {
+            return;
+        }
+        let member_id = self.member_id().to_owned();
+        let generation = self.generation().cloned();
+        self.lose(generation, LostReason::HeartbeatTimeout { deadline });
+        self.enter_unjoined(
+            now,
+            member_id,
+            None,
+            "session lost: no heartbeat succeeded before the self-fencing deadline".to_owned(),
+            None,
+            0,
+        );
+        self.mark_coordinator_unknown();
+    }
+
+    /// Forget the coordinator: requests in flight to it are void; a join or sync restarts
+    /// after rediscovery, a stable member keeps heartbeating its generation.
+    pub(crate) fn mark_coordinator_unknown(&mut self) {
+        if matches!(self.coordinator, CoordinatorState::Known(_)) {
+            self.coordinator = CoordinatorState::Unknown {
+                retry_at: None,
+                attempts: 0,
+            };
+        }
+        self.heartbeat.in_flight = None;
+        match std::mem::replace(&mut self.phase, Phase::Left) {
+            Phase::Joining {
+                member_id,
+                held,
+                reason,
+                attempts,
+                ..
+            } => {
+                self.phase = Phase::Unjoined {
+                    member_id,
+                    held,
+                    reason,
+                    retry_at: None,
+                    attempts,
+                };
+            }
+            Phase::Syncing {
+                generation,
+                request: SyncRequest::InFlight { .. },
+                ..
+            } => {
+                self.phase = Phase::Unjoined {
+                    member_id: generation.member_id.clone(),
+                    held: Some(generation),
+                    reason: "coordinator lost during SyncGroup".to_owned(),
+                    retry_at: None,
+                    attempts: 0,
+                };
+            }
+            Phase::Leaving { tag: Some(_), .. } | Phase::Leaving { tag: None, .. } => {
+                self.events.push_back(Event::Left);
+            }
+            other => self.phase = other,
+        }
+    }
+}
+
+fn millis(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}

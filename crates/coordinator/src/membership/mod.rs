@@ -1,0 +1,109 @@
+//! # The group membership state machine (sans-IO)
+//!
+//! [`Membership`] is one member of a Kafka group speaking FindCoordinator, JoinGroup, SyncGroup,
+//! Heartbeat and LeaveGroup, as Kafka's `AbstractCoordinator` does, but without sockets, threads
+//! or clock reads: the caller passes `now` into every input and sends the requests it asks for.
+//! The same code therefore runs under the tokio driver and in deterministic tests on virtual time.
+//!
+//! ## The loop a driver runs
+//!
+//! 1. Feed inputs: [`Membership::handle_response`] (with the [`RequestTag`] of the request),
+//!    [`Membership::handle_request_failed`], [`Membership::handle_disconnect`],
+//!    [`Membership::handle_timeout`], and commands ([`Membership::request_rejoin`],
+//!    [`Membership::leave`], [`Membership::set_assignment`], [`Membership::update_metadata`]).
+//! 2. Drain [`Membership::poll_request`] (send each [`Outgoing`]: FindCoordinator to any broker,
+//!    the rest to the coordinator of the last [`Event::CoordinatorChanged`]) and
+//!    [`Membership::poll_event`].
+//! 3. Sleep until [`Membership::poll_timeout`] or the next input, then call `handle_timeout`.
+//!
+//! `now` must never go backwards. On [`Event::AssignmentRequested`] the driver runs the
+//! protocol's [`GroupProtocol::assign`] *off* this loop and feeds the result back with
+//! `set_assignment`; heartbeats keep going meanwhile, and at every step the member waits for no
+//! user code.
+//!
+//! ## States
+//!
+//! ```text
+//!                 request_rejoin / metadata changed / heartbeat REBALANCE_IN_PROGRESS
+//!                 (emits Revoked; the generation is held and heartbeated until replaced)
+//!          +------------------------------------------------------------------+
+//!          v                                                                  |
+//!  +--------------+ coordinator +----------+ JoinGroup ok  +--------------------+ set_assignment
+//!  |  Unjoined /  |  known,     | Joining  |--- leader --->| AwaitingAssignment |---------+
+//!  |  Finding-    |------------>| (Join in |               +--------------------+         |
+//!  |  Coordinator |  backoff    |  flight) |--- follower, or KIP-814 skip -------------+   |
+//!  +--------------+  elapsed    +----------+                                           v   v
+//!     ^    ^   MEMBER_ID_REQUIRED: take the id |                               +-----------+
+//!     |    +-----------------------------------+                               |  Syncing  |
+//!     |    retry / rediscover / reset (Lost if a generation was held)         +-----------+
+//!     |                                                                    SyncGroup ok |
+//!     |  self-fence deadline passed (Lost)   +--------+   Assigned                      |
+//!     +--------------------------------------| Stable |<--------------------------------+
+//!        ILLEGAL_GENERATION / UNKNOWN_MEMBER  +--------+
+//!
+//!  any state --leave--> Leaving --LeaveGroup answered or failed--> Left
+//!  any state --fatal error (FENCED_INSTANCE_ID: Fenced)----------> Fatal
+//! ```
+//!
+//! The coordinator is tracked beside the state: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a
+//! disconnect or an unanswered request make it unknown; a join or sync in flight then restarts
+//! after rediscovery, while a stable member keeps its generation and heartbeats the new
+//! coordinator (Kafka's behaviour: the group state moves with the coordinator).
+//!
+//! ## Heartbeats and self-fencing
+//!
+//! Heartbeats run on their own timer (`heartbeat_interval`, reset at send) whenever the member
+//! holds a generation: in AwaitingAssignment and Syncing (Kafka's COMPLETING_REBALANCE), in
+//! Stable, and while it rejoins from a generation (the broker answers REBALANCE_IN_PROGRESS,
+//! which counts as success and keeps the session alive). The member records the *send* time of
+//! every request that proved membership (the JoinGroup and SyncGroup that formed the generation,
+//! and each successful heartbeat). At `that + session_timeout − margin` with no newer success it
+//! emits [`Event::Lost`], drops the generation and rejoins: the broker, which measures from the
+//! later *receive* time, cannot have given the work away yet. [`Membership::lease`] exposes the
+//! fencing token `(generation_id, member_id)` with that deadline.
+//!
+//! ## Errors
+//!
+//! [`action_for`] is the one map from an error code, per API, to an [`ErrorAction`]. Every
+//! handler applies it; resets apply only if the response belongs to the current generation.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Instant;
+//! use kroupier_coordinator::membership::{Membership, MembershipConfig, ProtocolMetadata, Request};
+//!
+//! let mut config = MembershipConfig::new("my-group");
+//! config.group_instance_id = Some("worker-1".into());
+//! let mut member = Membership::new(
+//!     config,
+//!     "kroupier",
+//!     vec![ProtocolMetadata::new("sticky", b"\x00\x00".to_vec())],
+//! )
+//! .expect("valid config");
+//! let now = Instant::now();
+//! let out = member.poll_request(now).expect("first it looks for the coordinator");
+//! assert!(matches!(out.request, Request::FindCoordinator(_)));
+//! ```
+
+mod action;
+mod config;
+mod event;
+mod handle;
+mod io;
+mod machine;
+mod protocol;
+mod versioned;
+
+#[cfg(test)]
+mod tests;
+
+pub use action::{Api, Backoff, ErrorAction, FatalError, action_for};
+pub use config::{ConfigError, MembershipConfig};
+pub use event::{Coordinator, Event, FencingToken, Generation, Lease, LostReason, Metrics};
+pub use io::{FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, Response};
+pub use machine::{CommandError, MemberState, Membership};
+pub use protocol::{
+    AssignError, GroupProtocol, MemberAssignment, MemberMetadata, ProtocolMetadata,
+};
+pub use versioned::{BodyReader, BodyWriter, DecodeError, Versioned};

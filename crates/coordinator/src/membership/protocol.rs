@@ -1,0 +1,115 @@
+//! The trait a group protocol implements (the KIP-795 idea, typed and stable).
+//!
+//! A protocol says what it offers at JoinGroup (its type and an ordered list of named metadata),
+//! how the leader splits the work ([`GroupProtocol::assign`], a pure function over every member's
+//! metadata), and what happens locally when an assignment arrives, is revoked or is lost.
+//!
+//! The sans-IO [`Membership`](super::Membership) never calls the protocol itself: the driver
+//! reads [`GroupProtocol::protocols`] into the membership, runs `assign` off the heartbeat path
+//! when the membership asks for an assignment, and calls the callbacks on the matching events.
+
+use bytes::Bytes;
+use thiserror::Error;
+
+use super::event::{Generation, LostReason};
+
+/// One protocol a member offers at JoinGroup: its name and this member's metadata for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolMetadata {
+    /// The protocol name (an assignor name for kroupier groups).
+    pub name: String,
+    /// This member's metadata for that protocol, opaque to Kafka.
+    pub metadata: Bytes,
+}
+
+impl ProtocolMetadata {
+    /// A protocol `name` with `metadata`.
+    pub fn new(name: impl Into<String>, metadata: impl Into<Bytes>) -> Self {
+        Self {
+            name: name.into(),
+            metadata: metadata.into(),
+        }
+    }
+}
+
+/// One member as the leader sees it in the JoinGroup response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberMetadata {
+    /// The member id the coordinator gave that member.
+    pub member_id: String,
+    /// Its `group.instance.id`, if it is a static member.
+    pub group_instance_id: Option<String>,
+    /// Its metadata for the protocol the group selected.
+    pub metadata: Bytes,
+}
+
+/// The assignment the leader gives one member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberAssignment {
+    /// The member id.
+    pub member_id: String,
+    /// The assignment bytes, opaque to Kafka.
+    pub assignment: Bytes,
+}
+
+impl MemberAssignment {
+    /// An assignment of `assignment` to `member_id`.
+    pub fn new(member_id: impl Into<String>, assignment: impl Into<Bytes>) -> Self {
+        Self {
+            member_id: member_id.into(),
+            assignment: assignment.into(),
+        }
+    }
+}
+
+/// Why the leader could not compute an assignment.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum AssignError {
+    /// The group selected a protocol this member does not implement.
+    #[error("unknown protocol {0:?}: offer only protocols this build implements")]
+    UnknownProtocol(String),
+    /// The protocol's own reason; the driver rejoins after a backoff.
+    #[error("assignment failed: {0}")]
+    Failed(String),
+}
+
+/// A group protocol: what a member offers, how the leader assigns, and the local callbacks.
+///
+/// Implementations are shared between the driver and the assignment task, hence `Send + Sync`;
+/// use interior mutability for local state the callbacks update (e.g. "I led generation 7",
+/// which the next [`protocols`](GroupProtocol::protocols) call reports).
+pub trait GroupProtocol: Send + Sync + 'static {
+    /// The protocol type every member of the group shares (`protocol_type` of JoinGroup).
+    fn protocol_type(&self) -> &str;
+
+    /// The protocols this member offers, most preferred first, with its metadata for each.
+    /// Called before every JoinGroup the driver sends, so it can report fresh local state.
+    fn protocols(&self) -> Vec<ProtocolMetadata>;
+
+    /// The leader's assignment for `members` (sorted by member id) under the selected
+    /// `protocol_name`. Pure and deterministic; runs off the heartbeat path. Members missing
+    /// from the result get an empty assignment from the broker.
+    fn assign(
+        &self,
+        protocol_name: &str,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError>;
+
+    /// This member's assignment for `generation` arrived (SyncGroup succeeded).
+    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
+        let _ = (generation, assignment);
+    }
+
+    /// A rebalance started while `generation` was stable: its assignment is no longer final.
+    /// An eager protocol stops all its work here; a cooperative one keeps it.
+    fn on_revoked(&self, generation: &Generation) {
+        let _ = generation;
+    }
+
+    /// The generation is gone without a rebalance (self-fenced, fenced, or reset by the
+    /// coordinator): stop all work now, someone else may own it already.
+    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
+        let _ = (generation, reason);
+    }
+}

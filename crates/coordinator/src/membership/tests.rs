@@ -1,0 +1,1 @@
+//! Tests of the membership state machine on virtual time.
