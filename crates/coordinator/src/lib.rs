@@ -7,3 +7,4 @@
 //! The connection layer, the sans-IO membership state machine and its tokio driver will live here.
 
 pub mod wire;
+pub mod membership;

@@ -1,0 +1,303 @@
+//! The catalogue: every task instance the group runs (id, kind, JSON config, weight).
+//!
+//! All workers of a group should hold the same catalogue. Its [`fingerprint`](Catalogue::fingerprint)
+//! travels in each member's metadata, so a mismatch (a rolling upgrade, a stale config file) shows
+//! in status and logs instead of causing ping-pong.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One task instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// Unique, non-empty id (`task-0`). Ids ending in a decimal number encode most compactly on
+    /// the wire (see `docs/protocol.md`).
+    pub id: String,
+    /// The registered kind that runs it.
+    pub kind: String,
+    /// The config handed to the kind's constructor.
+    #[serde(default)]
+    pub config: serde_json::Value,
+    /// Relative cost for weight-aware assignors; 1 by default.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+impl TaskSpec {
+    /// A task of weight 1.
+    pub fn new(id: impl Into<String>, kind: impl Into<String>, config: serde_json::Value) -> Self {
+        TaskSpec {
+            id: id.into(),
+            kind: kind.into(),
+            config,
+            weight: 1,
+        }
+    }
+
+    /// The same task with another weight.
+    pub fn with_weight(mut self, weight: u32) -> Self {
+        self.weight = weight;
+        self
+    }
+}
+
+/// Why a catalogue was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogueError {
+    /// Two tasks share an id.
+    #[error("task id `{0}` appears twice in the catalogue; give every task a unique id")]
+    DuplicateId(String),
+    /// A task has an empty id.
+    #[error("a task of kind `{kind}` has an empty id; give every task a non-empty id")]
+    EmptyId {
+        /// The kind of the task without an id.
+        kind: String,
+    },
+}
+
+/// The set of task instances, sorted by id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalogue {
+    tasks: BTreeMap<String, TaskSpec>,
+}
+
+impl Catalogue {
+    /// An empty catalogue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A catalogue of `specs`; refuses duplicate and empty ids.
+    pub fn from_specs(specs: impl IntoIterator<Item = TaskSpec>) -> Result<Self, CatalogueError> {
+        let mut catalogue = Catalogue::new();
+        for spec in specs {
+            if catalogue.tasks.contains_key(&spec.id) {
+                return Err(CatalogueError::DuplicateId(spec.id));
+            }
+            catalogue.insert(spec)?;
+        }
+        Ok(catalogue)
+    }
+
+    /// Adds `spec`, replacing (and returning) a task with the same id.
+    pub fn insert(&mut self, spec: TaskSpec) -> Result<Option<TaskSpec>, CatalogueError> {
+        if spec.id.is_empty() {
+            return Err(CatalogueError::EmptyId { kind: spec.kind });
+        }
+        Ok(self.tasks.insert(spec.id.clone(), spec))
+    }
+
+    /// Removes a task.
+    pub fn remove(&mut self, task_id: &str) -> Option<TaskSpec> {
+        self.tasks.remove(task_id)
+    }
+
+    /// The task with this id.
+    pub fn get(&self, task_id: &str) -> Option<&TaskSpec> {
+        self.tasks.get(task_id)
+    }
+
+    /// Whether the catalogue holds `task_id`.
+    pub fn contains(&self, task_id: &str) -> bool {
+        self.tasks.contains_key(task_id)
+    }
+
+    /// All tasks, sorted by id.
+    pub fn iter(&self) -> impl Iterator<Item = &TaskSpec> {
+        self.tasks.values()
+    }
+
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether there are no tasks.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// A 64-bit FNV-1a hash of the sorted `(id, kind, config, weight)` entries.
+    ///
+    /// Deterministic across processes, platforms and versions: JSON objects are hashed with
+    /// their keys sorted, whatever the map's own order, and no seeded hasher is involved.
+    pub fn fingerprint(&self) -> u64 {
+        let mut hash = Fnv1a::new();
+        hash.write_len(self.tasks.len());
+        for spec in self.tasks.values() {
+            hash.write_str(&spec.id);
+            hash.write_str(&spec.kind);
+            hash.write_json(&spec.config);
+            hash.write(&spec.weight.to_be_bytes());
+        }
+        hash.finish()
+    }
+}
+
+impl<'a> IntoIterator for &'a Catalogue {
+    type Item = &'a TaskSpec;
+    type IntoIter = std::collections::btree_map::Values<'a, String, TaskSpec>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.tasks.values()
+    }
+}
+
+/// FNV-1a, 64 bits, with length-prefixed fields so that ("ab","c") and ("a","bc") differ.
+struct Fnv1a(u64);
+
+impl Fnv1a {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    fn new() -> Self {
+        Fnv1a(Self::OFFSET)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    fn write_len(&mut self, len: usize) {
+        self.write(&(len as u64).to_be_bytes());
+    }
+
+    fn write_str(&mut self, s: &str) {
+        self.write_len(s.len());
+        self.write(s.as_bytes());
+    }
+
+    fn write_json(&mut self, value: &serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::Null => self.write(b"n"),
+            Value::Bool(b) => self.write(if *b { b"t" } else { b"f" }),
+            Value::Number(n) => {
+                self.write(b"#");
+                self.write_str(&n.to_string());
+            }
+            Value::String(s) => {
+                self.write(b"s");
+                self.write_str(s);
+            }
+            Value::Array(items) => {
+                self.write(b"[");
+                self.write_len(items.len());
+                for item in items {
+                    self.write_json(item);
+                }
+            }
+            Value::Object(map) => {
+                self.write(b"{");
+                self.write_len(map.len());
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                for (key, item) in entries {
+                    self.write_str(key);
+                    self.write_json(item);
+                }
+            }
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(id: &str, config: serde_json::Value) -> TaskSpec {
+        TaskSpec::new(id, "copy", config)
+    }
+
+    #[test]
+    fn fnv1a_matches_reference_vectors() {
+        let mut h = Fnv1a::new();
+        h.write(b"");
+        assert_eq!(h.finish(), 0xcbf2_9ce4_8422_2325);
+        let mut h = Fnv1a::new();
+        h.write(b"a");
+        assert_eq!(h.finish(), 0xaf63_dc4c_8601_ec8c);
+        let mut h = Fnv1a::new();
+        h.write(b"foobar");
+        assert_eq!(h.finish(), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn fingerprint_ignores_insertion_and_key_order() {
+        let a = Catalogue::from_specs([
+            spec("t1", json!({"a": 1, "b": [true, null]})),
+            spec("t2", json!("x")),
+        ])
+        .unwrap();
+        let b = Catalogue::from_specs([
+            spec("t2", json!("x")),
+            spec(
+                "t1",
+                serde_json::from_str(r#"{"b":[true,null],"a":1}"#).unwrap(),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+    }
+
+    #[test]
+    fn fingerprint_is_stable_across_releases() {
+        // A fixed value: changing the fingerprint breaks mixed-version groups.
+        let c = Catalogue::from_specs([spec("task-0", json!({"n": 1}))]).unwrap();
+        assert_eq!(
+            c.fingerprint(),
+            0xcce4_e9ce_daaf_d06a,
+            "{:#x}",
+            c.fingerprint()
+        );
+    }
+
+    #[test]
+    fn fingerprint_sees_every_field() {
+        let base = Catalogue::from_specs([spec("t1", json!({"a": 1}))]).unwrap();
+        let others = [
+            spec("t2", json!({"a": 1})),
+            TaskSpec::new("t1", "move", json!({"a": 1})),
+            spec("t1", json!({"a": 2})),
+            spec("t1", json!({"a": 1})).with_weight(2),
+        ];
+        for other in others {
+            let other = Catalogue::from_specs([other]).unwrap();
+            assert_ne!(base.fingerprint(), other.fingerprint(), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn duplicate_and_empty_ids_are_refused() {
+        assert_eq!(
+            Catalogue::from_specs([spec("t", json!(1)), spec("t", json!(2))]),
+            Err(CatalogueError::DuplicateId("t".into()))
+        );
+        assert_eq!(
+            Catalogue::from_specs([spec("", json!(1))]),
+            Err(CatalogueError::EmptyId {
+                kind: "copy".into()
+            })
+        );
+    }
+
+    #[test]
+    fn spec_deserializes_with_defaults() {
+        let spec: TaskSpec = serde_json::from_value(json!({"id": "t", "kind": "k"})).unwrap();
+        assert_eq!(spec, TaskSpec::new("t", "k", serde_json::Value::Null));
+    }
+}

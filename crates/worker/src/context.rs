@@ -1,0 +1,404 @@
+//! What a running task sees: its id, its fencing token, its lease, cancellation, progress.
+//!
+//! # The lease
+//!
+//! A worker owns a task only while its group membership is healthy. The runtime keeps one
+//! [`MemberLease`] per worker: the fencing token of the current generation and the instant until
+//! which the membership is surely valid (the self-fencing deadline, extended by every heartbeat
+//! that succeeds). Each task's [`Lease`] combines it with the task's own cancellation token.
+//!
+//! [`Lease::check`] is cheap (a read lock on a `watch` value, a clock read, an atomic load) and
+//! fails as soon as the task may belong to someone else:
+//! - the task was revoked, or the worker is shutting down (the cancellation token fired);
+//! - the self-fencing deadline passed without a successful heartbeat;
+//! - the member was fenced: its member id changed, or the generation went backwards.
+//!
+//! Call it right before every side effect. The fencing token it returns (generation, member id)
+//! can go along with the write to an external store that supports conditional writes.
+//!
+//! # Cancel safety
+//!
+//! [`TaskContext::cancelled`] and [`Lease::lost`] are cancel safe: dropping them loses nothing.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::status::model::{TaskTable, unix_ms};
+
+/// The fencing token of a membership: the generation and the member id the coordinator gave.
+/// A newer generation of the same member supersedes an older one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FencingToken {
+    /// The group generation.
+    pub generation: i32,
+    /// The member id the coordinator assigned.
+    pub member_id: Arc<str>,
+}
+
+impl FencingToken {
+    /// A token for `generation` and `member_id`.
+    pub fn new(generation: i32, member_id: impl Into<Arc<str>>) -> Self {
+        FencingToken {
+            generation,
+            member_id: member_id.into(),
+        }
+    }
+}
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "generation {} of member {}",
+            self.generation, self.member_id
+        )
+    }
+}
+
+/// The worker's membership as the runtime last confirmed it; one value shared by all tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberLease {
+    /// The fencing token of the current generation.
+    pub token: FencingToken,
+    /// Until when the membership is surely valid (the self-fencing deadline).
+    pub valid_until: Instant,
+    /// Whether the worker is shutting down.
+    pub shutting_down: bool,
+}
+
+impl MemberLease {
+    /// A lease for `token`, valid until `valid_until`.
+    pub fn new(token: FencingToken, valid_until: Instant) -> Self {
+        MemberLease {
+            token,
+            valid_until,
+            shutting_down: false,
+        }
+    }
+
+    /// The lease before the first assignment: generation -1, no member id, already expired.
+    pub fn none() -> Self {
+        MemberLease::new(FencingToken::new(-1, ""), Instant::now())
+    }
+}
+
+/// Why a lease check failed. Returned from `run` (with `?`), it stops the task without counting
+/// as a failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// The group revoked the task from this worker: stop side effects and return.
+    #[error("task `{task_id}` was revoked from this worker; stop side effects and return")]
+    Revoked {
+        /// The task.
+        task_id: String,
+    },
+    /// The worker is shutting down: stop side effects and return.
+    #[error("worker is shutting down; task `{task_id}` must stop side effects and return")]
+    ShuttingDown {
+        /// The task.
+        task_id: String,
+    },
+    /// No heartbeat succeeded in time: the member may have been removed from the group and the
+    /// task handed to another worker. The task runs again once the group assigns it again.
+    #[error(
+        "lease on task `{task_id}` expired {late:?} ago (self-fencing: no heartbeat succeeded in \
+         time); stop side effects, the task runs again once the group assigns it again"
+    )]
+    Expired {
+        /// The task.
+        task_id: String,
+        /// How long ago the lease expired.
+        late: Duration,
+    },
+    /// The member was fenced: it now holds another membership than the one the task was
+    /// granted in. Stop side effects; the runtime restarts the task if it is assigned again.
+    #[error(
+        "task `{task_id}` was granted in {granted} but this worker is now {current}; stop side effects"
+    )]
+    Fenced {
+        /// The task.
+        task_id: String,
+        /// The token the task was started with.
+        granted: FencingToken,
+        /// The worker's current token.
+        current: FencingToken,
+    },
+}
+
+/// One task's lease: the worker's [`MemberLease`] plus the task's cancellation.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    task_id: Arc<str>,
+    granted: FencingToken,
+    member: watch::Receiver<MemberLease>,
+    cancel: CancellationToken,
+}
+
+impl Lease {
+    pub(crate) fn new(
+        task_id: Arc<str>,
+        granted: FencingToken,
+        member: watch::Receiver<MemberLease>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Lease {
+            task_id,
+            granted,
+            member,
+            cancel,
+        }
+    }
+
+    /// Checks the lease now; returns the worker's current fencing token while it is valid.
+    pub fn check(&self) -> Result<FencingToken, LeaseError> {
+        let task_id = || self.task_id.to_string();
+        // The runtime dropped its side: nothing extends the lease any more.
+        let runtime_gone = self.member.has_changed().is_err();
+        let member = self.member.borrow();
+        if member.shutting_down || runtime_gone {
+            return Err(LeaseError::ShuttingDown { task_id: task_id() });
+        }
+        if self.cancel.is_cancelled() {
+            return Err(LeaseError::Revoked { task_id: task_id() });
+        }
+        if member.token.member_id != self.granted.member_id
+            || member.token.generation < self.granted.generation
+        {
+            return Err(LeaseError::Fenced {
+                task_id: task_id(),
+                granted: self.granted.clone(),
+                current: member.token.clone(),
+            });
+        }
+        let now = Instant::now();
+        if now >= member.valid_until {
+            return Err(LeaseError::Expired {
+                task_id: task_id(),
+                late: now - member.valid_until,
+            });
+        }
+        Ok(member.token.clone())
+    }
+
+    /// Whether [`check`](Self::check) passes now.
+    pub fn is_valid(&self) -> bool {
+        self.check().is_ok()
+    }
+
+    /// The fencing token the task was started with.
+    pub fn granted(&self) -> &FencingToken {
+        &self.granted
+    }
+
+    /// Until when the lease is valid unless revoked earlier (the worker's self-fencing deadline).
+    pub fn valid_until(&self) -> Instant {
+        self.member.borrow().valid_until
+    }
+
+    /// Completes when the lease stops being valid, with the reason. Cancel safe.
+    pub async fn lost(&self) -> LeaseError {
+        let mut member = self.member.clone();
+        loop {
+            if let Err(error) = self.check() {
+                return error;
+            }
+            let until = member.borrow_and_update().valid_until;
+            tokio::select! {
+                _ = self.cancel.cancelled() => {}
+                _ = tokio::time::sleep_until(until) => {}
+                changed = member.changed() => {
+                    if changed.is_err() {
+                        return LeaseError::ShuttingDown { task_id: self.task_id.to_string() };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where progress reports go.
+#[derive(Debug, Clone)]
+pub(crate) struct ProgressSink {
+    pub(crate) table: TaskTable,
+    pub(crate) incarnation: u64,
+}
+
+/// Handed to [`Task::run`](crate::Task::run): everything a task needs from the runtime.
+/// Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct TaskContext {
+    inner: Arc<ContextInner>,
+}
+
+#[derive(Debug)]
+struct ContextInner {
+    task_id: Arc<str>,
+    attempt: u32,
+    lease: Lease,
+    progress: Option<ProgressSink>,
+}
+
+impl TaskContext {
+    pub(crate) fn new(lease: Lease, attempt: u32, progress: Option<ProgressSink>) -> Self {
+        TaskContext {
+            inner: Arc::new(ContextInner {
+                task_id: lease.task_id.clone(),
+                attempt,
+                lease,
+                progress,
+            }),
+        }
+    }
+
+    /// A context outside any worker, for testing a task on its own: the lease is valid until
+    /// `valid_until` or until the returned token is cancelled; the member lease sender lets the
+    /// test move the deadline or the generation.
+    pub fn detached(
+        task_id: &str,
+        granted: FencingToken,
+        valid_until: Instant,
+    ) -> (TaskContext, CancellationToken, watch::Sender<MemberLease>) {
+        let (sender, receiver) = watch::channel(MemberLease::new(granted.clone(), valid_until));
+        let cancel = CancellationToken::new();
+        let lease = Lease::new(task_id.into(), granted, receiver, cancel.clone());
+        (TaskContext::new(lease, 1, None), cancel, sender)
+    }
+
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.inner.task_id
+    }
+
+    /// Which run this is: 1 for the first, 2 for the first restart, and so on.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    /// The fencing token the task was started with.
+    pub fn granted(&self) -> &FencingToken {
+        self.inner.lease.granted()
+    }
+
+    /// The task's lease.
+    pub fn lease(&self) -> &Lease {
+        &self.inner.lease
+    }
+
+    /// Checks the lease; call before each side effect. See [`Lease::check`].
+    pub fn check_lease(&self) -> Result<FencingToken, LeaseError> {
+        self.inner.lease.check()
+    }
+
+    /// The task's cancellation token; cancelled on revoke and on shutdown.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.inner.lease.cancel
+    }
+
+    /// Whether the task was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.lease.cancel.is_cancelled()
+    }
+
+    /// Completes when the task is asked to stop. Cancel safe.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.inner.lease.cancel.cancelled()
+    }
+
+    /// Reports progress; the status API shows the note and when it was reported.
+    pub fn report_progress(&self, note: impl Into<String>) {
+        if let Some(sink) = &self.inner.progress {
+            let note = note.into();
+            sink.table
+                .update(&self.inner.task_id, sink.incarnation, |status| {
+                    status.last_progress_ms = Some(unix_ms());
+                    status.progress = Some(note);
+                });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(generation: i32, member: &str) -> FencingToken {
+        FencingToken::new(generation, member)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lease_is_valid_until_deadline() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (ctx, _cancel, _member) = TaskContext::detached("t", token(3, "m"), deadline);
+        assert_eq!(ctx.check_lease(), Ok(token(3, "m")));
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(
+            ctx.check_lease(),
+            Err(LeaseError::Expired {
+                task_id: "t".into(),
+                late: Duration::ZERO
+            })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn extension_keeps_lease_valid() {
+        let start = Instant::now();
+        let (ctx, _cancel, member) =
+            TaskContext::detached("t", token(3, "m"), start + Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(8)).await;
+        member.send_modify(|lease| lease.valid_until = start + Duration::from_secs(20));
+        tokio::time::advance(Duration::from_secs(8)).await;
+        assert!(ctx.lease().is_valid());
+        // A newer generation of the same member keeps the lease; the token follows it.
+        member.send_modify(|lease| lease.token = token(4, "m"));
+        assert_eq!(ctx.check_lease(), Ok(token(4, "m")));
+        assert_eq!(ctx.granted(), &token(3, "m"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn revoke_shutdown_and_fencing_fail_the_check() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (ctx, cancel, member) = TaskContext::detached("t", token(3, "m"), deadline);
+        member.send_modify(|lease| lease.token = token(5, "other"));
+        assert!(matches!(ctx.check_lease(), Err(LeaseError::Fenced { .. })));
+        member.send_modify(|lease| lease.token = token(3, "m"));
+        cancel.cancel();
+        assert!(ctx.is_cancelled());
+        assert_eq!(
+            ctx.check_lease(),
+            Err(LeaseError::Revoked {
+                task_id: "t".into()
+            })
+        );
+        member.send_modify(|lease| lease.shutting_down = true);
+        assert!(matches!(
+            ctx.check_lease(),
+            Err(LeaseError::ShuttingDown { .. })
+        ));
+        drop(member);
+        assert!(matches!(
+            ctx.check_lease(),
+            Err(LeaseError::ShuttingDown { .. })
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lost_completes_at_the_deadline() {
+        let start = Instant::now();
+        let (ctx, _cancel, member) =
+            TaskContext::detached("t", token(1, "m"), start + Duration::from_secs(10));
+        let lease = ctx.lease().clone();
+        let waiter = tokio::spawn(async move { (lease.lost().await, Instant::now()) });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        member.send_modify(|lease| lease.valid_until = start + Duration::from_secs(30));
+        let (error, at) = waiter.await.unwrap();
+        assert!(matches!(error, LeaseError::Expired { .. }), "{error}");
+        assert_eq!(at - start, Duration::from_secs(30));
+    }
+}

@@ -1,0 +1,413 @@
+//! The supervisor: runs each assigned task in its own tokio task, stops it within a bound,
+//! restarts it after failures.
+//!
+//! The supervisor knows nothing of the group. The runtime tells it which tasks to
+//! [`start`](Supervisor::start) and which to [`revoke`](Supervisor::revoke), and keeps the
+//! worker's [`MemberLease`] current with [`set_member_lease`](Supervisor::set_member_lease).
+//!
+//! - Each task gets a child of the supervisor's root `CancellationToken`.
+//! - Revoke: cancel at once (the task's lease check fails from that moment), wait up to the
+//!   graceful stop timeout, then abort, then wait up to the abort timeout. The returned future
+//!   completes within that bound even if a task never yields.
+//! - Error or panic: restart with exponential backoff and jitter; `FAILED` after
+//!   `max_attempts` failures in a row, until [`restart`](Supervisor::restart).
+//! - Status is written to a [`TaskTable`], never `RUNNING` for a task whose future is not alive.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use kroupier_worker::supervisor::{Supervisor, SupervisorConfig};
+//! use kroupier_worker::{Catalogue, FencingToken, MemberLease, Registry, Task, TaskContext, TaskError, TaskSpec};
+//!
+//! struct Idle;
+//! impl Task for Idle {
+//!     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+//!         ctx.cancelled().await;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let mut registry = Registry::new();
+//! registry.register_with("idle", |_: &serde_json::Value| Ok::<_, String>(Idle));
+//! let catalogue = Catalogue::from_specs([TaskSpec::new("t1", "idle", serde_json::Value::Null)]).unwrap();
+//! let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), SupervisorConfig::default());
+//! let token = FencingToken::new(1, "member-1");
+//! let valid_until = tokio::time::Instant::now() + Duration::from_secs(30);
+//! supervisor.set_member_lease(MemberLease::new(token.clone(), valid_until));
+//! supervisor.start("t1", token);
+//! let report = supervisor.revoke(["t1"]).await;
+//! assert_eq!(report.graceful, ["t1"]);
+//! # }
+//! ```
+
+mod policy;
+mod run;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
+
+use crate::catalogue::Catalogue;
+use crate::context::{FencingToken, MemberLease};
+use crate::status::model::{TaskState, TaskTable};
+use crate::task::Registry;
+use run::{RunPlan, supervise};
+
+/// What [`Supervisor::start`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartOutcome {
+    /// A new supervised run was spawned.
+    Started,
+    /// The task is already held (running, backing off, `FAILED` or `COMPLETED`); nothing changed.
+    AlreadyHeld,
+    /// The supervisor is shutting down; nothing was started.
+    ShuttingDown,
+}
+
+/// How the tasks of one revoke or shutdown stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopReport {
+    /// Returned (or had already finished) within the graceful stop timeout.
+    pub graceful: Vec<String>,
+    /// Aborted after the graceful stop timeout.
+    pub aborted: Vec<String>,
+    /// Still not finished after the abort timeout (stuck in blocking code). Their lease is
+    /// invalid, so their lease checks fail, but the code may still be executing.
+    pub unresponsive: Vec<String>,
+}
+
+impl StopReport {
+    /// Whether every task has stopped.
+    pub fn all_stopped(&self) -> bool {
+        self.unresponsive.is_empty()
+    }
+}
+
+/// Why a restart request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestartError {
+    /// This worker does not hold the task; ask the worker that owns it (see the group's status).
+    #[error("task `{0}` is not assigned to this worker; send the request to its owner")]
+    NotHeld(String),
+    /// The old run did not stop, so no second copy was started.
+    #[error("task `{0}` did not stop in time; not restarted, to never run it twice")]
+    DidNotStop(String),
+}
+
+struct Slot {
+    cancel: CancellationToken,
+    handle: JoinHandle<()>,
+    incarnation: u64,
+    granted: FencingToken,
+}
+
+/// Runs tasks under supervision. Methods take `&self`; share it in an `Arc`.
+#[derive(Debug)]
+pub struct Supervisor {
+    registry: Arc<Registry>,
+    catalogue: RwLock<Arc<Catalogue>>,
+    config: SupervisorConfig,
+    table: TaskTable,
+    member: watch::Sender<MemberLease>,
+    root: CancellationToken,
+    slots: Mutex<HashMap<String, Slot>>,
+    next_incarnation: AtomicU64,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("incarnation", &self.incarnation)
+            .field("granted", &self.granted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    /// A supervisor with its own, empty [`TaskTable`].
+    pub fn new(
+        registry: Arc<Registry>,
+        catalogue: Arc<Catalogue>,
+        config: SupervisorConfig,
+    ) -> Self {
+        Self::with_table(registry, catalogue, config, TaskTable::new())
+    }
+
+    /// A supervisor writing statuses into `table` (shared with the status API).
+    pub fn with_table(
+        registry: Arc<Registry>,
+        catalogue: Arc<Catalogue>,
+        config: SupervisorConfig,
+        table: TaskTable,
+    ) -> Self {
+        Supervisor {
+            registry,
+            catalogue: RwLock::new(catalogue),
+            config,
+            table,
+            member: watch::Sender::new(MemberLease::none()),
+            root: CancellationToken::new(),
+            slots: Mutex::new(HashMap::new()),
+            next_incarnation: AtomicU64::new(1),
+        }
+    }
+
+    /// The task statuses this supervisor writes.
+    pub fn table(&self) -> &TaskTable {
+        &self.table
+    }
+
+    /// The config in force.
+    pub fn config(&self) -> &SupervisorConfig {
+        &self.config
+    }
+
+    /// The catalogue new runs are built from.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.catalogue
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the catalogue; runs started from now on use it.
+    pub fn set_catalogue(&self, catalogue: Arc<Catalogue>) {
+        *self
+            .catalogue
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = catalogue;
+    }
+
+    /// The worker's membership as last set.
+    pub fn member_lease(&self) -> MemberLease {
+        self.member.borrow().clone()
+    }
+
+    /// Sets the worker's membership (new generation, member id, self-fencing deadline).
+    pub fn set_member_lease(&self, lease: MemberLease) {
+        self.member.send_replace(lease);
+    }
+
+    /// Moves the self-fencing deadline (after a heartbeat succeeded).
+    pub fn extend_lease(&self, valid_until: Instant) {
+        self.member
+            .send_modify(|lease| lease.valid_until = valid_until);
+    }
+
+    /// The ids of the tasks held, sorted.
+    pub fn held(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.lock().keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// The token a held task was started with.
+    pub fn granted(&self, task_id: &str) -> Option<FencingToken> {
+        self.lock().get(task_id).map(|slot| slot.granted.clone())
+    }
+
+    /// Starts `task_id`, granted in `granted`. A task that stopped on a lease failure is started
+    /// anew; a running, `FAILED` or `COMPLETED` one is left alone. Must be called within a tokio
+    /// runtime.
+    pub fn start(&self, task_id: &str, granted: FencingToken) -> StartOutcome {
+        if self.root.is_cancelled() {
+            return StartOutcome::ShuttingDown;
+        }
+        let mut slots = self.lock();
+        if let Some(slot) = slots.get(task_id) {
+            let restartable =
+                slot.handle.is_finished() && self.table.state(task_id) == Some(TaskState::Stopped);
+            if !restartable {
+                return StartOutcome::AlreadyHeld;
+            }
+        }
+        let slot = self.spawn(task_id, granted);
+        slots.insert(task_id.to_owned(), slot);
+        StartOutcome::Started
+    }
+
+    fn spawn(&self, task_id: &str, granted: FencingToken) -> Slot {
+        let incarnation = self.next_incarnation.fetch_add(1, Ordering::Relaxed);
+        let spec = self.catalogue().get(task_id).cloned();
+        let kind = spec.as_ref().map(|spec| spec.kind.clone());
+        self.table
+            .begin(task_id, kind, granted.generation, incarnation);
+        let cancel = self.root.child_token();
+        let plan = RunPlan {
+            task_id: task_id.into(),
+            spec,
+            registry: self.registry.clone(),
+            policy: self.config.restart.clone(),
+            table: self.table.clone(),
+            incarnation,
+            granted: granted.clone(),
+            member: self.member.subscribe(),
+            cancel: cancel.clone(),
+        };
+        Slot {
+            cancel,
+            handle: tokio::spawn(supervise(plan)),
+            incarnation,
+            granted,
+        }
+    }
+
+    /// Revokes `task_ids`: cancels them now, and returns a future that completes once they are
+    /// stopped, within the graceful stop timeout plus the abort timeout. Unknown ids are ignored.
+    pub fn revoke<I, S>(&self, task_ids: I) -> impl Future<Output = StopReport> + Send + 'static
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let deadline =
+            Instant::now() + self.config.graceful_stop_timeout + self.config.abort_timeout;
+        self.revoke_within(task_ids, deadline)
+    }
+
+    /// Like [`revoke`](Self::revoke), but done by `deadline` (at the latest the self-fencing
+    /// deadline when the membership is lost): the graceful phase is cut short to leave the abort
+    /// timeout before `deadline`.
+    pub fn revoke_within<I, S>(
+        &self,
+        task_ids: I,
+        deadline: Instant,
+    ) -> impl Future<Output = StopReport> + Send + 'static
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let taken: Vec<(String, Slot)> = {
+            let mut slots = self.lock();
+            task_ids
+                .into_iter()
+                .filter_map(|id| slots.remove_entry(id.as_ref()))
+                .collect()
+        };
+        self.stop_slots(taken, deadline)
+    }
+
+    /// Stops every task for shutdown: lease checks fail with `ShuttingDown` from now on, and no
+    /// task starts again. Completes by `deadline` (see [`revoke_within`](Self::revoke_within)).
+    pub fn stop_all(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
+        self.member.send_modify(|lease| lease.shutting_down = true);
+        self.root.cancel();
+        let taken: Vec<(String, Slot)> = self.lock().drain().collect();
+        self.stop_slots(taken, deadline)
+    }
+
+    /// Restarts a held task from scratch: stops it if it is running, then starts it with the
+    /// token it was granted in and a clean failure count. The way out of `FAILED`.
+    pub async fn restart(&self, task_id: &str) -> Result<StopReport, RestartError> {
+        let slot = self
+            .lock()
+            .remove(task_id)
+            .ok_or_else(|| RestartError::NotHeld(task_id.to_owned()))?;
+        let granted = slot.granted.clone();
+        let deadline =
+            Instant::now() + self.config.graceful_stop_timeout + self.config.abort_timeout;
+        let report = self
+            .stop_slots(vec![(task_id.to_owned(), slot)], deadline)
+            .await;
+        if !report.all_stopped() {
+            return Err(RestartError::DidNotStop(task_id.to_owned()));
+        }
+        tracing::info!(task = task_id, "restart requested");
+        self.start(task_id, granted);
+        Ok(report)
+    }
+
+    fn stop_slots(
+        &self,
+        taken: Vec<(String, Slot)>,
+        deadline: Instant,
+    ) -> impl Future<Output = StopReport> + Send + 'static {
+        let now = Instant::now();
+        let latest_graceful = deadline
+            .checked_sub(self.config.abort_timeout)
+            .unwrap_or(now)
+            .max(now);
+        let graceful_until = (now + self.config.graceful_stop_timeout).min(latest_graceful);
+        let abort_until = graceful_until + self.config.abort_timeout;
+        for (id, slot) in &taken {
+            slot.cancel.cancel();
+            self.table.update(id, slot.incarnation, |status| {
+                if status.state.is_active() {
+                    status.state = TaskState::Stopping;
+                    status.since_ms = crate::status::model::unix_ms();
+                }
+            });
+        }
+        let table = self.table.clone();
+        async move {
+            let stops = taken.into_iter().map(|(id, slot)| {
+                let table = table.clone();
+                async move {
+                    let outcome = stop_one(slot.handle, graceful_until, abort_until).await;
+                    if outcome != Stopped::Unresponsive {
+                        table.remove(&id, slot.incarnation);
+                    } else {
+                        tracing::error!(task = %id, "task did not stop after abort");
+                    }
+                    (id, outcome)
+                }
+            });
+            let mut report = StopReport::default();
+            for (id, outcome) in futures::future::join_all(stops).await {
+                let part = match outcome {
+                    Stopped::Graceful => &mut report.graceful,
+                    Stopped::Aborted => &mut report.aborted,
+                    Stopped::Unresponsive => &mut report.unresponsive,
+                };
+                part.push(id);
+            }
+            report.graceful.sort();
+            report.aborted.sort();
+            report.unresponsive.sort();
+            report
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    Graceful,
+    Aborted,
+    Unresponsive,
+}
+
+async fn stop_one(
+    mut handle: JoinHandle<()>,
+    graceful_until: Instant,
+    abort_until: Instant,
+) -> Stopped {
+    if tokio::time::timeout_at(graceful_until, &mut handle)
+        .await
+        .is_ok()
+    {
+        return Stopped::Graceful;
+    }
+    handle.abort();
+    match tokio::time::timeout_at(abort_until, &mut handle).await {
+        Ok(_) => Stopped::Aborted,
+        Err(_) => Stopped::Unresponsive,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,387 @@
+//! Supervisor tests on tokio's paused clock: every duration below is virtual and exact.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::*;
+use crate::catalogue::TaskSpec;
+use crate::context::{LeaseError, TaskContext};
+use crate::task::{Task, TaskError};
+
+/// Returns when cancelled.
+struct Idle;
+impl Task for Idle {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+/// Ignores cancellation (but yields, so it can be aborted).
+struct Stubborn;
+impl Task for Stubborn {
+    async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Hands its context to the test, then waits for cancellation.
+struct Exposed(mpsc::UnboundedSender<TaskContext>);
+impl Task for Exposed {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        let _ = self.0.send(ctx.clone());
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+/// Records when it ran, then panics.
+struct Panics(Arc<Mutex<Vec<Instant>>>);
+impl Task for Panics {
+    async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+        self.0.lock().unwrap().push(Instant::now());
+        panic!("boom");
+    }
+}
+
+/// Fails after a short while.
+struct Fails;
+impl Task for Fails {
+    async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        Err(TaskError::failed("disk full"))
+    }
+}
+
+/// Works until its lease check fails.
+struct Checks;
+impl Task for Checks {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        loop {
+            ctx.check_lease()?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Returns at once.
+struct Done;
+impl Task for Done {
+    async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+struct Typed {
+    #[allow(dead_code)]
+    topic: String,
+}
+impl Task for Typed {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+struct Fixture {
+    supervisor: Supervisor,
+    panics: Arc<Mutex<Vec<Instant>>>,
+    contexts: mpsc::UnboundedReceiver<TaskContext>,
+    builds: Arc<AtomicU32>,
+}
+
+fn fixture(config: SupervisorConfig) -> Fixture {
+    let panics = Arc::new(Mutex::new(Vec::new()));
+    let builds = Arc::new(AtomicU32::new(0));
+    let (sender, contexts) = mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry
+        .register_with("idle", |_: &serde_json::Value| Ok::<_, String>(Idle))
+        .register_with("stubborn", |_: &serde_json::Value| {
+            Ok::<_, String>(Stubborn)
+        })
+        .register_with("exposed", move |_: &serde_json::Value| {
+            Ok::<_, String>(Exposed(sender.clone()))
+        })
+        .register_with("fails", |_: &serde_json::Value| Ok::<_, String>(Fails))
+        .register_with("checks", |_: &serde_json::Value| Ok::<_, String>(Checks))
+        .register_with("done", |_: &serde_json::Value| Ok::<_, String>(Done))
+        .register::<Typed>("typed");
+    let recorded = panics.clone();
+    let counted = builds.clone();
+    registry.register_with("panics", move |_: &serde_json::Value| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, String>(Panics(recorded.clone()))
+    });
+    let kinds = [
+        "idle", "stubborn", "exposed", "fails", "checks", "done", "panics",
+    ];
+    let mut specs: Vec<TaskSpec> = kinds
+        .iter()
+        .map(|kind| TaskSpec::new(*kind, *kind, json!(null)))
+        .collect();
+    specs.push(TaskSpec::new("typed-ok", "typed", json!({"topic": "a"})));
+    specs.push(TaskSpec::new("typed-bad", "typed", json!({"topic": 7})));
+    specs.push(TaskSpec::new("unknown", "nobody", json!(null)));
+    let catalogue = Catalogue::from_specs(specs).unwrap();
+    let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
+    supervisor.set_member_lease(MemberLease::new(
+        token(),
+        Instant::now() + Duration::from_secs(3600),
+    ));
+    Fixture {
+        supervisor,
+        panics,
+        contexts,
+        builds,
+    }
+}
+
+fn token() -> FencingToken {
+    FencingToken::new(7, "member-a")
+}
+
+fn quick_restarts(max_attempts: u32) -> SupervisorConfig {
+    SupervisorConfig {
+        restart: RestartPolicy {
+            max_attempts,
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            jitter: 0.0,
+            reset_after: Duration::from_secs(60),
+        },
+        ..SupervisorConfig::default()
+    }
+}
+
+/// Lets spawned tasks run until they all wait on something.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn start_then_revoke_stops_gracefully() {
+    let f = fixture(SupervisorConfig::default());
+    assert_eq!(f.supervisor.start("idle", token()), StartOutcome::Started);
+    assert_eq!(
+        f.supervisor.start("idle", token()),
+        StartOutcome::AlreadyHeld
+    );
+    settle().await;
+    assert_eq!(f.supervisor.table().state("idle"), Some(TaskState::Running));
+    assert_eq!(f.supervisor.held(), ["idle"]);
+    let started = Instant::now();
+    let report = f.supervisor.revoke(["idle", "not-held"]).await;
+    assert_eq!(report.graceful, ["idle"]);
+    assert!(report.aborted.is_empty() && report.all_stopped());
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(f.supervisor.table().get("idle"), None);
+    assert!(f.supervisor.held().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn revoke_aborts_after_the_graceful_timeout() {
+    let f = fixture(SupervisorConfig::default());
+    f.supervisor.start("stubborn", token());
+    settle().await;
+    let started = Instant::now();
+    let stopping = f.supervisor.revoke(["stubborn"]);
+    // Cancelled at once: no longer RUNNING while it winds down.
+    assert_eq!(
+        f.supervisor.table().state("stubborn"),
+        Some(TaskState::Stopping)
+    );
+    let report = stopping.await;
+    assert_eq!(report.aborted, ["stubborn"]);
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    assert_eq!(f.supervisor.table().get("stubborn"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn panics_restart_with_backoff_then_fail() {
+    let f = fixture(quick_restarts(4));
+    let t0 = Instant::now();
+    f.supervisor.start("panics", token());
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let runs: Vec<Duration> = f.panics.lock().unwrap().iter().map(|at| *at - t0).collect();
+    // Backoff 1 s, 2 s, 4 s between the four attempts.
+    let secs = |s: u64| Duration::from_secs(s);
+    assert_eq!(runs, [secs(0), secs(1), secs(3), secs(7)]);
+    let status = f.supervisor.table().get("panics").unwrap();
+    assert_eq!(status.state, TaskState::Failed);
+    assert_eq!(status.restarts, 3);
+    assert_eq!(status.consecutive_failures, 4);
+    let error = status.last_error.unwrap();
+    assert!(
+        error.contains("panicked: boom") && error.contains("request a restart"),
+        "{error}"
+    );
+    // FAILED stays FAILED: a new assignment does not restart it...
+    assert_eq!(
+        f.supervisor.start("panics", token()),
+        StartOutcome::AlreadyHeld
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(f.panics.lock().unwrap().len(), 4);
+    // ...a restart request does.
+    f.supervisor.restart("panics").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(f.panics.lock().unwrap().len(), 5);
+    let status = f.supervisor.table().get("panics").unwrap();
+    assert_eq!(status.state, TaskState::Restarting);
+    assert_eq!(status.consecutive_failures, 1);
+    assert_eq!(
+        f.builds.load(Ordering::SeqCst),
+        5,
+        "a fresh value per attempt"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_restart_and_are_reported() {
+    let f = fixture(quick_restarts(2));
+    f.supervisor.start("fails", token());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = f.supervisor.table().get("fails").unwrap();
+    assert_eq!(status.state, TaskState::Restarting);
+    assert_eq!(status.last_error.as_deref(), Some("disk full"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(f.supervisor.table().state("fails"), Some(TaskState::Failed));
+    assert_eq!(
+        f.supervisor.restart("nope").await,
+        Err(RestartError::NotHeld("nope".into()))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_config_fails_with_serde_message_without_retrying() {
+    let f = fixture(quick_restarts(5));
+    f.supervisor.start("typed-bad", token());
+    f.supervisor.start("typed-ok", token());
+    f.supervisor.start("unknown", token());
+    f.supervisor.start("not-in-catalogue", token());
+    settle().await;
+    let table = f.supervisor.table();
+    let bad = table.get("typed-bad").unwrap();
+    assert_eq!(bad.state, TaskState::Failed);
+    assert_eq!(bad.restarts, 0);
+    let error = bad.last_error.unwrap();
+    assert!(
+        error.contains("invalid type: integer `7`, expected a string"),
+        "{error}"
+    );
+    assert_eq!(table.state("typed-ok"), Some(TaskState::Running));
+    let unknown = table.get("unknown").unwrap();
+    assert_eq!(unknown.state, TaskState::Failed);
+    assert!(unknown.last_error.unwrap().contains("not registered"));
+    let missing = table.get("not-in-catalogue").unwrap();
+    assert_eq!(missing.state, TaskState::Failed);
+    assert_eq!(missing.kind, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn lease_is_invalid_as_soon_as_revoke_is_called() {
+    let mut f = fixture(SupervisorConfig::default());
+    f.supervisor.start("exposed", token());
+    let ctx = f.contexts.recv().await.unwrap();
+    assert_eq!(ctx.check_lease(), Ok(token()));
+    assert_eq!(ctx.task_id(), "exposed");
+    assert_eq!(ctx.attempt(), 1);
+    let stopping = f.supervisor.revoke(["exposed"]);
+    assert_eq!(
+        ctx.check_lease(),
+        Err(LeaseError::Revoked {
+            task_id: "exposed".into()
+        })
+    );
+    assert_eq!(stopping.await.graceful, ["exposed"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_reports_show_in_status() {
+    let mut f = fixture(SupervisorConfig::default());
+    f.supervisor.start("exposed", token());
+    let ctx = f.contexts.recv().await.unwrap();
+    ctx.report_progress("copied 10 rows");
+    let status = f.supervisor.table().get("exposed").unwrap();
+    assert_eq!(status.progress.as_deref(), Some("copied 10 rows"));
+    assert!(status.last_progress_ms.is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_lease_stops_the_task_and_a_new_grant_restarts_it() {
+    let f = fixture(SupervisorConfig::default());
+    let now = Instant::now();
+    f.supervisor
+        .set_member_lease(MemberLease::new(token(), now + Duration::from_secs(1)));
+    f.supervisor.start("checks", token());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = f.supervisor.table().get("checks").unwrap();
+    assert_eq!(status.state, TaskState::Stopped);
+    assert!(status.last_error.unwrap().contains("expired"));
+    // Assigned again in a new generation, with a fresh lease: it runs again.
+    let next = FencingToken::new(8, "member-a");
+    f.supervisor.set_member_lease(MemberLease::new(
+        next.clone(),
+        now + Duration::from_secs(60),
+    ));
+    assert_eq!(f.supervisor.start("checks", next), StartOutcome::Started);
+    settle().await;
+    let status = f.supervisor.table().get("checks").unwrap();
+    assert_eq!(status.state, TaskState::Running);
+    assert_eq!(status.generation, 8);
+}
+
+#[tokio::test(start_paused = true)]
+async fn completed_task_is_not_restarted() {
+    let f = fixture(SupervisorConfig::default());
+    f.supervisor.start("done", token());
+    settle().await;
+    assert_eq!(
+        f.supervisor.table().state("done"),
+        Some(TaskState::Completed)
+    );
+    assert_eq!(
+        f.supervisor.start("done", token()),
+        StartOutcome::AlreadyHeld
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_all_is_bounded_by_its_deadline() {
+    let mut f = fixture(SupervisorConfig::default());
+    for id in ["idle", "stubborn", "exposed", "panics"] {
+        f.supervisor.start(id, token());
+    }
+    let ctx = f.contexts.recv().await.unwrap();
+    settle().await;
+    let started = Instant::now();
+    // 5 s graceful + 1 s abort do not fit in 2 s: the graceful phase is cut to 1 s.
+    let report = f
+        .supervisor
+        .stop_all(started + Duration::from_secs(2))
+        .await;
+    assert!(started.elapsed() <= Duration::from_secs(2));
+    assert_eq!(report.graceful, ["exposed", "idle", "panics"]);
+    assert_eq!(report.aborted, ["stubborn"]);
+    assert!(matches!(
+        ctx.check_lease(),
+        Err(LeaseError::ShuttingDown { .. })
+    ));
+    assert!(f.supervisor.table().is_empty());
+    assert_eq!(
+        f.supervisor.start("idle", token()),
+        StartOutcome::ShuttingDown
+    );
+}

@@ -1,0 +1,303 @@
+//! Tasks: the user's unit of work, and the [`Registry`] of task kinds a worker can run.
+//!
+//! A task is a Rust struct that implements [`Task`]. Its config comes from the task's entry in the
+//! [`Catalogue`](crate::Catalogue) (a `serde_json::Value`), so the struct usually derives
+//! `serde::Deserialize`. A worker registers each kind it can run under a name; the catalogue says
+//! which instances of which kind exist.
+//!
+//! Every (re)start of a task builds a fresh value from its config, so nothing leaks from a failed
+//! attempt into the next one.
+//!
+//! # Examples
+//!
+//! ```
+//! use kroupier_worker::{Registry, Task, TaskContext, TaskError};
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize)]
+//! struct Ticker {
+//!     every_ms: u64,
+//! }
+//!
+//! impl Task for Ticker {
+//!     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+//!         loop {
+//!             tokio::select! {
+//!                 _ = ctx.cancelled() => return Ok(()),
+//!                 _ = tokio::time::sleep(std::time::Duration::from_millis(self.every_ms)) => {}
+//!             }
+//!             // Before each side effect: fails once this worker may have lost the task.
+//!             let token = ctx.check_lease()?;
+//!             println!("{} tick at generation {}", ctx.task_id(), token.generation);
+//!         }
+//!     }
+//! }
+//!
+//! let mut registry = Registry::new();
+//! registry.register::<Ticker>("ticker");
+//! assert!(registry.contains("ticker"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use crate::catalogue::TaskSpec;
+use crate::context::{LeaseError, TaskContext};
+
+/// A unit of work that the group assigns to exactly one worker at a time.
+///
+/// `run` should loop until [`TaskContext::cancelled`] fires (the task was revoked or the worker
+/// is shutting down) and return `Ok(())` then. Before every side effect it calls
+/// [`TaskContext::check_lease`]; when that fails, return the error (`?` converts it), which stops
+/// the task without counting as a failure.
+///
+/// Returning [`TaskError::Failed`] or panicking makes the supervisor restart the task with
+/// exponential backoff, and mark it `FAILED` after the configured number of attempts.
+/// Returning `Ok(())` without having been cancelled marks the task `COMPLETED`.
+pub trait Task: Send + 'static {
+    /// Runs the task until it is cancelled, finishes, or fails.
+    fn run(self, ctx: TaskContext) -> impl Future<Output = Result<(), TaskError>> + Send;
+}
+
+/// Why a task's `run` returned early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// The lease check failed: the task stopped its side effects because this worker may no
+    /// longer own it. Not a failure; the task is not restarted until the group assigns it again.
+    #[error("task stopped because its lease is no longer valid: {0}")]
+    Lease(#[from] LeaseError),
+    /// The task failed; the supervisor restarts it with backoff, then marks it `FAILED`.
+    #[error("{0}")]
+    Failed(Box<dyn StdError + Send + Sync>),
+}
+
+impl TaskError {
+    /// Wraps any error (or a `&str`/`String` message) as a task failure.
+    pub fn failed(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        TaskError::Failed(error.into())
+    }
+}
+
+impl From<std::io::Error> for TaskError {
+    fn from(error: std::io::Error) -> Self {
+        TaskError::failed(error)
+    }
+}
+
+impl From<serde_json::Error> for TaskError {
+    fn from(error: serde_json::Error) -> Self {
+        TaskError::failed(error)
+    }
+}
+
+/// Why a task from the catalogue cannot be built on this worker. The task becomes `FAILED` with
+/// this message; the worker itself keeps running.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskConfigError {
+    /// The task's config does not deserialize into its kind's struct.
+    #[error(
+        "task `{task_id}` of kind `{kind}`: invalid config: {message}; fix the task's config in \
+         the catalogue, then request a restart"
+    )]
+    InvalidConfig {
+        /// The task instance.
+        task_id: String,
+        /// Its kind.
+        kind: String,
+        /// The deserializer's message (serde's, for `Registry::register`).
+        message: String,
+    },
+    /// No constructor is registered for the task's kind on this worker.
+    #[error(
+        "task `{task_id}`: kind `{kind}` is not registered on this worker; register the kind or \
+         run a worker version that knows it"
+    )]
+    UnknownKind {
+        /// The task instance.
+        task_id: String,
+        /// The kind nobody registered.
+        kind: String,
+    },
+    /// The task id is not in this worker's catalogue.
+    #[error(
+        "task `{task_id}` is not in this worker's catalogue; the workers' catalogues differ \
+         (rolling upgrade?): give every worker the same catalogue"
+    )]
+    NotInCatalogue {
+        /// The unknown task id.
+        task_id: String,
+    },
+}
+
+/// A boxed, type-erased future of one task run.
+pub(crate) type RunFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send>>;
+
+/// A task value whose concrete type has been erased.
+pub(crate) trait ErasedTask: Send {
+    /// Starts the run.
+    fn run_boxed(self: Box<Self>, ctx: TaskContext) -> RunFuture;
+}
+
+impl<T: Task> ErasedTask for T {
+    fn run_boxed(self: Box<Self>, ctx: TaskContext) -> RunFuture {
+        Box::pin((*self).run(ctx))
+    }
+}
+
+type Constructor =
+    Arc<dyn Fn(&serde_json::Value) -> Result<Box<dyn ErasedTask>, String> + Send + Sync>;
+
+/// The task kinds this worker can run, each with a constructor from its JSON config.
+///
+/// The kinds a worker registered travel in its group metadata, so the assignor gives a task
+/// only to workers that know its kind.
+#[derive(Clone, Default)]
+pub struct Registry {
+    kinds: BTreeMap<String, Constructor>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("kinds", &self.kinds.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers kind `kind`, built by deserializing the task's config into `T` with serde.
+    /// Registering a kind again replaces its constructor.
+    pub fn register<T: Task + DeserializeOwned>(&mut self, kind: impl Into<String>) -> &mut Self {
+        self.register_with(kind, |config: &serde_json::Value| T::deserialize(config))
+    }
+
+    /// Registers kind `kind` with a custom constructor; its error message becomes the task's
+    /// `FAILED` reason.
+    pub fn register_with<T, F, E>(&mut self, kind: impl Into<String>, constructor: F) -> &mut Self
+    where
+        T: Task,
+        F: Fn(&serde_json::Value) -> Result<T, E> + Send + Sync + 'static,
+        E: fmt::Display,
+    {
+        let constructor: Constructor = Arc::new(move |config: &serde_json::Value| {
+            constructor(config)
+                .map(|task| Box::new(task) as Box<dyn ErasedTask>)
+                .map_err(|e| e.to_string())
+        });
+        self.kinds.insert(kind.into(), constructor);
+        self
+    }
+
+    /// Whether `kind` is registered.
+    pub fn contains(&self, kind: &str) -> bool {
+        self.kinds.contains_key(kind)
+    }
+
+    /// The registered kinds, sorted.
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.kinds.keys().map(String::as_str)
+    }
+
+    /// Checks that `spec` can be built on this worker (its kind is known and its config
+    /// deserializes), without running it.
+    pub fn check(&self, spec: &TaskSpec) -> Result<(), TaskConfigError> {
+        self.build(spec).map(drop)
+    }
+
+    /// Builds a task value from its spec.
+    pub(crate) fn build(&self, spec: &TaskSpec) -> Result<Box<dyn ErasedTask>, TaskConfigError> {
+        let constructor =
+            self.kinds
+                .get(&spec.kind)
+                .ok_or_else(|| TaskConfigError::UnknownKind {
+                    task_id: spec.id.clone(),
+                    kind: spec.kind.clone(),
+                })?;
+        constructor(&spec.config).map_err(|message| TaskConfigError::InvalidConfig {
+            task_id: spec.id.clone(),
+            kind: spec.kind.clone(),
+            message,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Deserialize)]
+    struct Copy {
+        #[allow(dead_code)]
+        source: String,
+    }
+
+    impl Task for Copy {
+        async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+            Ok(())
+        }
+    }
+
+    fn registry() -> Registry {
+        let mut registry = Registry::new();
+        registry.register::<Copy>("copy");
+        registry
+    }
+
+    #[test]
+    fn valid_config_builds() {
+        let spec = TaskSpec::new("t1", "copy", json!({"source": "a"}));
+        assert_eq!(registry().check(&spec), Ok(()));
+    }
+
+    #[test]
+    fn invalid_config_reports_serde_message() {
+        let spec = TaskSpec::new("t1", "copy", json!({"source": 5}));
+        let err = registry().check(&spec).unwrap_err();
+        let TaskConfigError::InvalidConfig { message, .. } = &err else {
+            panic!("unexpected error {err:?}");
+        };
+        assert_eq!(message, "invalid type: integer `5`, expected a string");
+        assert!(err.to_string().contains("fix the task's config"));
+    }
+
+    #[test]
+    fn missing_field_reports_serde_message() {
+        let spec = TaskSpec::new("t1", "copy", json!({}));
+        let err = registry().check(&spec).unwrap_err();
+        assert!(err.to_string().contains("missing field `source`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_kind_is_an_error() {
+        let spec = TaskSpec::new("t1", "paste", json!({}));
+        assert_eq!(
+            registry().check(&spec),
+            Err(TaskConfigError::UnknownKind {
+                task_id: "t1".into(),
+                kind: "paste".into()
+            })
+        );
+    }
+
+    #[test]
+    fn kinds_are_sorted() {
+        let mut registry = registry();
+        registry.register::<Copy>("archive");
+        assert_eq!(registry.kinds().collect::<Vec<_>>(), ["archive", "copy"]);
+    }
+}
