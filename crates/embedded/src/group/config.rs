@@ -1,0 +1,71 @@
+//! The group coordinator's settings (Kafka's `group.*` broker configs).
+
+use std::time::Duration;
+
+/// Settings of the group state machine, named after Kafka's broker configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// `group.min.session.timeout.ms`. Default 1 s (Kafka: 6 s), so the demo fails over fast;
+    /// a lower bound lets members with tiny timeouts flap on a loaded machine.
+    pub min_session_timeout: Duration,
+    /// `group.max.session.timeout.ms`. Default 30 min, as Kafka. A higher bound lets a dead member
+    /// hold its work longer.
+    pub max_session_timeout: Duration,
+    /// `group.initial.rebalance.delay.ms`: how long an empty group waits for more members before its
+    /// first generation. Default 0 (Kafka: 3 s): fast tests and demo; a delay saves rebalances when
+    /// many members start together.
+    pub initial_rebalance_delay: Duration,
+    /// How long a brand-new member may wait in a JoinGroup before it is dropped. Default 5 min
+    /// (Kafka's hard-coded `CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`).
+    pub new_member_join_timeout: Duration,
+    /// `group.max.size`: members per group; more get GROUP_MAX_SIZE_REACHED. Default `usize::MAX`
+    /// (Kafka: `Integer.MAX_VALUE`).
+    pub max_group_size: usize,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        Self {
+            min_session_timeout: Duration::from_secs(1),
+            max_session_timeout: Duration::from_secs(30 * 60),
+            initial_rebalance_delay: Duration::ZERO,
+            new_member_join_timeout: Duration::from_secs(300),
+            max_group_size: usize::MAX,
+        }
+    }
+}
+
+/// A [`GroupConfig`] that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupConfigError {
+    /// The minimum session timeout is above the maximum.
+    #[error(
+        "min_session_timeout ({min:?}) is above max_session_timeout ({max:?}); lower the minimum or raise the maximum"
+    )]
+    SessionTimeoutBounds {
+        /// The minimum.
+        min: Duration,
+        /// The maximum.
+        max: Duration,
+    },
+    /// A group of zero members can never form.
+    #[error("max_group_size is 0, so no member could ever join; set it to at least 1")]
+    ZeroGroupSize,
+}
+
+impl GroupConfig {
+    /// Checks that the settings can work together.
+    pub fn validate(&self) -> Result<(), GroupConfigError> {
+        if self.min_session_timeout > self.max_session_timeout {
+            return Err(GroupConfigError::SessionTimeoutBounds {
+                min: self.min_session_timeout,
+                max: self.max_session_timeout,
+            });
+        }
+        if self.max_group_size == 0 {
+            return Err(GroupConfigError::ZeroGroupSize);
+        }
+        Ok(())
+    }
+}

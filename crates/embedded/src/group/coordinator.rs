@@ -1,0 +1,232 @@
+//! [`GroupCoordinator`]: every classic group by id, with the checks Kafka makes before a group
+//! sees a request.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use kafka_protocol::error::ResponseError;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::classic::{ClassicGroup, Ctx};
+use super::config::GroupConfig;
+use super::join::millis;
+use super::types::{
+    GroupDescription, GroupListing, GroupState, Heartbeat, JoinGroup, JoinGroupResult, LeaveGroup,
+    LeaveGroupResult, LeftMember, Output, ReplyId, SyncGroup, SyncGroupResult,
+};
+
+/// Passes over the groups per [`GroupCoordinator::handle_timeout`]; a timer that re-arms itself at
+/// `now` (a zero delay) fires again in the next pass, never forever.
+const MAX_TIMEOUT_PASSES: usize = 64;
+
+/// The classic group coordinator: every group by id, driven by inputs carrying `now`.
+///
+/// See the [module docs](super) for how a driver uses it.
+#[derive(Debug)]
+pub struct GroupCoordinator {
+    config: GroupConfig,
+    groups: BTreeMap<String, ClassicGroup>,
+    out: Vec<Output>,
+    rng: StdRng,
+}
+
+impl GroupCoordinator {
+    /// A coordinator with no groups. `seed` makes the member ids it hands out reproducible.
+    pub fn new(config: GroupConfig, seed: u64) -> Self {
+        Self {
+            config,
+            groups: BTreeMap::new(),
+            out: Vec::new(),
+            rng: StdRng::seed_from_u64(seed),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// Takes a JoinGroup; its answer (now or after the rebalance) comes out of
+    /// [`poll_output`](Self::poll_output) tagged with `reply`.
+    pub fn handle_join(&mut self, now: Instant, reply: ReplyId, req: JoinGroup) {
+        if req.group_id.is_empty() {
+            return self.push_join_error(reply, ResponseError::InvalidGroupId, req.member_id);
+        }
+        let session = millis(req.session_timeout_ms);
+        if req.session_timeout_ms < 0
+            || session < self.config.min_session_timeout
+            || session > self.config.max_session_timeout
+        {
+            return self.push_join_error(
+                reply,
+                ResponseError::InvalidSessionTimeout,
+                req.member_id,
+            );
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            if !req.member_id.is_empty() {
+                return self.push_join_error(reply, ResponseError::UnknownMemberId, req.member_id);
+            }
+            let group = ClassicGroup::new(req.group_id.clone());
+            self.groups.insert(req.group_id.clone(), group);
+        }
+        let prefix = req
+            .group_instance_id
+            .clone()
+            .unwrap_or_else(|| req.client_id.clone());
+        let new_member_id = self.generate_member_id(&prefix);
+        let group_id = req.group_id.clone();
+        if let Some(group) = self.groups.get_mut(&group_id) {
+            let mut ctx = Ctx {
+                now,
+                config: &self.config,
+                out: &mut self.out,
+            };
+            group.join(&mut ctx, reply, req, new_member_id);
+            if group.is_unused() {
+                self.groups.remove(&group_id);
+            }
+        }
+        self.handle_timeout(now);
+    }
+
+    /// Takes a SyncGroup; its answer comes out of [`poll_output`](Self::poll_output).
+    pub fn handle_sync(&mut self, now: Instant, reply: ReplyId, req: SyncGroup) {
+        let Some(group) = self.groups.get_mut(&req.group_id) else {
+            let result = SyncGroupResult::error(ResponseError::UnknownMemberId);
+            return self.out.push(Output::SyncGroup { reply, result });
+        };
+        let mut ctx = Ctx {
+            now,
+            config: &self.config,
+            out: &mut self.out,
+        };
+        group.sync(&mut ctx, reply, req);
+        self.handle_timeout(now);
+    }
+
+    /// Answers a Heartbeat at once: `None` is NONE.
+    pub fn handle_heartbeat(&mut self, now: Instant, req: &Heartbeat) -> Option<ResponseError> {
+        let Some(group) = self.groups.get_mut(&req.group_id) else {
+            return Some(ResponseError::UnknownMemberId);
+        };
+        let mut ctx = Ctx {
+            now,
+            config: &self.config,
+            out: &mut self.out,
+        };
+        let error = group.heartbeat(&mut ctx, req);
+        self.handle_timeout(now);
+        error
+    }
+
+    /// Answers a LeaveGroup at once (parked requests of the leaving members are answered through
+    /// [`poll_output`](Self::poll_output)).
+    pub fn handle_leave(&mut self, now: Instant, req: LeaveGroup) -> LeaveGroupResult {
+        let Some(group) = self.groups.get_mut(&req.group_id) else {
+            let members = req
+                .members
+                .into_iter()
+                .map(|m| LeftMember {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    error: Some(ResponseError::UnknownMemberId),
+                })
+                .collect();
+            return LeaveGroupResult {
+                error: None,
+                members,
+            };
+        };
+        let mut ctx = Ctx {
+            now,
+            config: &self.config,
+            out: &mut self.out,
+        };
+        let result = group.leave(&mut ctx, req);
+        self.handle_timeout(now);
+        result
+    }
+
+    /// Runs every timer due at `now`: initial delays, join and sync deadlines, session expiry.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for _ in 0..MAX_TIMEOUT_PASSES {
+            let mut fired = false;
+            for group in self.groups.values_mut() {
+                if group.next_deadline().is_some_and(|at| at <= now) {
+                    fired = true;
+                    let mut ctx = Ctx {
+                        now,
+                        config: &self.config,
+                        out: &mut self.out,
+                    };
+                    group.handle_timeout(&mut ctx);
+                }
+            }
+            if !fired {
+                return;
+            }
+        }
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must run next, if ever.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.groups
+            .values()
+            .filter_map(ClassicGroup::next_deadline)
+            .min()
+    }
+
+    /// The next answer to a JoinGroup or SyncGroup, in the order they were decided.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        if self.out.is_empty() {
+            None
+        } else {
+            Some(self.out.remove(0))
+        }
+    }
+
+    /// A group as DescribeGroups shows it; an unknown group is `Dead` with no members.
+    pub fn describe(&self, group_id: &str) -> GroupDescription {
+        match self.groups.get(group_id) {
+            Some(group) => group.describe(),
+            None => GroupDescription {
+                group_id: group_id.to_string(),
+                state: GroupState::Dead,
+                protocol_type: String::new(),
+                protocol: String::new(),
+                members: Vec::new(),
+            },
+        }
+    }
+
+    /// Whether a group by this id exists.
+    pub fn contains(&self, group_id: &str) -> bool {
+        self.groups.contains_key(group_id)
+    }
+
+    /// Every group, as ListGroups shows them, ordered by group id.
+    pub fn list(&self) -> Vec<GroupListing> {
+        self.groups.values().map(ClassicGroup::listing).collect()
+    }
+
+    fn push_join_error(&mut self, reply: ReplyId, error: ResponseError, member_id: String) {
+        let result = JoinGroupResult::error(error, member_id);
+        self.out.push(Output::JoinGroup { reply, result });
+    }
+
+    /// Kafka's member id format: `<client id or instance id>-<uuid>`.
+    fn generate_member_id(&mut self, prefix: &str) -> String {
+        let n: u128 = self.rng.random();
+        let hex = format!("{n:032x}");
+        format!(
+            "{prefix}-{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
+    }
+}

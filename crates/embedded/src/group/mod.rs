@@ -1,0 +1,62 @@
+//! # The classic group state machine, sans-IO
+//!
+//! [`GroupCoordinator`] keeps every classic group by id and applies Apache Kafka's classic-group
+//! rules: the protocol vote, MEMBER_ID_REQUIRED (KIP-394), static members (KIP-345), the initial
+//! rebalance delay, join and sync deadlines from rebalance timeouts, session expiry, leader
+//! re-election and empty assignments for members the leader left out.
+//!
+//! It does no IO and reads no clock: every input carries `now`, JoinGroup and SyncGroup answers
+//! that must wait for the rebalance come out of [`GroupCoordinator::poll_output`] tagged with the
+//! [`ReplyId`] of their request, and [`GroupCoordinator::poll_timeout`] says when to call
+//! [`GroupCoordinator::handle_timeout`] next. Tests drive it on virtual time.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Instant;
+//! use bytes::Bytes;
+//! use kroupier_embedded::group::{
+//!     GroupConfig, GroupCoordinator, GroupState, JoinGroup, Output, Protocol, ReplyId,
+//! };
+//!
+//! let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 7);
+//! let now = Instant::now();
+//! coordinator.handle_join(now, ReplyId(1), JoinGroup {
+//!     group_id: "g".into(),
+//!     member_id: String::new(),
+//!     group_instance_id: None,
+//!     protocol_type: "kroupier".into(),
+//!     protocols: vec![Protocol { name: "sticky".into(), metadata: Bytes::new() }],
+//!     session_timeout_ms: 10_000,
+//!     rebalance_timeout_ms: 30_000,
+//!     client_id: "worker-1".into(),
+//!     client_host: "/127.0.0.1".into(),
+//!     require_known_member_id: false,
+//!     reason: None,
+//! });
+//! let Some(Output::JoinGroup { result, .. }) = coordinator.poll_output() else { panic!() };
+//! assert_eq!(result.generation_id, 1);
+//! assert_eq!(result.leader, result.member_id);
+//! assert_eq!(coordinator.describe("g").state, GroupState::CompletingRebalance);
+//! ```
+
+mod classic;
+mod config;
+mod coordinator;
+mod describe;
+mod join;
+mod member;
+mod rebalance;
+mod sync;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{GroupConfig, GroupConfigError};
+pub use coordinator::GroupCoordinator;
+pub use types::{
+    GroupDescription, GroupListing, GroupState, Heartbeat, JoinGroup, JoinGroupResult,
+    JoinedMember, LeaveGroup, LeaveGroupResult, LeavingMember, LeftMember, MemberAssignment,
+    MemberDescription, Output, Protocol, ReplyId, SyncGroup, SyncGroupResult,
+};
