@@ -3,6 +3,75 @@
 //! Pure, synchronous, deterministic assignors: given the members of a group (with what their
 //! metadata says they own and can run) and the set of tasks, compute who runs what.
 //!
-//! This crate does no IO and depends on nothing else of kroupier, so it can be tested and
-//! benchmarked on its own. The assignors (`round-robin`, `sticky`, `cooperative`) and the
-//! reusable invariant checkers will live here.
+//! ```
+//! use kroupier_assignor::{AssignmentInput, Assignor, Cooperative, Member, TaskSet, check};
+//!
+//! // Six tasks of one kind, interned once to dense indices.
+//! let tasks = TaskSet::uniform(6, "sink");
+//! // Round 1: two members, nothing owned yet.
+//! let members = vec![Member::new("worker-a"), Member::new("worker-b")];
+//! let assignor = Cooperative::default();
+//! let plan = assignor.assign(&AssignmentInput::new(&tasks, &members))?;
+//! assert_eq!(plan.assignments[0].assigned.len(), 3);
+//!
+//! // Round 2: a third member joins. The others report what they own (granted in generation 1).
+//! let previous = plan.to_previous();
+//! let mut members: Vec<Member> = plan
+//!     .assignments
+//!     .iter()
+//!     .map(|a| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+//!     .collect();
+//! members.push(Member::new("worker-c"));
+//! let input = AssignmentInput::new(&tasks, &members)
+//!     .with_previous(&previous)
+//!     .with_state(plan.state);
+//! let plan = assignor.assign(&input)?;
+//! // Cooperative: two tasks are revoked now and handed to worker-c in the follow-up round.
+//! assert_eq!(plan.revoked_count(), 2);
+//! assert_eq!(plan.held_back.len(), 2);
+//! assert!(plan.assignments[2].assigned.is_empty());
+//! check::cooperative(&input, &plan)?;
+//! check::coverage(&input, &plan)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Shape
+//!
+//! * [`TaskSet`] interns task ids and kinds to dense [`TaskIndex`] / [`KindIndex`] values once;
+//!   assignors work on `Vec`s indexed by them, never on strings.
+//! * [`Member`]: a member's metadata (owned tasks with the generation it got them in, the kinds
+//!   it can run, optional capacity and rack). Members are passed sorted by [`MemberId`].
+//! * [`AssignmentInput`] → [`Assignor::assign`] → [`Plan`]: each member's full target set and
+//!   what it must revoke; tasks held back this round; tasks that cannot be placed, and why.
+//! * Assignors: [`RoundRobin`] (`round-robin`, eager), [`Sticky`] (`sticky`, eager, minimal
+//!   movement), [`Cooperative`] (`cooperative`, Kafka Connect's KIP-415 semantics). The state
+//!   the cooperative assignor needs across rounds is explicit: [`CooperativeState`] goes out in
+//!   the plan and back in with the next input.
+//! * [`check`]: reusable invariant checkers.
+//!
+//! No IO, no clock, no async: `now` is an input. See `docs/assignors.md` for the algorithms,
+//! worked examples and measured timings.
+
+mod assemble;
+mod assignor;
+mod balance;
+pub mod check;
+mod cooperative;
+mod error;
+mod input;
+mod member;
+mod plan;
+mod prepare;
+mod round_robin;
+mod sticky;
+mod task;
+
+pub use assignor::{ASSIGNOR_NAMES, Assignor, RebalanceProtocol, by_name};
+pub use cooperative::{Cooperative, CooperativeConfig, CooperativeState};
+pub use error::AssignError;
+pub use input::AssignmentInput;
+pub use member::{Kinds, Member, MemberId, PreviousAssignment, PreviousOwner};
+pub use plan::{HeldBack, HoldReason, MemberAssignment, Plan, Unplaced, UnplacedReason};
+pub use round_robin::RoundRobin;
+pub use sticky::Sticky;
+pub use task::{KindIndex, TaskIndex, TaskSet};

@@ -1,0 +1,40 @@
+//! The [`Assignor`] trait and lookup by name.
+
+use crate::{AssignError, AssignmentInput, Cooperative, Plan, RoundRobin, Sticky};
+
+/// Whether members stop everything at each rebalance, or only what they are told to revoke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RebalanceProtocol {
+    /// Members revoke all their tasks when a rebalance starts (Connect's eager protocol).
+    Eager,
+    /// Members keep running their tasks and stop only the revoked ones (KIP-415).
+    Cooperative,
+}
+
+/// A pure, deterministic function from the group's members and tasks to a [`Plan`].
+///
+/// Implementations do no IO and read no clock: the same input gives the same plan on every
+/// leader. The name is the protocol name offered in JoinGroup.
+pub trait Assignor: Send + Sync {
+    /// The protocol name, as offered in JoinGroup (`round-robin`, `sticky`, `cooperative`).
+    fn name(&self) -> &'static str;
+
+    /// Whether members revoke everything at each rebalance or only what the plan says.
+    fn protocol(&self) -> RebalanceProtocol;
+
+    /// Computes the plan for one round.
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError>;
+}
+
+/// The names of the built-in assignors, in the order of preference kroupier offers them.
+pub const ASSIGNOR_NAMES: [&str; 3] = ["cooperative", "sticky", "round-robin"];
+
+/// The built-in assignor called `name` (with default configuration).
+pub fn by_name(name: &str) -> Result<Box<dyn Assignor>, AssignError> {
+    match name {
+        "round-robin" => Ok(Box::new(RoundRobin)),
+        "sticky" => Ok(Box::new(Sticky)),
+        "cooperative" => Ok(Box::new(Cooperative::default())),
+        _ => Err(AssignError::UnknownAssignor { name: name.into() }),
+    }
+}

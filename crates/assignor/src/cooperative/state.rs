@@ -1,0 +1,109 @@
+//! The cooperative assignor's configuration and the state it carries between rounds.
+
+use std::time::Duration;
+
+use crate::AssignError;
+
+/// Configuration of the [`Cooperative`](crate::Cooperative) assignor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CooperativeConfig {
+    /// How long the tasks of a lost member (gone without leaving gracefully) wait for it to come
+    /// back before they move. Default 0: move now. Connect's `scheduled.rebalance.max.delay.ms`
+    /// (5 min) saves a restart from reshuffling, but leaves the tasks stopped that long.
+    pub lost_task_delay: Duration,
+    /// The first pause after two revoking rounds in a row. Default 40 ms, as Connect. Smaller
+    /// reacts faster; larger damps revocation storms sooner.
+    pub revocation_backoff: Duration,
+    /// Each further revoking round multiplies the pause by this. Default 40, as Connect.
+    pub revocation_backoff_multiplier: u32,
+    /// The longest pause. Default 5 min. Longer bounds storms harder but delays balancing.
+    pub revocation_backoff_max: Duration,
+    /// Check every plan with [`check::cooperative`](crate::check::cooperative) before returning it.
+    /// Default true; costs one pass over the tasks.
+    pub validate_plans: bool,
+}
+
+impl Default for CooperativeConfig {
+    fn default() -> Self {
+        Self {
+            lost_task_delay: Duration::ZERO,
+            revocation_backoff: Duration::from_millis(40),
+            revocation_backoff_multiplier: 40,
+            revocation_backoff_max: Duration::from_secs(300),
+            validate_plans: true,
+        }
+    }
+}
+
+impl CooperativeConfig {
+    /// Checks the values are consistent.
+    pub fn validate(&self) -> Result<(), AssignError> {
+        if self.revocation_backoff_multiplier == 0 {
+            return Err(AssignError::InvalidConfig(
+                "revocation_backoff_multiplier must be at least 1",
+            ));
+        }
+        if self.revocation_backoff > self.revocation_backoff_max {
+            return Err(AssignError::InvalidConfig(
+                "revocation_backoff must not exceed revocation_backoff_max",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The pause after `rounds` consecutive revoking rounds (`rounds` ≥ 1).
+    pub(crate) fn backoff(&self, rounds: u32) -> Duration {
+        let mut pause = self.revocation_backoff;
+        for _ in 1..rounds {
+            pause = pause.saturating_mul(self.revocation_backoff_multiplier);
+            if pause >= self.revocation_backoff_max {
+                break;
+            }
+        }
+        pause.min(self.revocation_backoff_max)
+    }
+}
+
+/// What the cooperative assignor remembers between rounds. The leader passes the
+/// [`Plan::state`](crate::Plan::state) of one round into the next round's input; a new leader
+/// starts from `Default`. Eager assignors pass it through unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CooperativeState {
+    /// When the lost tasks now waiting may move (same epoch as `now`).
+    pub lost_deadline: Option<Duration>,
+    /// How many rounds in a row revoked tasks to balance load.
+    pub revoking_rounds: u32,
+    /// Until when balancing revocations are paused.
+    pub backoff_deadline: Option<Duration>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_then_caps() {
+        let config = CooperativeConfig::default();
+        assert_eq!(config.backoff(1), Duration::from_millis(40));
+        assert_eq!(config.backoff(2), Duration::from_millis(1600));
+        assert_eq!(config.backoff(3), Duration::from_secs(64));
+        assert_eq!(config.backoff(4), Duration::from_secs(300));
+        assert_eq!(config.backoff(100), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn validate_rejects_bad_values() {
+        assert!(CooperativeConfig::default().validate().is_ok());
+        let zero = CooperativeConfig {
+            revocation_backoff_multiplier: 0,
+            ..CooperativeConfig::default()
+        };
+        assert!(zero.validate().is_err());
+        let inverted = CooperativeConfig {
+            revocation_backoff: Duration::from_secs(10),
+            revocation_backoff_max: Duration::from_secs(1),
+            ..CooperativeConfig::default()
+        };
+        assert!(inverted.validate().is_err());
+    }
+}

@@ -1,0 +1,79 @@
+//! Errors: bad input to an assignor, or a plan that breaks a rule.
+
+use std::sync::Arc;
+
+use crate::MemberId;
+use crate::check::Violation;
+
+/// Why an assignor (or the task set) refused its input. Each says what to fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AssignError {
+    /// Members must be sorted by member id, without duplicates.
+    #[error(
+        "members are not sorted by member id ({previous} comes before {next}): sort them and remove duplicates before assigning"
+    )]
+    MembersNotSorted {
+        /// The earlier member in input order.
+        previous: MemberId,
+        /// The later member, which sorts before (or equals) `previous`.
+        next: MemberId,
+    },
+    /// A member claims a task index the task set does not have.
+    #[error(
+        "member {member} claims task index {index} but the task set has {tasks} tasks: map claims through TaskSet::index_of and drop unknown tasks"
+    )]
+    TaskOutOfRange {
+        /// The member.
+        member: MemberId,
+        /// The bad index.
+        index: u32,
+        /// The number of tasks.
+        tasks: usize,
+    },
+    /// A member names a kind index the task set does not have.
+    #[error(
+        "member {member} names kind index {index} but the task set has {kinds} kinds: intern kinds with TaskSet::intern_kind"
+    )]
+    KindOutOfRange {
+        /// The member.
+        member: MemberId,
+        /// The bad index.
+        index: u16,
+        /// The number of kinds.
+        kinds: usize,
+    },
+    /// Two tasks have the same id.
+    #[error("task {task} is defined twice: task ids must be unique")]
+    DuplicateTask {
+        /// The id.
+        task: Arc<str>,
+    },
+    /// A task has weight 0.
+    #[error("task {task} has weight 0: weights must be at least 1")]
+    ZeroWeight {
+        /// The id.
+        task: Arc<str>,
+    },
+    /// More than about 4 billion tasks.
+    #[error("too many tasks: a task set holds at most u32::MAX - 8 tasks")]
+    TooManyTasks,
+    /// More than 65536 kinds.
+    #[error("too many task kinds: a task set holds at most 65536 kinds")]
+    TooManyKinds,
+    /// More than about 4 billion members.
+    #[error("too many members: at most u32::MAX - 8 members")]
+    TooManyMembers,
+    /// No assignor has this name.
+    #[error("unknown assignor {name:?}: use one of round-robin, sticky, cooperative")]
+    UnknownAssignor {
+        /// The name asked for.
+        name: String,
+    },
+    /// A configuration value is out of range.
+    #[error("invalid assignor configuration: {0}")]
+    InvalidConfig(&'static str),
+    /// The plan broke a rule the assignor checks before returning it (a bug: report it).
+    #[error("the assignor produced an invalid plan ({0}); this is a bug in kroupier-assignor")]
+    InvalidPlan(Violation),
+}

@@ -1,0 +1,224 @@
+//! Shared first step of every assignor: validate the input, resolve who owns what (double
+//! claims by generation), and order the members for placement (racks interleaved).
+
+use std::collections::HashMap;
+
+use crate::{AssignError, AssignmentInput, KindIndex, Kinds};
+
+/// `owner[t]`: nobody claims the task.
+pub(crate) const NONE: u32 = u32::MAX;
+/// `owner[t]`: claimed by two members of the same generation, neither keeps it.
+pub(crate) const DOUBLE_CLAIM: u32 = u32::MAX - 1;
+/// `owner[t]`: claimed only by members that cannot run its kind.
+pub(crate) const INELIGIBLE_CLAIM: u32 = u32::MAX - 2;
+/// `target[t]`: left out of this round's placement (held back by the caller).
+pub(crate) const EXCLUDED: u32 = u32::MAX - 3;
+/// `target[t]`: no member can run its kind.
+pub(crate) const NO_MEMBER: u32 = u32::MAX - 4;
+/// `target[t]`: every eligible member is too full.
+pub(crate) const NO_CAPACITY: u32 = u32::MAX - 5;
+
+/// Whether `owner`/`target` value `v` names a member.
+pub(crate) fn is_member(v: u32) -> bool {
+    v < NO_CAPACITY
+}
+
+/// The validated input, with claims resolved.
+pub(crate) struct Prepared {
+    /// Per task: the member whose claim is valid, or `NONE`/`DOUBLE_CLAIM`/`INELIGIBLE_CLAIM`.
+    pub owner: Vec<u32>,
+    /// Per kind: the members that can run it, in placement order.
+    pub eligible: Vec<Vec<u32>>,
+    /// Whether any member has a capacity limit.
+    pub capacity_limited: bool,
+}
+
+/// Validates `input` and resolves claims.
+pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignError> {
+    let members = input.members;
+    let tasks = input.tasks;
+    if u32::try_from(members.len()).map_or(true, |n| n >= NO_CAPACITY) {
+        return Err(AssignError::TooManyMembers);
+    }
+    for pair in members.windows(2) {
+        if pair[0].id >= pair[1].id {
+            return Err(AssignError::MembersNotSorted {
+                previous: pair[0].id.clone(),
+                next: pair[1].id.clone(),
+            });
+        }
+    }
+    let kind_count = tasks.kind_count();
+    let mut can_run: Vec<Option<Vec<bool>>> = Vec::with_capacity(members.len());
+    for member in members {
+        match &member.kinds {
+            Kinds::All => can_run.push(None),
+            Kinds::Only(kinds) => {
+                let mut table = vec![false; kind_count];
+                for kind in kinds {
+                    match table.get_mut(kind.get()) {
+                        Some(slot) => *slot = true,
+                        None => {
+                            return Err(AssignError::KindOutOfRange {
+                                member: member.id.clone(),
+                                index: kind.0,
+                                kinds: kind_count,
+                            });
+                        }
+                    }
+                }
+                can_run.push(Some(table));
+            }
+        }
+    }
+
+    let mut owner = vec![NONE; tasks.len()];
+    // Generation of the members in a same-generation double claim; rare, so a side map.
+    let mut double_claims: HashMap<u32, i32> = HashMap::new();
+    for (m, member) in members.iter().enumerate() {
+        let m = m as u32;
+        let table = &can_run[m as usize];
+        for task in &member.owned {
+            let t = task.get();
+            let Some(slot) = owner.get_mut(t) else {
+                return Err(AssignError::TaskOutOfRange {
+                    member: member.id.clone(),
+                    index: task.0,
+                    tasks: tasks.len(),
+                });
+            };
+            let eligible = table
+                .as_ref()
+                .is_none_or(|table| table[tasks.kind_of(t).get()]);
+            let current = *slot;
+            if !eligible {
+                if current == NONE {
+                    *slot = INELIGIBLE_CLAIM;
+                }
+                continue;
+            }
+            *slot = match current {
+                NONE | INELIGIBLE_CLAIM => m,
+                DOUBLE_CLAIM => {
+                    let generation = double_claims.get(&task.0).copied().unwrap_or(i32::MAX);
+                    if member.generation > generation {
+                        double_claims.remove(&task.0);
+                        m
+                    } else {
+                        DOUBLE_CLAIM
+                    }
+                }
+                o if o == m => m,
+                o => {
+                    let theirs = members[o as usize].generation;
+                    if member.generation > theirs {
+                        m
+                    } else if member.generation < theirs {
+                        o
+                    } else {
+                        double_claims.insert(task.0, theirs);
+                        DOUBLE_CLAIM
+                    }
+                }
+            };
+        }
+    }
+
+    let order = placement_order(input);
+    let mut eligible = vec![Vec::new(); kind_count];
+    for (k, list) in eligible.iter_mut().enumerate() {
+        let kind = KindIndex(k as u16);
+        if tasks.tasks_of_kind(kind).is_empty() {
+            continue;
+        }
+        list.extend(
+            order
+                .iter()
+                .copied()
+                .filter(|&m| can_run[m as usize].as_ref().is_none_or(|t| t[k])),
+        );
+    }
+    let capacity_limited = members.iter().any(|m| m.capacity.is_some());
+    Ok(Prepared {
+        owner,
+        eligible,
+        capacity_limited,
+    })
+}
+
+/// Members in the order new work is handed out: sorted by id, but with racks interleaved
+/// (first member of each rack, then the second of each, ...), so a kind with fewer tasks than
+/// members still spreads over racks. Members without a rack form one more group.
+pub(crate) fn placement_order(input: &AssignmentInput<'_>) -> Vec<u32> {
+    let members = input.members;
+    if members.iter().all(|m| m.rack.is_none()) {
+        return (0..members.len() as u32).collect();
+    }
+    let mut racks: Vec<(Option<&str>, Vec<u32>)> = Vec::new();
+    let mut by_rack: HashMap<Option<&str>, usize> = HashMap::new();
+    for (m, member) in members.iter().enumerate() {
+        let rack = member.rack.as_deref();
+        let slot = *by_rack.entry(rack).or_insert_with(|| {
+            racks.push((rack, Vec::new()));
+            racks.len() - 1
+        });
+        racks[slot].1.push(m as u32);
+    }
+    racks.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut order = Vec::with_capacity(members.len());
+    let longest = racks.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    for i in 0..longest {
+        order.extend(racks.iter().filter_map(|r| r.1.get(i).copied()));
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Member, TaskIndex, TaskSet};
+
+    #[test]
+    fn double_claims_resolve_by_generation() {
+        let tasks = TaskSet::uniform(3, "k");
+        let members = vec![
+            Member::new("a").with_owned(5, vec![TaskIndex(0), TaskIndex(1)]),
+            Member::new("b").with_owned(5, vec![TaskIndex(1)]),
+            Member::new("c").with_owned(6, vec![TaskIndex(0), TaskIndex(1)]),
+        ];
+        let p = prepare(&AssignmentInput::new(&tasks, &members)).unwrap();
+        // Task 0: a (gen 5) loses to c (gen 6). Task 1: a and b tie at 5, then c (6) wins.
+        assert_eq!(p.owner, vec![2, 2, NONE]);
+        let members = &members[..2];
+        let p = prepare(&AssignmentInput::new(&tasks, members)).unwrap();
+        assert_eq!(p.owner, vec![0, DOUBLE_CLAIM, NONE]);
+    }
+
+    #[test]
+    fn rejects_unsorted_members_and_bad_indices() {
+        let tasks = TaskSet::uniform(1, "k");
+        let unsorted = vec![Member::new("b"), Member::new("a")];
+        assert!(matches!(
+            prepare(&AssignmentInput::new(&tasks, &unsorted)),
+            Err(AssignError::MembersNotSorted { .. })
+        ));
+        let bad = vec![Member::new("a").with_owned(1, vec![TaskIndex(7)])];
+        assert!(matches!(
+            prepare(&AssignmentInput::new(&tasks, &bad)),
+            Err(AssignError::TaskOutOfRange { index: 7, .. })
+        ));
+    }
+
+    #[test]
+    fn racks_interleave() {
+        let tasks = TaskSet::uniform(1, "k");
+        let members = vec![
+            Member::new("a").with_rack("r1"),
+            Member::new("b").with_rack("r1"),
+            Member::new("c").with_rack("r2"),
+            Member::new("d").with_rack("r2"),
+        ];
+        let input = AssignmentInput::new(&tasks, &members);
+        assert_eq!(placement_order(&input), vec![0, 2, 1, 3]);
+    }
+}

@@ -1,0 +1,115 @@
+//! `round-robin`: eager, not sticky. Tasks, in index order kind by kind, go to the members
+//! that can run them in turn, like Kafka's `RoundRobinAssignor` and Connect's eager assignor.
+
+use crate::assemble::assemble;
+use crate::prepare::{NO_CAPACITY, NO_MEMBER, prepare};
+use crate::{AssignError, AssignmentInput, Assignor, KindIndex, Plan, RebalanceProtocol};
+
+/// The `round-robin` assignor: one circular pass over the members per kind.
+///
+/// Balanced by count (weights only count against capacity), cheap, and blind to what members
+/// own, so every membership change moves most tasks. Use it to compare; prefer `sticky` or
+/// `cooperative` to run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RoundRobin;
+
+impl Assignor for RoundRobin {
+    fn name(&self) -> &'static str {
+        "round-robin"
+    }
+
+    fn protocol(&self) -> RebalanceProtocol {
+        RebalanceProtocol::Eager
+    }
+
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+        let p = prepare(input)?;
+        let tasks = input.tasks;
+        let members = input.members;
+        let mut target = vec![NO_MEMBER; tasks.len()];
+        let mut load = vec![0u64; members.len()];
+        // Where the circle continues; shared by all kinds so totals stay even across kinds.
+        let mut cursor = 0usize;
+        for k in 0..tasks.kind_count() {
+            let eligible = &p.eligible[k];
+            if eligible.is_empty() {
+                continue;
+            }
+            let n = eligible.len();
+            for task in tasks.tasks_of_kind(KindIndex(k as u16)) {
+                let t = task.get();
+                let w = u64::from(tasks.weight_of(t));
+                target[t] = NO_CAPACITY;
+                for step in 0..n {
+                    let m = eligible[(cursor + step) % n] as usize;
+                    let cap = members[m].capacity.unwrap_or(u64::MAX);
+                    if load[m] + w <= cap {
+                        load[m] += w;
+                        target[t] = m as u32;
+                        cursor = (cursor + step + 1) % n;
+                        break;
+                    }
+                }
+            }
+        }
+        let (assignments, unplaced) = assemble(input, &target);
+        Ok(Plan {
+            assignments,
+            unplaced,
+            state: input.state,
+            ..Plan::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KindIndex, Kinds, Member, TaskIndex, TaskSet};
+
+    #[test]
+    fn deals_tasks_in_turn_and_skips_ineligible_members() {
+        let mut tasks = TaskSet::new();
+        for i in 0..4 {
+            tasks.push(format!("s{i}"), "sink", 1).unwrap();
+        }
+        tasks.push("src", "source", 1).unwrap();
+        let members = vec![
+            Member::new("a"),
+            Member::new("b").with_kinds(Kinds::Only(vec![KindIndex(0)])),
+        ];
+        let plan = RoundRobin
+            .assign(&AssignmentInput::new(&tasks, &members))
+            .unwrap();
+        let ids = |m: usize| {
+            plan.assignments[m]
+                .assigned
+                .iter()
+                .map(|t| t.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(0), vec![0, 2, 4]);
+        assert_eq!(ids(1), vec![1, 3]);
+        assert!(plan.unplaced.is_empty());
+    }
+
+    #[test]
+    fn revokes_what_moves_and_reports_unplaceable() {
+        let mut tasks = TaskSet::new();
+        tasks.push("a", "k", 1).unwrap();
+        tasks.push("b", "other", 1).unwrap();
+        let members = vec![
+            Member::new("m1").with_kinds(Kinds::Only(vec![KindIndex(0)])),
+            Member::new("m2")
+                .with_kinds(Kinds::Only(vec![]))
+                .with_owned(3, vec![TaskIndex(0)]),
+        ];
+        let plan = RoundRobin
+            .assign(&AssignmentInput::new(&tasks, &members))
+            .unwrap();
+        assert_eq!(plan.assignments[0].assigned, vec![TaskIndex(0)]);
+        assert_eq!(plan.assignments[1].revoked, vec![TaskIndex(0)]);
+        assert_eq!(plan.unplaced.len(), 1);
+        assert_eq!(plan.unplaced[0].task, TaskIndex(1));
+    }
+}
