@@ -114,10 +114,11 @@ pub fn action_for(api: Api, error: ResponseError) -> ErrorAction {
     use ErrorAction::*;
     use ResponseError as E;
     match (api, error) {
-        // Fatal on every group API.
-        (_, E::GroupAuthorizationFailed) => Fatal(FatalError::GroupAuthorizationFailed),
-        (_, E::FencedInstanceId) if api != LeaveGroup => Fatal(FatalError::FencedInstanceId),
+        // LeaveGroup errors are only logged: the member is gone either way.
         (LeaveGroup, _) => Ignore,
+        // Fatal on every other group API.
+        (_, E::GroupAuthorizationFailed) => Fatal(FatalError::GroupAuthorizationFailed),
+        (_, E::FencedInstanceId) => Fatal(FatalError::FencedInstanceId),
 
         (FindCoordinator, E::CoordinatorNotAvailable | E::NotCoordinator) => {
             Retry(Backoff::Exponential)

@@ -556,6 +556,7 @@ impl Membership {
                             .collect(),
                     )
                     .with_reason(Some(str_bytes(&truncate_reason(reason))));
+                self.rebalance_started_at.get_or_insert(now);
                 self.phase = Phase::Joining {
                     member_id: std::mem::take(member_id),
                     held: held.take(),

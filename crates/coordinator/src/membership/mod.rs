@@ -96,6 +96,8 @@ mod protocol;
 mod versioned;
 
 #[cfg(test)]
+mod error_table_tests;
+#[cfg(test)]
 mod tests;
 
 pub use action::{Api, Backoff, ErrorAction, FatalError, action_for};
