@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use super::action::{Backoff, FatalError};
 use super::config::{ConfigError, MembershipConfig};
-use super::event::{Coordinator, Event, FencingToken, Generation, Lease, LostReason, Metrics};
+use super::event::{Coordinator, Event, FencingToken, Generation, Lease, Metrics};
 use super::io::{
     FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, str_bytes, truncate_reason,
 };
@@ -155,7 +155,7 @@ pub struct Membership {
     pub(crate) metrics: Metrics,
 }
 
-fn validate_protocols(
+pub(crate) fn validate_protocols(
     protocol_type: &str,
     protocols: &[ProtocolMetadata],
 ) -> Result<(), ConfigError> {
@@ -307,99 +307,6 @@ impl Membership {
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
-    }
-
-    // ----- (C) commands -----
-
-    /// Rejoin the group (KIP-800: `reason` goes into JoinGroup). From a stable generation this
-    /// emits [`Event::Revoked`] first; during a join, the member rejoins once it completes.
-    /// After [`leave`](Self::leave) it joins again as a new member. No effect once fatal.
-    pub fn request_rejoin(&mut self, now: Instant, reason: impl Into<String>) {
-        self.rejoin(now, reason.into());
-    }
-
-    /// Leave the group: LeaveGroup for a dynamic member (or a static one if configured) whose
-    /// coordinator is known, then [`Event::Left`]. Stop the work before calling this.
-    pub fn leave(&mut self, now: Instant, reason: impl Into<String>) {
-        let _ = now;
-        if matches!(
-            self.phase,
-            Phase::Leaving { .. } | Phase::Left | Phase::Fatal(_)
-        ) {
-            return;
-        }
-        let member_id = self.member_id().to_owned();
-        let may_leave =
-            self.config.group_instance_id.is_none() || self.config.leave_group_on_close_static;
-        let known = matches!(self.coordinator, CoordinatorState::Known(_));
-        self.heartbeat = HeartbeatState::default();
-        self.pending_rejoin = None;
-        if !member_id.is_empty() && may_leave && known {
-            self.phase = Phase::Leaving {
-                leave: LeaveGroup {
-                    group_id: self.config.group_id.clone(),
-                    member_id,
-                    group_instance_id: self.config.group_instance_id.clone(),
-                    reason: reason.into(),
-                },
-                tag: None,
-            };
-        } else {
-            self.phase = Phase::Left;
-            self.events.push_back(Event::Left);
-        }
-    }
-
-    /// The leader's assignment for `generation_id`, computed outside from
-    /// [`Event::AssignmentRequested`]. Heartbeats ran meanwhile; SyncGroup goes out next.
-    pub fn set_assignment(
-        &mut self,
-        generation_id: i32,
-        assignments: Vec<MemberAssignment>,
-    ) -> Result<(), CommandError> {
-        match std::mem::replace(&mut self.phase, Phase::Left) {
-            Phase::AwaitingAssignment { generation }
-                if generation.generation_id == generation_id =>
-            {
-                self.phase = Phase::Syncing {
-                    generation,
-                    assignments,
-                    request: SyncRequest::Pending {
-                        retry_at: None,
-                        attempts: 0,
-                    },
-                };
-                Ok(())
-            }
-            other => {
-                self.phase = other;
-                Err(CommandError::StaleAssignment { generation_id })
-            }
-        }
-    }
-
-    /// Replace this member's protocol metadata. If it changed while the member is in or joining
-    /// a group, rejoin so the leader sees it (a follower-initiated rebalance).
-    pub fn update_metadata(
-        &mut self,
-        now: Instant,
-        protocols: Vec<ProtocolMetadata>,
-    ) -> Result<(), ConfigError> {
-        validate_protocols(&self.protocol_type, &protocols)?;
-        if protocols != self.protocols {
-            self.protocols = protocols;
-            if !matches!(self.phase, Phase::Unjoined { .. }) {
-                self.rejoin(now, "member metadata changed".to_owned());
-            }
-        }
-        Ok(())
-    }
-
-    /// Replace this member's protocol metadata for the *next* JoinGroup without rebalancing.
-    pub fn set_metadata(&mut self, protocols: Vec<ProtocolMetadata>) -> Result<(), ConfigError> {
-        validate_protocols(&self.protocol_type, &protocols)?;
-        self.protocols = protocols;
-        Ok(())
     }
 
     // ----- (D) outputs -----
@@ -617,159 +524,6 @@ impl Membership {
             timeout,
             request,
         })
-    }
-
-    /// Enter `Unjoined` (starting the rebalance clock if it is not running).
-    pub(crate) fn enter_unjoined(
-        &mut self,
-        now: Instant,
-        member_id: String,
-        held: Option<Generation>,
-        reason: String,
-        retry_at: Option<Instant>,
-        attempts: u32,
-    ) {
-        self.rebalance_started_at.get_or_insert(now);
-        self.phase = Phase::Unjoined {
-            member_id,
-            held,
-            reason,
-            retry_at,
-            attempts,
-        };
-    }
-
-    /// An orderly rejoin: the generation is kept until the new one forms.
-    pub(crate) fn rejoin(&mut self, now: Instant, reason: String) {
-        match std::mem::replace(&mut self.phase, Phase::Left) {
-            Phase::Stable { generation, .. } => {
-                self.events.push_back(Event::Revoked {
-                    generation: generation.clone(),
-                    reason: reason.clone(),
-                });
-                let member_id = generation.member_id.clone();
-                self.enter_unjoined(now, member_id, Some(generation), reason, None, 0);
-            }
-            Phase::AwaitingAssignment { generation } | Phase::Syncing { generation, .. } => {
-                let member_id = generation.member_id.clone();
-                self.enter_unjoined(now, member_id, Some(generation), reason, None, 0);
-            }
-            Phase::Unjoined {
-                member_id,
-                held,
-                retry_at,
-                attempts,
-                ..
-            } => {
-                self.phase = Phase::Unjoined {
-                    member_id,
-                    held,
-                    reason,
-                    retry_at,
-                    attempts,
-                };
-            }
-            joining @ Phase::Joining { .. } => {
-                self.phase = joining;
-                self.pending_rejoin = Some(reason);
-            }
-            Phase::Left => self.enter_unjoined(now, String::new(), None, reason, None, 0),
-            other @ (Phase::Leaving { .. } | Phase::Fatal(_)) => self.phase = other,
-        }
-    }
-
-    /// The generation is gone without a rebalance: report it lost and stop its heartbeats.
-    pub(crate) fn lose(&mut self, generation: Option<Generation>, reason: LostReason) {
-        self.heartbeat = HeartbeatState::default();
-        if generation.is_some() {
-            self.events.push_back(Event::Lost { generation, reason });
-        }
-    }
-
-    /// Stop for good on `error`.
-    pub(crate) fn fail(&mut self, error: FatalError) {
-        let generation = self.generation().cloned();
-        self.lose(generation, LostReason::Fatal(error.clone()));
-        if self.rebalance_started_at.take().is_some() {
-            self.metrics.rebalances_failed += 1;
-        }
-        if error == FatalError::FencedInstanceId {
-            self.events.push_back(Event::Fenced {
-                group_instance_id: self.config.group_instance_id.clone(),
-            });
-        } else {
-            self.events.push_back(Event::Fatal(error.clone()));
-        }
-        self.pending_rejoin = None;
-        self.phase = Phase::Fatal(error);
-    }
-
-    /// Self-fence if the deadline has passed.
-    pub(crate) fn check_fence(&mut self, now: Instant) {
-        let Some(deadline) = self.fence_deadline() else {
-            return;
-        };
-        if now < deadline {
-            return;
-        }
-        let member_id = self.member_id().to_owned();
-        let generation = self.generation().cloned();
-        self.lose(generation, LostReason::HeartbeatTimeout { deadline });
-        self.enter_unjoined(
-            now,
-            member_id,
-            None,
-            "session lost: no heartbeat succeeded before the self-fencing deadline".to_owned(),
-            None,
-            0,
-        );
-        self.mark_coordinator_unknown();
-    }
-
-    /// Forget the coordinator: requests in flight to it are void; a join or sync restarts
-    /// after rediscovery, a stable member keeps heartbeating its generation.
-    pub(crate) fn mark_coordinator_unknown(&mut self) {
-        if matches!(self.coordinator, CoordinatorState::Known(_)) {
-            self.coordinator = CoordinatorState::Unknown {
-                retry_at: None,
-                attempts: 0,
-            };
-        }
-        self.heartbeat.in_flight = None;
-        match std::mem::replace(&mut self.phase, Phase::Left) {
-            Phase::Joining {
-                member_id,
-                held,
-                reason,
-                attempts,
-                ..
-            } => {
-                self.phase = Phase::Unjoined {
-                    member_id,
-                    held,
-                    reason,
-                    retry_at: None,
-                    attempts,
-                };
-            }
-            Phase::Syncing {
-                generation,
-                request: SyncRequest::InFlight { .. },
-                ..
-            } => {
-                self.phase = Phase::Unjoined {
-                    member_id: generation.member_id.clone(),
-                    held: Some(generation),
-                    reason: "coordinator lost during SyncGroup".to_owned(),
-                    retry_at: None,
-                    attempts: 0,
-                };
-            }
-            Phase::Leaving { tag: Some(_), .. } | Phase::Leaving { tag: None, .. } => {
-                self.events.push_back(Event::Left);
-            }
-            other => self.phase = other,
-        }
     }
 }
 

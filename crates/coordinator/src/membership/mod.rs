@@ -93,6 +93,7 @@ mod handle;
 mod io;
 mod machine;
 mod protocol;
+mod transition;
 mod versioned;
 
 #[cfg(test)]

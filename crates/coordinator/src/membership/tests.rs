@@ -741,6 +741,15 @@ fn changed_metadata_starts_a_follower_rebalance() {
         Some("member metadata changed")
     );
     assert!(h.member.update_metadata(h.at(ms(40)), vec![]).is_err());
+    // A member that left does not come back because its metadata changed.
+    h.member.leave(h.at(ms(50)), "bye");
+    h.member
+        .update_metadata(
+            h.at(ms(60)),
+            vec![ProtocolMetadata::new("sticky", b"newer".to_vec())],
+        )
+        .expect("valid");
+    assert_eq!(h.member.state(), MemberState::Leaving);
 }
 
 #[test]
