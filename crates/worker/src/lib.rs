@@ -7,10 +7,12 @@
 //! - [`catalogue`]: the [`Catalogue`] of task instances;
 //! - [`context`]: the [`TaskContext`] a task runs with: fencing token, lease, cancellation;
 //! - [`supervisor`]: runs tasks, stops them within a bound, restarts them after failures;
+//! - [`protocol`]: the kroupier wire format (member metadata, assignments);
 //! - [`status`]: task states and the status HTTP API.
 
 pub mod catalogue;
 pub mod context;
+pub mod protocol;
 pub mod status;
 pub mod supervisor;
 pub mod task;

@@ -1,0 +1,100 @@
+//! Member metadata: what each worker tells the group leader in JoinGroup.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::codec::{Reader, Writer};
+use super::{DecodeError, METADATA_VERSION, finish, read_version, task_set};
+
+/// What a worker sends in JoinGroup (spec: `docs/protocol.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberMetadata {
+    /// The version the sender wrote; [`METADATA_VERSION`] for messages built here.
+    pub version: i16,
+    /// The worker's stable, human-chosen id (not the coordinator's member id).
+    pub worker_id: String,
+    /// The tasks this worker runs now, each with the generation it was granted in. When two
+    /// members claim a task, the higher generation wins (as Kafka's sticky assignors do).
+    pub owned: BTreeMap<String, i32>,
+    /// The task kinds this worker can run.
+    pub kinds: BTreeSet<String>,
+    /// The fingerprint of the worker's catalogue ([`Catalogue::fingerprint`](crate::Catalogue::fingerprint)).
+    pub catalogue_fingerprint: u64,
+    /// Relative capacity, for capacity-aware assignors; `None` = unspecified.
+    pub capacity: Option<u32>,
+    /// Rack or zone, for rack-aware assignors.
+    pub rack: Option<String>,
+}
+
+impl MemberMetadata {
+    /// Metadata of the current version for `worker_id`, with nothing else set.
+    pub fn new(worker_id: impl Into<String>) -> Self {
+        MemberMetadata {
+            version: METADATA_VERSION,
+            worker_id: worker_id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Encodes as the current version (whatever `version` says).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.i16(METADATA_VERSION);
+        w.string(&self.worker_id);
+        w.u64(self.catalogue_fingerprint);
+        w.uvarint(self.capacity.map_or(0, |c| u64::from(c) + 1));
+        w.nullable_string(self.rack.as_deref());
+        w.uvarint(self.kinds.len() as u64);
+        for kind in &self.kinds {
+            w.string(kind);
+        }
+        let mut by_generation: BTreeMap<i32, Vec<&str>> = BTreeMap::new();
+        for (task, generation) in &self.owned {
+            by_generation.entry(*generation).or_default().push(task);
+        }
+        w.uvarint(by_generation.len() as u64);
+        for (generation, tasks) in by_generation {
+            w.i32(generation);
+            task_set::encode(&mut w, tasks);
+        }
+        w.finish()
+    }
+
+    /// Decodes any version; newer versions are read as the newest this build knows.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let version = read_version(&mut r)?;
+        let worker_id = r.string("worker_id")?;
+        let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;
+        let capacity = match r.uvarint("capacity")? {
+            0 => None,
+            n => Some(u32::try_from(n - 1).map_err(|_| r.invalid("capacity", "exceeds u32"))?),
+        };
+        let rack = r.nullable_string("rack")?;
+        let kind_count = r.count("kinds", 1)?;
+        let mut kinds = BTreeSet::new();
+        for _ in 0..kind_count {
+            kinds.insert(r.string("kinds")?);
+        }
+        let groups = r.count("owned", 6)?;
+        let mut owned = BTreeMap::new();
+        for _ in 0..groups {
+            let generation = r.i32("owned.generation")?;
+            task_set::decode(&mut r, |r, task| {
+                if owned.insert(task, generation).is_some() {
+                    return Err(r.invalid("owned", "a task is listed twice"));
+                }
+                Ok(())
+            })?;
+        }
+        finish(&r, version, METADATA_VERSION)?;
+        Ok(MemberMetadata {
+            version,
+            worker_id,
+            owned,
+            kinds,
+            catalogue_fingerprint,
+            capacity,
+            rack,
+        })
+    }
+}
