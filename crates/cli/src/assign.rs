@@ -142,8 +142,7 @@ fn rounds(
     let started = Instant::now();
     let mut plan = assignor.assign(first)?;
     let mut elapsed = started.elapsed();
-    let mut generation = 2;
-    for _ in 1..MAX_ROUNDS {
+    for generation in 2..=MAX_ROUNDS as i32 {
         if plan.rebalance_delay != Some(Duration::ZERO) {
             break;
         }
@@ -159,7 +158,6 @@ fn rounds(
         let next = assignor.assign(&input)?;
         elapsed += started.elapsed();
         plan = next;
-        generation += 1;
     }
     Ok((plan, elapsed))
 }
