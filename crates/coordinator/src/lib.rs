@@ -8,3 +8,4 @@
 
 pub mod wire;
 pub mod membership;
+pub mod election;

@@ -1,0 +1,59 @@
+//! # Leader election on the group membership machinery
+//!
+//! [`LeaderElection`] is a small [`GroupProtocol`](crate::membership::GroupProtocol): each member
+//! offers its stable id, whether it is eligible, and the latest generation it led. The Kafka
+//! group leader's assign function ([`choose_leader`]) picks
+//!
+//! 1. among eligible members that claim to have led, the one with the latest generation
+//!    (sticky: the current leader keeps leading while it stays in the group), else
+//! 2. the eligible member with the lowest stable id (ties broken by member id),
+//!
+//! and every member receives the same assignment naming the leader. Members turn the
+//! membership's callbacks into [`ElectionEvent`]s: `Leader { token }` when they lead a
+//! generation, `Follower` otherwise, and `Lost` when the generation is lost (self-fencing
+//! included), so a leader cut off from the coordinator stops acting before anyone else leads.
+//! A rebalance alone (`on_revoked`) changes nothing: the leader keeps its role, and its fencing
+//! token stays valid while its heartbeats succeed.
+//!
+//! The driver feeds the callbacks as for any protocol, and after each `Assigned` refreshes the
+//! membership's metadata with [`Membership::set_metadata`](crate::membership::Membership::set_metadata)
+//! so that the next JoinGroup carries the leadership claim.
+//!
+//! # Examples
+//!
+//! ```
+//! use bytes::Bytes;
+//! use kroupier_coordinator::election::{ElectionEvent, LeaderElection};
+//! use kroupier_coordinator::membership::{Generation, GroupProtocol, MemberMetadata};
+//!
+//! let a = LeaderElection::new("a", true);
+//! let b = LeaderElection::new("b", true);
+//! let members: Vec<MemberMetadata> = [("m-a", &a), ("m-b", &b)]
+//!     .into_iter()
+//!     .map(|(member_id, e)| MemberMetadata {
+//!         member_id: member_id.into(),
+//!         group_instance_id: None,
+//!         metadata: e.protocols()[0].metadata.clone(),
+//!     })
+//!     .collect();
+//! let assignments = a.assign("sticky-leader", &members).unwrap();
+//! let generation = Generation {
+//!     generation_id: 1,
+//!     member_id: "m-a".into(),
+//!     protocol_name: "sticky-leader".into(),
+//!     leader_id: "m-a".into(),
+//! };
+//! a.on_assigned(&generation, &assignments[0].assignment);
+//! assert!(matches!(a.poll_event(), Some(ElectionEvent::Leader { .. })));
+//! ```
+
+mod protocol;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use protocol::{
+    ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionEvent, LeaderElection, choose_leader,
+};
+pub use wire::{ElectionAssignment, ElectionMetadata};

@@ -1,0 +1,175 @@
+//! The election protocol: metadata, the leader's choice, and the member's role.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
+
+use super::wire::{ElectionAssignment, ElectionMetadata};
+use crate::membership::{
+    AssignError, FencingToken, Generation, GroupProtocol, LostReason, MemberAssignment,
+    MemberMetadata, ProtocolMetadata, Versioned,
+};
+
+/// The protocol type of election groups.
+pub const ELECTION_PROTOCOL_TYPE: &str = "kroupier-election";
+/// The protocol name (the only one so far).
+pub const ELECTION_PROTOCOL_NAME: &str = "sticky-leader";
+
+/// A change of this member's role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElectionEvent {
+    /// This member leads; act only while the membership says the token is valid.
+    Leader {
+        /// The fencing token of the generation it leads.
+        token: FencingToken,
+    },
+    /// Another member leads (or none is eligible).
+    Follower {
+        /// The generation.
+        generation_id: i32,
+        /// The leader's stable id, `None` if no member is eligible.
+        leader_id: Option<String>,
+    },
+    /// The generation is gone: this member is neither leader nor follower until it rejoins.
+    Lost {
+        /// The generation lost, if it had one.
+        generation_id: Option<i32>,
+    },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    led_generation: Option<i32>,
+    in_generation: Option<i32>,
+    events: VecDeque<ElectionEvent>,
+}
+
+/// One member's side of a leader election (a [`GroupProtocol`]).
+#[derive(Debug)]
+pub struct LeaderElection {
+    id: String,
+    eligible: bool,
+    state: Mutex<State>,
+}
+
+impl LeaderElection {
+    /// A member with stable id `id` (the same across restarts) that may lead if `eligible`.
+    pub fn new(id: impl Into<String>, eligible: bool) -> Self {
+        Self {
+            id: id.into(),
+            eligible,
+            state: Mutex::default(),
+        }
+    }
+
+    /// This member's stable id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The next role change, if any.
+    pub fn poll_event(&self) -> Option<ElectionEvent> {
+        self.state().events.pop_front()
+    }
+
+    /// The metadata this member offers now.
+    pub fn metadata(&self) -> ElectionMetadata {
+        ElectionMetadata {
+            id: self.id.clone(),
+            eligible: self.eligible,
+            led_generation: self.state().led_generation.unwrap_or(-1),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent under every update, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The leader among `members` (sorted or not): `(member id, stable id)`, or `None` if no member
+/// is eligible. Undecodable metadata makes a member ineligible, never an error.
+pub fn choose_leader(members: &[MemberMetadata]) -> Option<(String, String)> {
+    let eligible: Vec<(&str, ElectionMetadata)> = members
+        .iter()
+        .filter_map(|m| {
+            ElectionMetadata::decode(&m.metadata)
+                .ok()
+                .filter(|meta| meta.eligible)
+                .map(|meta| (m.member_id.as_str(), meta))
+        })
+        .collect();
+    let latest_led = eligible.iter().map(|(_, m)| m.led_generation).max()?;
+    eligible
+        .iter()
+        // Sticky: the latest leader still in the group; if nobody led, every eligible member.
+        .filter(|(_, m)| m.led_generation == latest_led)
+        .min_by(|(a_id, a), (b_id, b)| (&a.id, a_id).cmp(&(&b.id, b_id)))
+        .map(|(member_id, meta)| ((*member_id).to_owned(), meta.id.clone()))
+}
+
+impl GroupProtocol for LeaderElection {
+    fn protocol_type(&self) -> &str {
+        ELECTION_PROTOCOL_TYPE
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        vec![ProtocolMetadata::new(
+            ELECTION_PROTOCOL_NAME,
+            self.metadata().encode(),
+        )]
+    }
+
+    fn assign(
+        &self,
+        protocol_name: &str,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        if protocol_name != ELECTION_PROTOCOL_NAME {
+            return Err(AssignError::UnknownProtocol(protocol_name.to_owned()));
+        }
+        let leader = choose_leader(members);
+        let assignment = ElectionAssignment {
+            leader_member_id: leader.as_ref().map(|(member_id, _)| member_id.clone()),
+            leader_id: leader.map(|(_, id)| id),
+        }
+        .encode();
+        Ok(members
+            .iter()
+            .map(|m| MemberAssignment::new(m.member_id.clone(), assignment.clone()))
+            .collect())
+    }
+
+    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
+        // An assignment that does not decode names no leader: never lead on garbage.
+        let decoded = ElectionAssignment::decode(assignment).unwrap_or(ElectionAssignment {
+            leader_member_id: None,
+            leader_id: None,
+        });
+        let mut state = self.state();
+        state.in_generation = Some(generation.generation_id);
+        let event = if decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str()) {
+            state.led_generation = Some(generation.generation_id);
+            ElectionEvent::Leader {
+                token: generation.token(),
+            }
+        } else {
+            ElectionEvent::Follower {
+                generation_id: generation.generation_id,
+                leader_id: decoded.leader_id,
+            }
+        };
+        state.events.push_back(event);
+    }
+
+    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
+        let _ = reason;
+        let mut state = self.state();
+        if state.in_generation.take().is_some() {
+            state.events.push_back(ElectionEvent::Lost {
+                generation_id: generation.map(|g| g.generation_id),
+            });
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Election: the leader's choice, the roles, and a full group on the membership machine.
+
+use bytes::Bytes;
+
+use super::*;
+use crate::membership::{
+    Generation, GroupProtocol, LostReason, MemberMetadata, ProtocolMetadata, Versioned,
+};
+
+fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> MemberMetadata {
+    MemberMetadata {
+        member_id: member_id.into(),
+        group_instance_id: None,
+        metadata: ElectionMetadata {
+            id: id.into(),
+            eligible,
+            led_generation: led,
+        }
+        .encode(),
+    }
+}
+
+fn generation(id: i32, member_id: &str) -> Generation {
+    Generation {
+        generation_id: id,
+        member_id: member_id.into(),
+        protocol_name: ELECTION_PROTOCOL_NAME.into(),
+        leader_id: "whoever".into(),
+    }
+}
+
+fn leader(members: &[MemberMetadata]) -> Option<String> {
+    choose_leader(members).map(|(_, id)| id)
+}
+
+#[test]
+fn lowest_eligible_id_leads_when_nobody_led() {
+    let members = [
+        member("m1", "c", true, -1),
+        member("m2", "a", false, -1),
+        member("m3", "b", true, -1),
+    ];
+    assert_eq!(leader(&members).as_deref(), Some("b"));
+}
+
+#[test]
+fn the_current_leader_keeps_leading() {
+    let members = [
+        member("m1", "a", true, -1), // newcomer with a lower id
+        member("m2", "z", true, 7),  // led generation 7
+        member("m3", "b", true, 3),  // led an older generation, then was cut off
+    ];
+    assert_eq!(leader(&members).as_deref(), Some("z"));
+}
+
+#[test]
+fn ineligible_or_broken_members_never_lead() {
+    let broken = MemberMetadata {
+        member_id: "m0".into(),
+        group_instance_id: None,
+        metadata: Bytes::from_static(b"\x00"),
+    };
+    assert_eq!(leader(&[broken.clone(), member("m1", "x", false, 9)]), None);
+    assert_eq!(
+        leader(&[broken, member("m2", "y", true, -1)]).as_deref(),
+        Some("y")
+    );
+    assert_eq!(leader(&[]), None);
+}
+
+#[test]
+fn duplicate_ids_break_ties_by_member_id() {
+    let members = [member("m9", "a", true, -1), member("m2", "a", true, -1)];
+    assert_eq!(choose_leader(&members), Some(("m2".into(), "a".into())));
+}
+
+#[test]
+fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
+    let a = LeaderElection::new("a", true);
+    let b = LeaderElection::new("b", true);
+    let members = [
+        MemberMetadata {
+            member_id: "m-a".into(),
+            group_instance_id: None,
+            metadata: a.protocols()[0].metadata.clone(),
+        },
+        MemberMetadata {
+            member_id: "m-b".into(),
+            group_instance_id: None,
+            metadata: b.protocols()[0].metadata.clone(),
+        },
+    ];
+    let assignments = b.assign(ELECTION_PROTOCOL_NAME, &members).expect("assign");
+    assert_eq!(assignments.len(), 2);
+    assert_eq!(assignments[0].assignment, assignments[1].assignment);
+    a.on_assigned(&generation(1, "m-a"), &assignments[0].assignment);
+    b.on_assigned(&generation(1, "m-b"), &assignments[1].assignment);
+    assert_eq!(
+        a.poll_event(),
+        Some(ElectionEvent::Leader {
+            token: generation(1, "m-a").token()
+        })
+    );
+    assert_eq!(
+        b.poll_event(),
+        Some(ElectionEvent::Follower {
+            generation_id: 1,
+            leader_id: Some("a".into())
+        })
+    );
+    assert_eq!(a.metadata().led_generation, 1);
+    assert_eq!(b.metadata().led_generation, -1);
+    // A rebalance does not move leadership; losing the generation ends it.
+    a.on_revoked(&generation(1, "m-a"));
+    assert_eq!(a.poll_event(), None);
+    let lost = LostReason::HeartbeatTimeout {
+        deadline: std::time::Instant::now(),
+    };
+    a.on_lost(Some(&generation(1, "m-a")), &lost);
+    assert_eq!(
+        a.poll_event(),
+        Some(ElectionEvent::Lost {
+            generation_id: Some(1)
+        })
+    );
+    a.on_lost(None, &lost);
+    assert_eq!(a.poll_event(), None, "lost once");
+    assert!(a.assign("other", &members).is_err());
+}
+
+#[test]
+fn a_broken_assignment_makes_a_follower() {
+    let a = LeaderElection::new("a", true);
+    a.on_assigned(&generation(2, "m-a"), &Bytes::from_static(b"\xff"));
+    assert_eq!(
+        a.poll_event(),
+        Some(ElectionEvent::Follower {
+            generation_id: 2,
+            leader_id: None
+        })
+    );
+}
+
+#[test]
+fn metadata_is_forward_compatible() {
+    let mut bytes = ElectionMetadata {
+        id: "a".into(),
+        eligible: true,
+        led_generation: 4,
+    }
+    .encode()
+    .to_vec();
+    bytes[1] = 3; // a future version with a trailing field
+    bytes.extend_from_slice(b"future");
+    let decoded = ElectionMetadata::decode(&bytes).expect("decodes");
+    assert_eq!((decoded.id.as_str(), decoded.led_generation), ("a", 4));
+    let offered: Vec<ProtocolMetadata> = LeaderElection::new("a", false).protocols();
+    assert_eq!(offered[0].name, ELECTION_PROTOCOL_NAME);
+}
