@@ -19,6 +19,6 @@ pub mod task;
 
 pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
 pub use context::{FencingToken, Lease, LeaseError, MemberLease, TaskContext};
-pub use status::{TaskState, TaskStatus, TaskTable};
+pub use status::{StatusBoard, TaskState, TaskStatus, TaskTable, WorkerStatus};
 pub use supervisor::{RestartPolicy, StartOutcome, StopReport, Supervisor, SupervisorConfig};
 pub use task::{Registry, Task, TaskConfigError, TaskError};

@@ -1,0 +1,228 @@
+//! The status board: the worker's last stable view of the group, the live task table, and the
+//! counters behind `/metrics`. The runtime writes it; the HTTP API reads it.
+//!
+//! The group view is replaced only when a rebalance completes. While one is in progress, readers
+//! get the last stable view with `rebalancing: true`, never an error (Kafka Connect answers 409).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::model::{TaskState, TaskStatus, TaskTable, unix_ms};
+
+/// The group as this worker last saw it after a completed rebalance.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GroupView {
+    /// The member id the coordinator gave this worker.
+    pub member_id: Option<String>,
+    /// The generation of the last completed rebalance.
+    pub generation: Option<i32>,
+    /// The leader's member id.
+    pub leader: Option<String>,
+    /// The leader's catalogue fingerprint (hex), from the assignment.
+    pub leader_catalogue_fingerprint: Option<String>,
+    /// Whether this worker's catalogue differs from the leader's (a rolling upgrade, a stale
+    /// config): tasks this worker does not know go only to workers that do.
+    pub catalogue_mismatch: bool,
+}
+
+/// One task as `/status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskView {
+    /// The task's status.
+    #[serde(flatten)]
+    pub status: TaskStatus,
+    /// The worker that holds it (this one).
+    pub owner: String,
+}
+
+/// The body of `GET /status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerStatus {
+    /// This worker's id.
+    pub worker_id: String,
+    /// The group id.
+    pub group_id: String,
+    /// This worker's catalogue fingerprint (hex).
+    pub catalogue_fingerprint: String,
+    /// Whether a rebalance is in progress; the group fields are then the last stable ones.
+    pub rebalancing: bool,
+    /// Whether this worker is shutting down.
+    pub shutting_down: bool,
+    /// The last stable group view.
+    #[serde(flatten)]
+    pub group: GroupView,
+    /// The tasks this worker holds, sorted by id.
+    pub tasks: Vec<TaskView>,
+}
+
+/// Upper bounds (seconds) of the rebalance latency histogram buckets.
+pub(crate) const LATENCY_BUCKETS: [f64; 11] =
+    [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+/// Counters behind `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counters {
+    pub(crate) rebalances: u64,
+    pub(crate) latency_buckets: [u64; LATENCY_BUCKETS.len()],
+    pub(crate) latency_count: u64,
+    pub(crate) latency_sum: f64,
+    pub(crate) last_failover_ms: Option<u64>,
+    rebalance_started: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    worker_id: String,
+    group_id: String,
+    catalogue_fingerprint: u64,
+    tasks: TaskTable,
+    group: watch::Sender<GroupView>,
+    rebalancing: AtomicBool,
+    shutting_down: AtomicBool,
+    counters: Mutex<Counters>,
+}
+
+/// Shared status of one worker. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct StatusBoard {
+    inner: Arc<Inner>,
+}
+
+impl StatusBoard {
+    /// A board for `worker_id` in `group_id`, reading task statuses from `tasks`.
+    pub fn new(
+        worker_id: impl Into<String>,
+        group_id: impl Into<String>,
+        catalogue_fingerprint: u64,
+        tasks: TaskTable,
+    ) -> Self {
+        StatusBoard {
+            inner: Arc::new(Inner {
+                worker_id: worker_id.into(),
+                group_id: group_id.into(),
+                catalogue_fingerprint,
+                tasks,
+                group: watch::Sender::new(GroupView::default()),
+                rebalancing: AtomicBool::new(false),
+                shutting_down: AtomicBool::new(false),
+                counters: Mutex::new(Counters::default()),
+            }),
+        }
+    }
+
+    /// The task table.
+    pub fn tasks(&self) -> &TaskTable {
+        &self.inner.tasks
+    }
+
+    /// The last stable group view.
+    pub fn group(&self) -> GroupView {
+        self.inner.group.borrow().clone()
+    }
+
+    /// Subscribes to group view changes (one per completed rebalance).
+    pub fn subscribe(&self) -> watch::Receiver<GroupView> {
+        self.inner.group.subscribe()
+    }
+
+    /// Whether a rebalance is in progress.
+    pub fn is_rebalancing(&self) -> bool {
+        self.inner.rebalancing.load(Ordering::Acquire)
+    }
+
+    /// Whether the worker has a stable assignment and is not shutting down.
+    pub fn is_ready(&self) -> bool {
+        !self.inner.shutting_down.load(Ordering::Acquire)
+            && self.inner.group.borrow().generation.is_some()
+    }
+
+    /// A rebalance began (the member is about to rejoin).
+    pub fn rebalance_started(&self) {
+        let mut counters = self.counters();
+        counters.rebalances += 1;
+        counters.rebalance_started.get_or_insert_with(Instant::now);
+        self.inner.rebalancing.store(true, Ordering::Release);
+    }
+
+    /// A rebalance completed with `view`; records its latency if its start was seen.
+    pub fn rebalance_completed(&self, view: GroupView) {
+        {
+            let mut counters = self.counters();
+            if let Some(started) = counters.rebalance_started.take() {
+                counters.observe_latency(started.elapsed());
+            }
+        }
+        self.inner.group.send_replace(view);
+        self.inner.rebalancing.store(false, Ordering::Release);
+    }
+
+    /// This worker took over tasks after its first assignment (someone else lost them).
+    pub fn record_failover(&self) {
+        self.counters().last_failover_ms = Some(unix_ms());
+    }
+
+    /// The worker began shutting down; `/readyz` fails from now on.
+    pub fn set_shutting_down(&self) {
+        self.inner.shutting_down.store(true, Ordering::Release);
+    }
+
+    /// What `GET /status` returns.
+    pub fn snapshot(&self) -> WorkerStatus {
+        let owner = &self.inner.worker_id;
+        WorkerStatus {
+            worker_id: owner.clone(),
+            group_id: self.inner.group_id.clone(),
+            catalogue_fingerprint: format!("{:016x}", self.inner.catalogue_fingerprint),
+            rebalancing: self.is_rebalancing(),
+            shutting_down: self.inner.shutting_down.load(Ordering::Acquire),
+            group: self.group(),
+            tasks: self
+                .inner
+                .tasks
+                .snapshot()
+                .into_iter()
+                .map(|status| TaskView {
+                    status,
+                    owner: owner.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Tasks by state, and the counters, for `/metrics`.
+    pub(crate) fn metrics(&self) -> (Vec<(TaskState, usize)>, u64, Counters) {
+        let restarts = self
+            .inner
+            .tasks
+            .snapshot()
+            .iter()
+            .map(|s| u64::from(s.restarts))
+            .sum();
+        (self.inner.tasks.counts(), restarts, self.counters().clone())
+    }
+
+    fn counters(&self) -> std::sync::MutexGuard<'_, Counters> {
+        self.inner
+            .counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Counters {
+    fn observe_latency(&mut self, latency: Duration) {
+        let seconds = latency.as_secs_f64();
+        for (bucket, bound) in self.latency_buckets.iter_mut().zip(LATENCY_BUCKETS) {
+            if seconds <= bound {
+                *bucket += 1;
+            }
+        }
+        self.latency_count += 1;
+        self.latency_sum += seconds;
+    }
+}

@@ -1,0 +1,125 @@
+//! The status HTTP API (axum). Bound to 127.0.0.1 unless configured otherwise.
+//!
+//! | Route | Answer |
+//! |---|---|
+//! | `GET /status` | [`WorkerStatus`](super::WorkerStatus) as JSON; during a rebalance the last stable view with `rebalancing: true` |
+//! | `GET /metrics` | Prometheus text: tasks by state, rebalances, rebalance latency, last failover |
+//! | `GET /healthz` | 200 while the process serves (liveness) |
+//! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
+//! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
+//!
+//! Reads never fail because of a rebalance.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+
+use super::board::StatusBoard;
+use super::metrics;
+use crate::supervisor::Supervisor;
+
+#[derive(Clone)]
+struct ApiState {
+    board: StatusBoard,
+    supervisor: Option<Arc<Supervisor>>,
+}
+
+/// The status API's routes. With a supervisor, `POST /tasks/{id}/restart` restarts tasks.
+pub fn router(board: StatusBoard, supervisor: Option<Arc<Supervisor>>) -> Router {
+    Router::new()
+        .route("/status", get(status))
+        .route("/metrics", get(prometheus))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/tasks/{id}/restart", post(restart))
+        .with_state(ApiState { board, supervisor })
+}
+
+/// Serves `router` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Binds the status address; the error says which address failed.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, std::io::Error> {
+    TcpListener::bind(addr).await.map_err(|error| {
+        std::io::Error::new(
+            error.kind(),
+            format!("cannot bind the status API to {addr}: {error}; pick another status address"),
+        )
+    })
+}
+
+async fn status(State(state): State<ApiState>) -> Json<super::WorkerStatus> {
+    Json(state.board.snapshot())
+}
+
+async fn prometheus(State(state): State<ApiState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        metrics::render(&state.board),
+    )
+        .into_response()
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<ApiState>) -> Response {
+    if state.board.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: no assignment yet, or shutting down\n",
+        )
+            .into_response()
+    }
+}
+
+async fn restart(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
+    let Some(supervisor) = state.supervisor else {
+        return (
+            StatusCode::NOT_FOUND,
+            "restarts are not enabled on this worker\n",
+        )
+            .into_response();
+    };
+    if !supervisor.held().contains(&id) {
+        return (
+            StatusCode::NOT_FOUND,
+            format!(
+                "task `{id}` is not held by this worker; ask its owner (see /status of the group)\n"
+            ),
+        )
+            .into_response();
+    }
+    let task = id.clone();
+    tokio::spawn(async move {
+        if let Err(error) = supervisor.restart(&task).await {
+            tracing::warn!(task = %task, %error, "restart request failed");
+        }
+    });
+    (
+        StatusCode::ACCEPTED,
+        format!("restart of `{id}` requested\n"),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! The status API, in process, through `tower::ServiceExt::oneshot`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, to_bytes};
+use axum::http::{Method, Request, StatusCode};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use super::*;
+use crate::context::{FencingToken, MemberLease};
+use crate::status::{GroupView, TaskState, TaskTable};
+use crate::supervisor::{RestartPolicy, SupervisorConfig};
+use crate::{Catalogue, Registry, Task, TaskContext, TaskError, TaskSpec};
+
+async fn call(router: &Router, method: Method, path: &str) -> (StatusCode, String) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .body(Body::empty())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn board() -> StatusBoard {
+    let table = TaskTable::new();
+    table.begin("task-1", Some("copy".into()), 3, 1);
+    table.set_state("task-1", 1, TaskState::Running);
+    StatusBoard::new("worker-a", "orders", 0xabc, table)
+}
+
+fn stable_view(generation: i32) -> GroupView {
+    GroupView {
+        member_id: Some("member-a".into()),
+        generation: Some(generation),
+        leader: Some("member-b".into()),
+        leader_catalogue_fingerprint: Some(format!("{:016x}", 0xabc)),
+        catalogue_mismatch: false,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn status_serves_the_last_stable_view_during_a_rebalance() {
+    let board = board();
+    board.rebalance_completed(stable_view(3));
+    board.rebalance_started();
+    let router = router(board, None);
+    let (status, body) = call(&router, Method::GET, "/status").await;
+    assert_eq!(status, StatusCode::OK);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["rebalancing"], json!(true));
+    assert_eq!(body["generation"], json!(3));
+    assert_eq!(body["leader"], json!("member-b"));
+    assert_eq!(body["member_id"], json!("member-a"));
+    assert_eq!(body["worker_id"], json!("worker-a"));
+    assert_eq!(body["catalogue_fingerprint"], json!("0000000000000abc"));
+    let task = &body["tasks"][0];
+    assert_eq!(task["task_id"], json!("task-1"));
+    assert_eq!(task["state"], json!("RUNNING"));
+    assert_eq!(task["owner"], json!("worker-a"));
+    assert_eq!(task["restarts"], json!(0));
+    assert_eq!(task["last_error"], Value::Null);
+    assert!(task["since_ms"].as_u64().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_count_tasks_rebalances_and_latency() {
+    let board = board();
+    board.rebalance_started();
+    tokio::time::advance(Duration::from_secs(2)).await;
+    board.rebalance_completed(stable_view(4));
+    board.record_failover();
+    let router = router(board, None);
+    let (status, body) = call(&router, Method::GET, "/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    for line in [
+        "kroupier_tasks{state=\"RUNNING\"} 1",
+        "kroupier_tasks{state=\"FAILED\"} 0",
+        "kroupier_rebalances_total 1",
+        "kroupier_rebalancing 0",
+        "kroupier_generation 4",
+        "kroupier_rebalance_latency_seconds_bucket{le=\"1\"} 0",
+        "kroupier_rebalance_latency_seconds_bucket{le=\"2.5\"} 1",
+        "kroupier_rebalance_latency_seconds_count 1",
+        "kroupier_rebalance_latency_seconds_sum 2",
+    ] {
+        assert!(
+            body.lines().any(|l| l == line),
+            "missing `{line}` in\n{body}"
+        );
+    }
+    let failover = body
+        .lines()
+        .find_map(|l| l.strip_prefix("kroupier_last_failover_timestamp_seconds "))
+        .unwrap();
+    assert!(failover.parse::<f64>().unwrap() > 1.0e9);
+}
+
+#[tokio::test(start_paused = true)]
+async fn health_and_readiness() {
+    let board = board();
+    let router = router(board.clone(), None);
+    assert_eq!(
+        call(&router, Method::GET, "/healthz").await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        call(&router, Method::GET, "/readyz").await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    board.rebalance_completed(stable_view(1));
+    assert_eq!(
+        call(&router, Method::GET, "/readyz").await.0,
+        StatusCode::OK
+    );
+    // A rebalance does not make the worker unready.
+    board.rebalance_started();
+    assert_eq!(
+        call(&router, Method::GET, "/readyz").await.0,
+        StatusCode::OK
+    );
+    board.set_shutting_down();
+    assert_eq!(
+        call(&router, Method::GET, "/readyz").await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(
+        call(&router, Method::GET, "/healthz").await.0,
+        StatusCode::OK
+    );
+}
+
+struct Broken;
+impl Task for Broken {
+    async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+        Err(TaskError::failed("broken"))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn restart_request_revives_a_failed_task() {
+    let builds = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = builds.clone();
+    let mut registry = Registry::new();
+    registry.register_with("broken", move |_: &serde_json::Value| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok::<_, String>(Broken)
+    });
+    let catalogue =
+        Catalogue::from_specs([TaskSpec::new("b", "broken", serde_json::Value::Null)]).unwrap();
+    let config = SupervisorConfig {
+        restart: RestartPolicy {
+            max_attempts: 1,
+            ..RestartPolicy::default()
+        },
+        ..SupervisorConfig::default()
+    };
+    let supervisor = Arc::new(Supervisor::new(
+        Arc::new(registry),
+        Arc::new(catalogue),
+        config,
+    ));
+    let token = FencingToken::new(1, "m");
+    let valid_until = tokio::time::Instant::now() + Duration::from_secs(60);
+    supervisor.set_member_lease(MemberLease::new(token.clone(), valid_until));
+    supervisor.start("b", token);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(supervisor.table().state("b"), Some(TaskState::Failed));
+    let board = StatusBoard::new("w", "g", 0, supervisor.table().clone());
+    let router = router(board, Some(supervisor.clone()));
+    let (status, _) = call(&router, Method::POST, "/tasks/nope/restart").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = call(&router, Method::POST, "/tasks/b/restart").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let record = supervisor.table().get("b").unwrap();
+    assert_eq!(record.state, TaskState::Failed);
+    assert_eq!(record.consecutive_failures, 1);
+    assert!(record.last_error.unwrap().contains("broken"));
+    assert_eq!(
+        builds.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "ran again"
+    );
+}
