@@ -293,7 +293,7 @@ pub fn cooperative(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Viola
     for (m, a) in plan.assignments.iter().enumerate() {
         for task in &a.assigned {
             let c = claimed[task.get()];
-            if c == NONE || c == m as u32 {
+            if c == NONE || c == m as u32 || (c == MANY && members[m].owned.contains(task)) {
                 continue;
             }
             let other = if c == MANY {
