@@ -33,9 +33,11 @@ pub struct MembershipConfig {
     pub retry_backoff: Duration,
     /// `retry.backoff.max.ms`. Default 1 s. Cap of the exponential backoff.
     pub retry_backoff_max: Duration,
-    /// Timeout the driver should apply to each request except JoinGroup. Default 30 s.
-    /// JoinGroup uses `max(request_timeout, rebalance_timeout + 5 s)`, as Kafka does, because the
-    /// broker holds it until the rebalance completes.
+    /// Timeout the driver should apply to FindCoordinator and LeaveGroup. Default 30 s.
+    /// JoinGroup and SyncGroup use `max(request_timeout, rebalance_timeout + 5 s)`, as Kafka's
+    /// JoinGroup does, because the broker holds them until the rebalance completes. Heartbeats
+    /// use `min(request_timeout, heartbeat_interval)`: a heartbeat unanswered for a whole
+    /// interval makes the member reconnect and send a fresh one, well before self-fencing.
     pub request_timeout: Duration,
     /// Self-fencing margin. Default `None` = `max(heartbeat_interval, session_timeout / 10)`.
     /// The member reports `Lost` at `last successful heartbeat's send time + session_timeout −
@@ -90,10 +92,15 @@ impl MembershipConfig {
             .unwrap_or_else(|| self.heartbeat_interval.max(self.session_timeout / 10))
     }
 
-    /// The timeout the driver should give a JoinGroup request.
+    /// The timeout the driver should give a JoinGroup or SyncGroup request.
     pub fn join_group_timeout(&self) -> Duration {
         self.request_timeout
             .max(self.rebalance_timeout + JOIN_GROUP_TIMEOUT_LAPSE)
+    }
+
+    /// The timeout the driver should give a Heartbeat request.
+    pub fn heartbeat_timeout(&self) -> Duration {
+        self.request_timeout.min(self.heartbeat_interval)
     }
 
     /// Checks every field and their relations; the error names the field and what to change.

@@ -250,14 +250,19 @@ impl Membership {
             protocol_name: protocol_name.unwrap_or_default(),
             leader_id: r.leader.to_string(),
         };
-        // Membership is proven from the JoinGroup's send time (or a later heartbeat of the
-        // generation it replaces, which the broker answered while the join was pending).
+        // The broker restarts every member's session when the join completes, somewhere
+        // between our send and our receipt. A member that held a generation through the
+        // rebalance keeps working on it, so its proof stays strict: the JoinGroup's send time
+        // or a later heartbeat the broker answered meanwhile. A member that held none has no
+        // work to protect until SyncGroup, whose send time (never before this receipt) becomes
+        // the strict basis of its first assignment; until then the receipt is its basis, so a
+        // long first join does not fence it at once.
         let basis = match held {
             Some(_) => self
                 .heartbeat
                 .last_success_sent_at
                 .map_or(sent_at, |t| t.max(sent_at)),
-            None => sent_at,
+            None => now,
         };
         self.heartbeat.last_success_sent_at = Some(basis);
         self.heartbeat.failures = 0;

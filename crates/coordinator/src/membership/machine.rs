@@ -426,7 +426,7 @@ impl Membership {
             .with_group_instance_id(self.config.group_instance_id.as_deref().map(str_bytes));
         Some(Outgoing {
             tag,
-            timeout: self.config.request_timeout,
+            timeout: self.config.heartbeat_timeout(),
             request: Request::Heartbeat(request),
         })
     }
@@ -507,7 +507,7 @@ impl Membership {
                     sent_at: now,
                     attempts: *attempts,
                 };
-                (Request::SyncGroup(request), config.request_timeout)
+                (Request::SyncGroup(request), config.join_group_timeout())
             }
             Phase::Leaving { leave, tag: sent } => {
                 if sent.is_some() {

@@ -56,10 +56,12 @@
 //! holds a generation: in AwaitingAssignment and Syncing (Kafka's COMPLETING_REBALANCE), in
 //! Stable, and while it rejoins from a generation (the broker answers REBALANCE_IN_PROGRESS,
 //! which counts as success and keeps the session alive). The member records the *send* time of
-//! every request that proved membership (the JoinGroup and SyncGroup that formed the generation,
-//! and each successful heartbeat). At `that + session_timeout − margin` with no newer success it
-//! emits [`Event::Lost`], drops the generation and rejoins: the broker, which measures from the
-//! later *receive* time, cannot have given the work away yet. [`Membership::lease`] exposes the
+//! every request that proved membership: each successful heartbeat, the SyncGroup that
+//! delivered the assignment, and the JoinGroup that formed the generation (for a member that
+//! held no generation before, whose work only starts after SyncGroup, the JoinGroup's receipt).
+//! At `that + session_timeout − margin` with no newer success it emits [`Event::Lost`], drops
+//! the generation and rejoins: the broker, which measures from the later *receive* time,
+//! cannot have given the work away yet. [`Membership::lease`] exposes the
 //! fencing token `(generation_id, member_id)` with that deadline.
 //!
 //! ## Errors

@@ -988,3 +988,75 @@ fn reasons_are_truncated_to_255_characters() {
     };
     assert_eq!(req.reason.as_ref().map(|r| r.len()), Some(255));
 }
+
+#[test]
+fn a_long_first_join_does_not_fence_the_new_member() {
+    let mut h = Harness::dynamic();
+    h.find_coordinator(ms(0), 1);
+    let join = h.expect(ms(0));
+    // The group waits 20 s for a slow member; this member held no generation.
+    h.respond(
+        ms(20_000),
+        join.tag,
+        Response::JoinGroup(join_ok(1, "m1", "m0", vec![])),
+    );
+    assert!(matches!(h.events().as_slice(), [Event::Joined { .. }]));
+    assert_eq!(
+        h.member.fence_deadline(),
+        Some(h.at(ms(20_000)) + SESSION - MARGIN)
+    );
+    let sync = h.expect(ms(20_000));
+    h.respond(ms(20_050), sync.tag, Response::SyncGroup(sync_ok(b"a")));
+    assert_eq!(h.member.state(), MemberState::Stable);
+    assert_eq!(
+        h.member.fence_deadline(),
+        Some(h.at(ms(20_000)) + SESSION - MARGIN)
+    );
+}
+
+#[test]
+fn self_fencing_while_rejoining_keeps_the_join_in_flight() {
+    let mut h = Harness::dynamic();
+    h.stable_follower(1);
+    let hb = h.expect(ms(3020));
+    h.respond(
+        ms(3030),
+        hb.tag,
+        heartbeat(Some(ResponseError::RebalanceInProgress)),
+    );
+    h.events();
+    let join = h.expect(ms(3030));
+    // The next heartbeat is never answered; the join waits for a slow member.
+    let _unanswered = h.expect(ms(6020));
+    let deadline = h.at(ms(3020)) + SESSION - MARGIN;
+    assert_eq!(h.member.poll_timeout(), Some(deadline));
+    h.member.handle_timeout(deadline);
+    let events = h.events();
+    assert!(
+        matches!(
+            events.as_slice(),
+            [Event::Lost {
+                reason: LostReason::HeartbeatTimeout { .. },
+                ..
+            }]
+        ),
+        "{events:?}"
+    );
+    assert_eq!(h.member.state(), MemberState::Joining);
+    assert!(h.member.lease().is_none());
+    assert!(
+        h.poll(ms(10_020)).is_none(),
+        "no second JoinGroup, no heartbeat"
+    );
+    // The join completes: a new generation, counted from the join's receipt.
+    h.respond(
+        ms(15_000),
+        join.tag,
+        Response::JoinGroup(join_ok(2, "m1", "m0", vec![])),
+    );
+    assert_eq!(h.member.generation().map(|g| g.generation_id), Some(2));
+    assert_eq!(
+        h.member.fence_deadline(),
+        Some(h.at(ms(15_000)) + SESSION - MARGIN)
+    );
+}

@@ -209,18 +209,52 @@ impl Membership {
         if now < deadline {
             return;
         }
-        let member_id = self.member_id().to_owned();
         let generation = self.generation().cloned();
         self.lose(generation, LostReason::HeartbeatTimeout { deadline });
-        self.enter_unjoined(
-            now,
-            member_id,
-            None,
-            "session lost: no heartbeat succeeded before the self-fencing deadline".to_owned(),
-            None,
-            0,
-        );
-        self.mark_coordinator_unknown();
+        let reason = "session lost: no heartbeat succeeded before the self-fencing deadline";
+        match std::mem::replace(&mut self.phase, Phase::Left) {
+            // A JoinGroup in flight stays in flight: it will form a new generation.
+            Phase::Joining {
+                member_id,
+                reason,
+                tag,
+                sent_at,
+                attempts,
+                ..
+            } => {
+                self.phase = Phase::Joining {
+                    member_id,
+                    held: None,
+                    reason,
+                    tag,
+                    sent_at,
+                    attempts,
+                };
+            }
+            Phase::Unjoined {
+                member_id,
+                retry_at,
+                attempts,
+                ..
+            } => {
+                self.phase = Phase::Unjoined {
+                    member_id,
+                    held: None,
+                    reason: reason.to_owned(),
+                    retry_at,
+                    attempts,
+                };
+                self.mark_coordinator_unknown();
+            }
+            Phase::AwaitingAssignment { generation }
+            | Phase::Syncing { generation, .. }
+            | Phase::Stable { generation, .. } => {
+                self.enter_unjoined(now, generation.member_id, None, reason.to_owned(), None, 0);
+                // Like Kafka after a session timeout without heartbeat: reconnect.
+                self.mark_coordinator_unknown();
+            }
+            other @ (Phase::Leaving { .. } | Phase::Left | Phase::Fatal(_)) => self.phase = other,
+        }
     }
 
     /// Forget the coordinator: requests in flight to it are void; a join or sync restarts
