@@ -6,6 +6,7 @@
 //! It knows nothing of tasks: a protocol plugs in its metadata and its assignment function.
 //! The connection layer, the sans-IO membership state machine and its tokio driver will live here.
 
+pub mod connection;
 pub mod wire;
 pub mod membership;
 pub mod election;

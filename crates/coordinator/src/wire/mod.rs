@@ -59,6 +59,14 @@ pub use message::{
 };
 pub use schema::SUPPORTED_APIS;
 
+/// The versions of `api_key` kroupier can encode and decode (kafka-protocol 0.18, Kafka 4.1's
+/// schemas), or `None` for an API kroupier does not speak.
+pub fn versions(
+    api_key: kafka_protocol::messages::ApiKey,
+) -> Option<std::ops::RangeInclusive<i16>> {
+    schema::body(api_key, schema::Direction::Request).map(|s| s.versions.min..=s.versions.max)
+}
+
 /// The default cap on a request frame a broker accepts: 1 MiB. Group requests are small; a
 /// JoinGroup carries one member's metadata.
 pub const DEFAULT_MAX_REQUEST_FRAME: usize = 1 << 20;

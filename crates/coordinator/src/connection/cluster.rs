@@ -1,0 +1,316 @@
+//! The cluster client: a bootstrap connection to "any broker", group coordinator discovery,
+//! and one connection per broker node for coordinator traffic.
+//!
+//! - [`Cluster::any_broker`] keeps one connection to one bootstrap broker. When it is gone, the
+//!   next call tries the bootstrap list in turn, starting after the broker that failed, and
+//!   waits a capped, jittered exponential backoff between rounds that reach no broker.
+//! - [`Cluster::find_coordinator`] sends FindCoordinator (key type 0, group) — v4+ with
+//!   `coordinator_keys`, v3 with `key` — and retries COORDINATOR_LOAD_IN_PROGRESS,
+//!   COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR and disconnects with backoff, up to the lookup
+//!   timeout.
+//! - [`Cluster::coordinator`] returns a connection to the group's coordinator, found once and
+//!   kept; [`Cluster::forget_coordinator`] drops it after NOT_COORDINATOR or a disconnect, so
+//!   the next call looks it up again.
+//!
+//! # Cancel safety
+//! Every method is cancel safe: a dropped call leaves at most an unused connection behind.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest};
+use kafka_protocol::protocol::StrBytes;
+use tokio::time::Instant;
+
+use super::backoff::Backoff;
+use super::broker::BrokerConnection;
+use super::config::ClusterConfig;
+use super::error::ConnectionError;
+use crate::wire::WireRequest;
+
+/// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
+const RETRIABLE_LOOKUP_ERRORS: [i16; 3] = [14, 15, 16];
+
+/// A broker node, as FindCoordinator or Metadata name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BrokerNode {
+    /// The broker's node id.
+    pub node_id: i32,
+    /// Its host name.
+    pub host: String,
+    /// Its port.
+    pub port: i32,
+}
+
+impl BrokerNode {
+    /// `host:port`, with brackets around an IPv6 host.
+    pub fn addr(&self) -> String {
+        if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// A Kafka cluster as kroupier uses it. Share it behind an `Arc`.
+#[derive(Debug)]
+pub struct Cluster {
+    config: ClusterConfig,
+    bootstrap: tokio::sync::Mutex<Bootstrap>,
+    nodes: Mutex<Nodes>,
+}
+
+#[derive(Debug)]
+struct Bootstrap {
+    connection: Option<BrokerConnection>,
+    next: usize,
+    backoff: Backoff,
+    not_before: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Nodes {
+    coordinators: HashMap<String, BrokerNode>,
+    connections: HashMap<i32, BrokerConnection>,
+}
+
+impl Cluster {
+    /// A cluster client; connects lazily, on first use.
+    ///
+    /// # Errors
+    /// [`ConnectionError::InvalidConfig`] if `config` does not validate.
+    pub fn new(config: ClusterConfig) -> Result<Self, ConnectionError> {
+        config.validate()?;
+        let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
+        Ok(Self {
+            config,
+            bootstrap: tokio::sync::Mutex::new(Bootstrap {
+                connection: None,
+                next: 0,
+                backoff,
+                not_before: None,
+            }),
+            nodes: Mutex::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    fn nodes(&self) -> std::sync::MutexGuard<'_, Nodes> {
+        self.nodes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection to some bootstrap broker, kept and reused while it is open.
+    ///
+    /// # Errors
+    /// [`ConnectionError::NoBrokerReachable`] listing each address's failure, or the first
+    /// broker's refusal (e.g. [`ConnectionError::UnsupportedBroker`]) if every reachable broker
+    /// refused.
+    pub async fn any_broker(&self) -> Result<BrokerConnection, ConnectionError> {
+        let mut state = self.bootstrap.lock().await;
+        if let Some(connection) = &state.connection {
+            if !connection.is_closed() {
+                return Ok(connection.clone());
+            }
+            // Fail over: start the next round after the broker that went away.
+            state.connection = None;
+            state.next += 1;
+        }
+        if let Some(at) = state.not_before.take() {
+            tokio::time::sleep_until(at).await;
+        }
+        let servers = &self.config.bootstrap_servers;
+        let mut attempts = Vec::with_capacity(servers.len());
+        let mut refusal = None;
+        for i in 0..servers.len() {
+            let index = (state.next + i) % servers.len();
+            let addr = &servers[index];
+            match BrokerConnection::connect(addr, &self.config.connection).await {
+                Ok(connection) => {
+                    tracing::debug!(%addr, "connected to bootstrap broker");
+                    state.next = index;
+                    state.backoff.reset();
+                    state.connection = Some(connection.clone());
+                    return Ok(connection);
+                }
+                Err(e) => {
+                    tracing::debug!(%addr, error = %e, "bootstrap broker unavailable");
+                    attempts.push(format!("{addr}: {e}"));
+                    if !e.is_disconnect() && refusal.is_none() {
+                        refusal = Some(e);
+                    }
+                }
+            }
+        }
+        state.next = (state.next + 1) % servers.len();
+        state.not_before = Some(Instant::now() + state.backoff.next_delay());
+        Err(refusal.unwrap_or(ConnectionError::NoBrokerReachable { attempts }))
+    }
+
+    /// Sends `request` to any broker (the bootstrap connection).
+    ///
+    /// # Errors
+    /// As [`any_broker`](Self::any_broker) and [`BrokerConnection::send`].
+    pub async fn send_any<R: WireRequest>(
+        &self,
+        request: &R,
+    ) -> Result<R::Response, ConnectionError> {
+        self.any_broker().await?.send(request).await
+    }
+
+    /// Finds the coordinator of `group`, retrying retriable errors with backoff until the
+    /// lookup timeout.
+    ///
+    /// # Errors
+    /// [`ConnectionError::CoordinatorNotFound`] when the timeout passes, or a non-retriable
+    /// answer such as GROUP_AUTHORIZATION_FAILED as [`ConnectionError::Kafka`].
+    pub async fn find_coordinator(&self, group: &str) -> Result<BrokerNode, ConnectionError> {
+        let timeout = self.config.coordinator_lookup_timeout;
+        let deadline = Instant::now() + timeout;
+        let mut backoff = Backoff::new(self.config.retry_backoff, self.config.retry_backoff_max);
+        loop {
+            let attempt = async {
+                let connection = self.any_broker().await?;
+                lookup(&connection, group).await
+            };
+            let last = match attempt.await {
+                Ok(node) => return Ok(node),
+                Err(e) if is_retriable_lookup(&e) => e.to_string(),
+                Err(e) => return Err(e),
+            };
+            tracing::debug!(group, error = %last, "coordinator lookup will be retried");
+            let at = Instant::now() + backoff.next_delay();
+            if at > deadline {
+                return Err(ConnectionError::CoordinatorNotFound {
+                    group: group.to_owned(),
+                    timeout,
+                    last,
+                });
+            }
+            tokio::time::sleep_until(at).await;
+        }
+    }
+
+    /// A connection to the coordinator of `group`: the one kept from an earlier call while it
+    /// is open, else a new lookup and connection.
+    ///
+    /// # Errors
+    /// As [`find_coordinator`](Self::find_coordinator) and [`BrokerConnection::connect`].
+    pub async fn coordinator(
+        &self,
+        group: &str,
+    ) -> Result<(BrokerNode, BrokerConnection), ConnectionError> {
+        let known = self.nodes().coordinators.get(group).cloned();
+        let node = match known {
+            Some(node) => node,
+            None => {
+                let node = self.find_coordinator(group).await?;
+                tracing::debug!(group, node_id = node.node_id, addr = %node.addr(), "found coordinator");
+                self.nodes()
+                    .coordinators
+                    .insert(group.to_owned(), node.clone());
+                node
+            }
+        };
+        let connection = self.node(&node).await?;
+        Ok((node, connection))
+    }
+
+    /// The group's coordinator as last found, without any IO.
+    pub fn known_coordinator(&self, group: &str) -> Option<BrokerNode> {
+        self.nodes().coordinators.get(group).cloned()
+    }
+
+    /// Forgets the coordinator of `group` (after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or
+    /// a disconnect), so the next [`coordinator`](Self::coordinator) looks it up again. Its
+    /// connection is dropped unless another group's coordinator lives on the same broker.
+    pub fn forget_coordinator(&self, group: &str) {
+        let mut nodes = self.nodes();
+        if let Some(node) = nodes.coordinators.remove(group) {
+            let shared = nodes
+                .coordinators
+                .values()
+                .any(|n| n.node_id == node.node_id);
+            if !shared {
+                nodes.connections.remove(&node.node_id);
+            }
+        }
+    }
+
+    /// A connection to broker `node`, kept and reused while it is open.
+    ///
+    /// # Errors
+    /// As [`BrokerConnection::connect`].
+    pub async fn node(&self, node: &BrokerNode) -> Result<BrokerConnection, ConnectionError> {
+        let kept = self.nodes().connections.get(&node.node_id).cloned();
+        if let Some(connection) = kept {
+            if !connection.is_closed() && connection.addr() == node.addr() {
+                return Ok(connection);
+            }
+        }
+        let connection = BrokerConnection::connect(&node.addr(), &self.config.connection).await?;
+        self.nodes()
+            .connections
+            .insert(node.node_id, connection.clone());
+        Ok(connection)
+    }
+}
+
+fn is_retriable_lookup(error: &ConnectionError) -> bool {
+    match error {
+        ConnectionError::Kafka { code, .. } => RETRIABLE_LOOKUP_ERRORS.contains(code),
+        other => other.is_disconnect(),
+    }
+}
+
+/// One FindCoordinator exchange on `connection`.
+async fn lookup(connection: &BrokerConnection, group: &str) -> Result<BrokerNode, ConnectionError> {
+    let version = connection.version(ApiKey::FindCoordinator)?;
+    let key = StrBytes::from_string(group.to_owned());
+    let mut request = FindCoordinatorRequest::default().with_key_type(0);
+    if version >= 4 {
+        request.coordinator_keys = vec![key];
+    } else {
+        request.key = key;
+    }
+    let response = connection.send(&request).await?;
+    let (code, message, node) = if version >= 4 {
+        let entry = response
+            .coordinators
+            .into_iter()
+            .find(|c| c.key.as_str() == group)
+            .ok_or_else(|| ConnectionError::Kafka {
+                api_key: FindCoordinatorRequest::API_KEY,
+                code: -1,
+                error: ResponseError::UnknownServerError,
+                message: Some(format!("the answer has no entry for group `{group}`")),
+            })?;
+        let node = BrokerNode {
+            node_id: entry.node_id.0,
+            host: entry.host.to_string(),
+            port: entry.port,
+        };
+        (entry.error_code, entry.error_message, node)
+    } else {
+        let node = BrokerNode {
+            node_id: response.node_id.0,
+            host: response.host.to_string(),
+            port: response.port,
+        };
+        (response.error_code, response.error_message, node)
+    };
+    if code != 0 {
+        return Err(ConnectionError::Kafka {
+            api_key: ApiKey::FindCoordinator,
+            code,
+            error: ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code)),
+            message: message.map(|m| m.to_string()),
+        });
+    }
+    Ok(node)
+}

@@ -1,0 +1,193 @@
+//! Errors of the connection layer, each with the broker address or API it concerns and what to
+//! do next.
+
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::ApiKey;
+
+use crate::wire::WireError;
+
+/// What went wrong talking to a broker.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    /// The configuration is invalid.
+    #[error("invalid connection configuration: `{field}` {reason}")]
+    InvalidConfig {
+        /// The field at fault.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The TCP connection could not be made in time.
+    #[error(
+        "could not connect to broker {addr}: {reason}; check the address and that the broker \
+         listens there (retry with backoff)"
+    )]
+    Connect {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The IO error, or the timeout.
+        reason: String,
+    },
+    /// None of the bootstrap brokers could be reached.
+    #[error(
+        "no bootstrap broker reachable ({}); check `bootstrap_servers` and the network, then retry",
+        attempts.join("; ")
+    )]
+    NoBrokerReachable {
+        /// One line per address tried: `addr: error`.
+        attempts: Vec<String>,
+    },
+    /// Reading or writing the socket failed; the connection is closed.
+    #[error("connection to broker {addr} failed: {source}; reconnect")]
+    Io {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The connection is closed (by either side, or after an earlier error).
+    #[error("connection to broker {addr} is closed: {reason}; reconnect")]
+    Closed {
+        /// The broker's `host:port`.
+        addr: String,
+        /// Why it closed.
+        reason: String,
+    },
+    /// A frame from the broker did not decode; the connection has been closed.
+    #[error("broker {addr} sent a frame kroupier cannot read: {source}")]
+    Wire {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The decoding error.
+        #[source]
+        source: WireError,
+    },
+    /// A request could not be encoded (a field set that the negotiated version does not carry).
+    #[error("could not encode a request for broker {addr}: {source}")]
+    Encode {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The encoding error.
+        #[source]
+        source: WireError,
+    },
+    /// The broker answered a correlation id no request is waiting for; the connection has been
+    /// closed.
+    #[error(
+        "broker {addr} answered correlation id {correlation_id}, which no request is waiting \
+         for; the connection was closed, reconnect"
+    )]
+    UnexpectedCorrelationId {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The id in the response.
+        correlation_id: i32,
+    },
+    /// No response came within the request timeout; the connection has been closed (as Kafka's
+    /// clients do), since the response may still arrive later.
+    #[error(
+        "{api_key:?} to broker {addr} got no response within {timeout:?}; the connection was \
+         closed, retry on a new one (raise `request_timeout` if the broker is slow)"
+    )]
+    RequestTimeout {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The request's API.
+        api_key: ApiKey,
+        /// The timeout that passed.
+        timeout: Duration,
+    },
+    /// The broker does not offer an API kroupier needs.
+    #[error(
+        "broker {addr} does not offer {api_key:?}; kroupier needs Kafka {kafka} or later for it"
+    )]
+    MissingApi {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The API.
+        api_key: ApiKey,
+        /// The first Kafka release with the versions kroupier needs.
+        kafka: &'static str,
+    },
+    /// The broker's versions of an API do not overlap kroupier's.
+    #[error(
+        "broker {addr} supports {api_key:?} v{broker_min}..=v{broker_max}, kroupier needs \
+         v{min}..=v{max}: upgrade the broker to Kafka {kafka} or later"
+    )]
+    UnsupportedBroker {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The API.
+        api_key: ApiKey,
+        /// The broker's lowest version.
+        broker_min: i16,
+        /// The broker's highest version.
+        broker_max: i16,
+        /// kroupier's lowest usable version.
+        min: i16,
+        /// kroupier's highest known version.
+        max: i16,
+        /// The first Kafka release with version `min`.
+        kafka: &'static str,
+    },
+    /// A request was sent for an API this connection did not negotiate.
+    #[error("{api_key:?} was not negotiated with broker {addr}; it does not offer the API")]
+    NotNegotiated {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The API.
+        api_key: ApiKey,
+    },
+    /// The broker answered with an error code where the connection layer cannot go on.
+    #[error("broker answered {api_key:?} with {error} (code {code}){}", message_suffix(.message))]
+    Kafka {
+        /// The API.
+        api_key: ApiKey,
+        /// The error code.
+        code: i16,
+        /// The error, as kafka-protocol names it.
+        error: ResponseError,
+        /// The broker's error message, if any.
+        message: Option<String>,
+    },
+    /// No coordinator was found for the group before the lookup timeout.
+    #[error(
+        "no coordinator found for group `{group}` within {timeout:?} (last: {last}); check that \
+         the cluster is healthy and `__consumer_offsets` is available, then retry"
+    )]
+    CoordinatorNotFound {
+        /// The group.
+        group: String,
+        /// The lookup timeout that passed.
+        timeout: Duration,
+        /// The last error seen.
+        last: String,
+    },
+}
+
+fn message_suffix(message: &Option<String>) -> String {
+    match message {
+        Some(m) if !m.is_empty() => format!(": {m}"),
+        _ => String::new(),
+    }
+}
+
+impl ConnectionError {
+    /// Whether the connection this error came from is gone (reconnect before retrying).
+    pub fn is_disconnect(&self) -> bool {
+        matches!(
+            self,
+            Self::Io { .. }
+                | Self::Closed { .. }
+                | Self::Wire { .. }
+                | Self::UnexpectedCorrelationId { .. }
+                | Self::RequestTimeout { .. }
+                | Self::Connect { .. }
+                | Self::NoBrokerReachable { .. }
+        )
+    }
+}

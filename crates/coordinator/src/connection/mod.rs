@@ -1,0 +1,51 @@
+//! Connections to Kafka brokers: framing over TCP, correlation ids, pipelining, timeouts,
+//! ApiVersions negotiation, bootstrap failover, reconnect backoff, and coordinator discovery.
+//!
+//! Layers, bottom up:
+//! - [`BrokerConnection`]: one TCP connection to one broker; requests are pipelined and
+//!   matched to responses by correlation id; a frame that does not decode closes it. It is a
+//!   tower `Service` for every request type of [`crate::wire`].
+//! - [`NegotiatedVersions`]: the highest version of each API both sides support, picked from
+//!   ApiVersions on connect; a broker too old for kroupier is refused with the Kafka release
+//!   it needs.
+//! - [`Cluster`]: a bootstrap connection to "any broker" with failover and
+//!   [`Backoff`], FindCoordinator with retries, and one kept connection per coordinator node.
+//!
+//! # Examples
+//! ```no_run
+//! # async fn example() -> Result<(), kroupier_coordinator::connection::ConnectionError> {
+//! use kafka_protocol::messages::{HeartbeatRequest, GroupId};
+//! use kafka_protocol::protocol::StrBytes;
+//! use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+//!
+//! let cluster = Cluster::new(ClusterConfig::new("127.0.0.1:9092"))?;
+//! let (node, coordinator) = cluster.coordinator("my-group").await?;
+//! let heartbeat = HeartbeatRequest::default()
+//!     .with_group_id(GroupId(StrBytes::from_static_str("my-group")))
+//!     .with_generation_id(1)
+//!     .with_member_id(StrBytes::from_static_str("member-1"));
+//! let response = coordinator.send(&heartbeat).await?;
+//! if response.error_code == 16 {
+//!     // NOT_COORDINATOR: look it up again next time.
+//!     cluster.forget_coordinator("my-group");
+//! }
+//! # Ok(()) }
+//! ```
+
+mod backoff;
+mod broker;
+mod cluster;
+mod config;
+mod error;
+mod service;
+#[cfg(test)]
+pub(crate) mod tests;
+mod versions;
+
+pub use backoff::{Backoff, DEFAULT_JITTER};
+pub use broker::BrokerConnection;
+pub use cluster::{BrokerNode, Cluster};
+pub use config::{ClusterConfig, ConnectionConfig};
+pub use error::ConnectionError;
+pub use service::ResponseFuture;
+pub use versions::{ApiRequirement, NegotiatedVersions, REQUIREMENTS};
