@@ -5,5 +5,27 @@
 //! stays the engine for multi-machine deployments.
 //!
 //! - [`group`]: Kafka's classic group state machine, sans-IO, on virtual time.
+//! - [`EmbeddedCoordinator`]: the TCP server in front of it, with fault injection
+//!   ([`Faults`]) and stop/restart on the same port.
+//!
+//! # Examples
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kroupier_embedded::EmbeddedError> {
+//! let coordinator = kroupier_embedded::EmbeddedCoordinator::builder()
+//!     .bind("127.0.0.1:0")
+//!     .await?;
+//! println!("bootstrap={}", coordinator.bootstrap());
+//! coordinator.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod group;
+mod server;
+
+pub use server::{
+    Builder, Config, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault,
+    Faults, SUPPORTED_VERSIONS,
+};

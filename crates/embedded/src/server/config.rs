@@ -1,0 +1,75 @@
+//! Settings of the embedded coordinator's server.
+
+use std::time::Duration;
+
+use crate::group::{GroupConfig, GroupConfigError};
+
+/// Everything the embedded coordinator can be told; [`Config::default`] suits the demo and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The group rules (session-timeout bounds, initial rebalance delay, ...). Default:
+    /// [`GroupConfig::default`] (min session timeout 1 s, initial rebalance delay 0).
+    pub group: GroupConfig,
+    /// The largest request frame accepted; a bigger one closes its connection. Default 1 MiB:
+    /// group requests are small, and a low cap bounds what one hostile peer can make us buffer.
+    pub max_request_frame: usize,
+    /// The host advertised in Metadata and FindCoordinator. Default `None`: the bound IP, or
+    /// `127.0.0.1` when bound to an unspecified address (`0.0.0.0`); set it when clients reach
+    /// the coordinator by another name.
+    pub advertised_host: Option<String>,
+    /// The node id of the single broker the coordinator pretends to be. Default 0.
+    pub node_id: i32,
+    /// The cluster id reported by Metadata (v2+). Default `"kroupier-embedded"`.
+    pub cluster_id: String,
+    /// How long [`stop`](crate::CoordinatorHandle::stop) waits for connections to finish their
+    /// current request before dropping them. Default 1 s.
+    pub stop_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            group: GroupConfig::default(),
+            max_request_frame: kroupier_coordinator::wire::DEFAULT_MAX_REQUEST_FRAME,
+            advertised_host: None,
+            node_id: 0,
+            cluster_id: "kroupier-embedded".to_string(),
+            stop_grace: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A [`Config`] that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The group settings are inconsistent.
+    #[error(transparent)]
+    Group(#[from] GroupConfigError),
+    /// A frame cap below a request header would refuse every request.
+    #[error("max_request_frame is {0} bytes; set it to at least 64 (the default is 1 MiB)")]
+    FrameCapTooSmall(usize),
+    /// An empty advertised host cannot be connected to.
+    #[error("advertised_host is empty; leave it None to advertise the bound address")]
+    EmptyAdvertisedHost,
+    /// Kafka node ids are non-negative.
+    #[error("node_id is {0}; Kafka node ids are >= 0")]
+    NegativeNodeId(i32),
+}
+
+impl Config {
+    /// Checks that the settings can work together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.group.validate()?;
+        if self.max_request_frame < 64 {
+            return Err(ConfigError::FrameCapTooSmall(self.max_request_frame));
+        }
+        if self.advertised_host.as_deref() == Some("") {
+            return Err(ConfigError::EmptyAdvertisedHost);
+        }
+        if self.node_id < 0 {
+            return Err(ConfigError::NegativeNodeId(self.node_id));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,129 @@
+//! The listener and one task per connection: framing with a size cap, guarded decoding, one
+//! request at a time (Kafka mutes a connection while a request is in flight, so responses go
+//! out in request order), and a logged reason whenever a connection is closed on bad input.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use kafka_protocol::messages::ApiKey;
+use kroupier_coordinator::wire::{self, WireError};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::apis::is_supported;
+use super::dispatch::{Answer, Dispatcher, unsupported_api_versions};
+
+/// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Accepts connections until `stop` is cancelled; each runs on `tracker`.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    dispatcher: Dispatcher,
+    max_frame: usize,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                tracing::debug!(%peer, "connection accepted");
+                let task = serve(stream, peer, dispatcher.clone(), max_frame, stop.clone());
+                tracker.spawn(task);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "accept failed; retrying");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+    tracing::debug!("listener stopped");
+}
+
+/// Serves one connection until the peer closes it, it sends bad input, or `stop` is cancelled.
+pub(crate) async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    dispatcher: Dispatcher,
+    max_frame: usize,
+    stop: CancellationToken,
+) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
+    }
+    let host = format!("/{}", peer.ip());
+    let mut framed = Framed::new(stream, wire::frame_codec(max_frame));
+    loop {
+        let next = tokio::select! {
+            () = stop.cancelled() => return,
+            next = framed.next() => next,
+        };
+        let frame = match next {
+            None => {
+                tracing::debug!(%peer, "connection closed by the client");
+                return;
+            }
+            Some(Err(error)) => {
+                // Over the size cap, truncated at EOF, or an IO error.
+                tracing::warn!(%peer, %error, max_frame, "closing connection: unreadable frame");
+                return;
+            }
+            Some(Ok(frame)) => frame.freeze(),
+        };
+        let answer = match wire::decode_request(frame) {
+            Ok((header, body)) if !is_supported(body.api_key(), header.request_api_version) => {
+                let (api, version) = (body.api_key(), header.request_api_version);
+                tracing::warn!(%peer, ?api, version, "closing connection: version not served");
+                return;
+            }
+            Ok((header, body)) => {
+                tracing::trace!(%peer, api = ?body.api_key(), version = header.request_api_version, "request");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    answer = dispatcher.dispatch(&header, body, &host) => answer,
+                }
+            }
+            Err(WireError::UnsupportedVersion {
+                api_key: ApiKey::ApiVersions,
+                version,
+                correlation_id,
+                ..
+            }) => {
+                tracing::debug!(%peer, version, "unsupported ApiVersions version; answering with v0");
+                unsupported_api_versions(correlation_id)
+                    .map(|frame| Answer::Send(frame, Duration::ZERO))
+                    .map_err(Into::into)
+            }
+            Err(error) => {
+                tracing::warn!(%peer, %error, "closing connection: bad request");
+                return;
+            }
+        };
+        match answer {
+            Ok(Answer::Send(frame, delay)) => {
+                if !delay.is_zero() {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                if let Err(error) = framed.send(frame).await {
+                    tracing::debug!(%peer, %error, "closing connection: write failed");
+                    return;
+                }
+            }
+            Ok(Answer::Drop) => tracing::debug!(%peer, "fault injection: response dropped"),
+            Err(error) => {
+                tracing::warn!(%peer, %error, "closing connection: could not answer");
+                return;
+            }
+        }
+    }
+}

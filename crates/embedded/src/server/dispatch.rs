@@ -1,0 +1,226 @@
+//! One decoded request in, one encoded response out: dispatch by API, with faults applied.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    DescribeGroupsResponse, FindCoordinatorResponse, HeartbeatResponse, LeaveGroupResponse,
+    ListGroupsResponse, MetadataResponse, RequestHeader,
+};
+use kroupier_coordinator::wire::{self, RequestBody, WireError, WireResponse};
+
+use super::apis::{self, Node};
+use super::convert;
+use super::faults::{Fault, Faults};
+use super::groups::{Groups, GroupsGone};
+use crate::group::{JoinGroupResult, SyncGroupResult};
+
+/// What the connection needs to answer requests.
+#[derive(Debug, Clone)]
+pub(crate) struct Dispatcher {
+    pub(crate) node: Arc<Node>,
+    pub(crate) groups: Groups,
+    pub(crate) faults: Faults,
+}
+
+/// Why a request could not be answered; the connection closes.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DispatchError {
+    /// The response could not be encoded.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// The coordinator is shutting down.
+    #[error(transparent)]
+    Gone(#[from] GroupsGone),
+    /// A request body of an API this coordinator does not serve.
+    #[error("no handler for {0:?}")]
+    Unhandled(kafka_protocol::messages::ApiKey),
+}
+
+/// The outcome of one request.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// Send this frame (without its length prefix) after `delay`.
+    Send(Bytes, std::time::Duration),
+    /// An injected fault: send nothing.
+    Drop,
+}
+
+fn encode<R: WireResponse>(header: &RequestHeader, response: &R) -> Result<Bytes, DispatchError> {
+    Ok(wire::encode_response(
+        header.correlation_id,
+        header.request_api_version,
+        response,
+    )?)
+}
+
+impl Dispatcher {
+    /// Handles one request from `client_host` (or answers with the injected fault).
+    pub(crate) async fn dispatch(
+        &self,
+        header: &RequestHeader,
+        body: RequestBody,
+        client_host: &str,
+    ) -> Result<Answer, DispatchError> {
+        let fault = self.faults.take(body.api_key()).unwrap_or_default();
+        let frame = match fault.error {
+            Some(error) => self.fault_response(header, &body, error)?,
+            None => self.handle(header, body, client_host).await?,
+        };
+        Ok(answer(frame, &fault))
+    }
+
+    async fn handle(
+        &self,
+        header: &RequestHeader,
+        body: RequestBody,
+        client_host: &str,
+    ) -> Result<Bytes, DispatchError> {
+        let v = header.request_api_version;
+        let client_id = header
+            .client_id
+            .as_ref()
+            .map(|c| c.as_str().to_string())
+            .unwrap_or_default();
+        match body {
+            RequestBody::ApiVersions(_) => encode(header, &apis::api_versions(None)),
+            RequestBody::Metadata(req) => encode(header, &apis::metadata(&self.node, &req, v)),
+            RequestBody::FindCoordinator(req) => {
+                encode(header, &apis::find_coordinator(&self.node, &req, v))
+            }
+            RequestBody::JoinGroup(req) => {
+                let req = convert::join_request(&req, v, client_id, client_host.to_string());
+                let result = self.groups.join(req).await?;
+                encode(header, &convert::join_response(result, v))
+            }
+            RequestBody::SyncGroup(req) => {
+                let result = self.groups.sync(convert::sync_request(&req)).await?;
+                encode(header, &convert::sync_response(result, v))
+            }
+            RequestBody::Heartbeat(req) => {
+                let error = self
+                    .groups
+                    .heartbeat(convert::heartbeat_request(&req))
+                    .await?;
+                encode(header, &convert::heartbeat_response(error))
+            }
+            RequestBody::LeaveGroup(req) => {
+                let result = self.groups.leave(convert::leave_request(&req, v)).await?;
+                encode(header, &convert::leave_response(result, v))
+            }
+            RequestBody::DescribeGroups(req) => {
+                let ids = req
+                    .groups
+                    .iter()
+                    .map(|g| g.0.as_str().to_string())
+                    .collect();
+                let groups = self.groups.describe(ids).await?;
+                encode(header, &convert::describe_response(groups, v))
+            }
+            RequestBody::ListGroups(req) => {
+                let groups = self.groups.list().await?;
+                encode(header, &convert::list_response(groups, &req, v))
+            }
+            other => Err(DispatchError::Unhandled(other.api_key())),
+        }
+    }
+
+    /// An answer carrying `error`, built without touching any group.
+    fn fault_response(
+        &self,
+        header: &RequestHeader,
+        body: &RequestBody,
+        error: ResponseError,
+    ) -> Result<Bytes, DispatchError> {
+        let v = header.request_api_version;
+        let code = error.code();
+        match body {
+            RequestBody::ApiVersions(_) => encode(header, &apis::api_versions(Some(error))),
+            RequestBody::Metadata(req) => {
+                let mut r: MetadataResponse = apis::metadata(&self.node, req, v);
+                for t in &mut r.topics {
+                    t.error_code = code;
+                }
+                if v >= 13 {
+                    r.error_code = code;
+                }
+                encode(header, &r)
+            }
+            RequestBody::FindCoordinator(req) => {
+                let mut r: FindCoordinatorResponse = apis::find_coordinator(&self.node, req, v);
+                if v >= 4 {
+                    for c in &mut r.coordinators {
+                        c.error_code = code;
+                        c.node_id.0 = -1;
+                        c.port = -1;
+                        c.host = Default::default();
+                    }
+                } else {
+                    r.error_code = code;
+                    r.node_id.0 = -1;
+                    r.port = -1;
+                    r.host = Default::default();
+                }
+                encode(header, &r)
+            }
+            RequestBody::JoinGroup(req) => {
+                let result = JoinGroupResult::error(error, req.member_id.as_str());
+                encode(header, &convert::join_response(result, v))
+            }
+            RequestBody::SyncGroup(_) => encode(
+                header,
+                &convert::sync_response(SyncGroupResult::error(error), v),
+            ),
+            RequestBody::Heartbeat(_) => {
+                encode(header, &HeartbeatResponse::default().with_error_code(code))
+            }
+            RequestBody::LeaveGroup(_) => {
+                encode(header, &LeaveGroupResponse::default().with_error_code(code))
+            }
+            RequestBody::DescribeGroups(req) => {
+                let mut r: DescribeGroupsResponse = convert::describe_response(
+                    req.groups
+                        .iter()
+                        .map(|g| (true, dead(g.0.as_str())))
+                        .collect(),
+                    v,
+                );
+                for g in &mut r.groups {
+                    g.error_code = code;
+                }
+                encode(header, &r)
+            }
+            RequestBody::ListGroups(_) => {
+                encode(header, &ListGroupsResponse::default().with_error_code(code))
+            }
+            other => Err(DispatchError::Unhandled(other.api_key())),
+        }
+    }
+}
+
+fn dead(group_id: &str) -> crate::group::GroupDescription {
+    crate::group::GroupDescription {
+        group_id: group_id.to_string(),
+        state: crate::group::GroupState::Dead,
+        protocol_type: String::new(),
+        protocol: String::new(),
+        members: Vec::new(),
+    }
+}
+
+fn answer(frame: Bytes, fault: &Fault) -> Answer {
+    if fault.drop_response {
+        Answer::Drop
+    } else {
+        Answer::Send(frame, fault.delay)
+    }
+}
+
+/// The v0 ApiVersions answer to an ApiVersions version this coordinator does not know:
+/// UNSUPPORTED_VERSION plus the supported ranges, as Kafka answers, so the client can retry
+/// with a version both sides know.
+pub(crate) fn unsupported_api_versions(correlation_id: i32) -> Result<Bytes, WireError> {
+    let body = apis::api_versions(Some(ResponseError::UnsupportedVersion));
+    wire::encode_response(correlation_id, 0, &body)
+}

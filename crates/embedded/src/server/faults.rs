@@ -1,0 +1,98 @@
+//! Fault injection for tests: per API, a delay, an error code or a dropped response.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::ApiKey;
+
+/// What to do to the requests of one API.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fault {
+    /// Wait this long before sending the response (the connection stays muted meanwhile).
+    pub delay: Duration,
+    /// Answer with this error instead of handling the request (the group state does not change).
+    pub error: Option<ResponseError>,
+    /// Handle the request but never send its response (the client's request times out).
+    pub drop_response: bool,
+    /// Apply the fault to this many requests only, then clear it; `None` for every request.
+    pub times: Option<u32>,
+}
+
+impl Fault {
+    /// A delay before every response.
+    pub fn delay(delay: Duration) -> Self {
+        Self {
+            delay,
+            ..Self::default()
+        }
+    }
+
+    /// An error answer instead of handling the request.
+    pub fn error(error: ResponseError) -> Self {
+        Self {
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+
+    /// Handle the request, send no response.
+    pub fn drop_response() -> Self {
+        Self {
+            drop_response: true,
+            ..Self::default()
+        }
+    }
+
+    /// Only for the next `n` requests of the API.
+    pub fn times(mut self, n: u32) -> Self {
+        self.times = Some(n);
+        self
+    }
+}
+
+/// The faults in force, shared by the handle and every connection; change them at any time.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    inner: Arc<Mutex<HashMap<i16, Fault>>>,
+}
+
+impl Faults {
+    fn lock(&self) -> MutexGuard<'_, HashMap<i16, Fault>> {
+        // A poisoned map still holds valid faults: a panic elsewhere cannot corrupt it.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Applies `fault` to the requests of `api` from now on (replacing any earlier one).
+    pub fn set(&self, api: ApiKey, fault: Fault) {
+        self.lock().insert(api as i16, fault);
+    }
+
+    /// Removes the fault on `api`.
+    pub fn clear(&self, api: ApiKey) {
+        self.lock().remove(&(api as i16));
+    }
+
+    /// Removes every fault.
+    pub fn clear_all(&self) {
+        self.lock().clear();
+    }
+
+    /// The fault for one request of `api`, counting it against [`Fault::times`].
+    pub(crate) fn take(&self, api: ApiKey) -> Option<Fault> {
+        let mut faults = self.lock();
+        let key = api as i16;
+        let fault = faults.get_mut(&key)?;
+        let current = fault.clone();
+        if let Some(n) = &mut fault.times {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                faults.remove(&key);
+            }
+        }
+        (current.times != Some(0)).then_some(current)
+    }
+}

@@ -1,0 +1,279 @@
+//! The public entry point: [`EmbeddedCoordinator::builder`], [`Builder::bind`] and the
+//! [`CoordinatorHandle`] that stops, restarts and shuts the coordinator down.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use kafka_protocol::protocol::StrBytes;
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::apis::Node;
+use super::config::{Config, ConfigError};
+use super::connection::accept_loop;
+use super::dispatch::Dispatcher;
+use super::faults::Faults;
+use super::groups::Groups;
+use crate::group::{GroupCoordinator, GroupDescription};
+
+/// The embedded coordinator; start one with [`EmbeddedCoordinator::builder`].
+#[derive(Debug)]
+pub struct EmbeddedCoordinator;
+
+impl EmbeddedCoordinator {
+    /// A builder with [`Config::default`].
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+}
+
+/// Builds and binds an embedded coordinator.
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    config: Config,
+}
+
+impl Builder {
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// `group.min.session.timeout.ms` (default 1 s).
+    pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
+        self.config.group.min_session_timeout = timeout;
+        self
+    }
+
+    /// `group.max.session.timeout.ms` (default 30 min).
+    pub fn max_session_timeout(mut self, timeout: Duration) -> Self {
+        self.config.group.max_session_timeout = timeout;
+        self
+    }
+
+    /// `group.initial.rebalance.delay.ms` (default 0).
+    pub fn initial_rebalance_delay(mut self, delay: Duration) -> Self {
+        self.config.group.initial_rebalance_delay = delay;
+        self
+    }
+
+    /// The largest request frame accepted (default 1 MiB).
+    pub fn max_request_frame(mut self, bytes: usize) -> Self {
+        self.config.max_request_frame = bytes;
+        self
+    }
+
+    /// The host advertised in Metadata and FindCoordinator (default: the bound IP).
+    pub fn advertised_host(mut self, host: impl Into<String>) -> Self {
+        self.config.advertised_host = Some(host.into());
+        self
+    }
+
+    /// Validates the configuration, binds `addr` (port 0: the OS picks one; see
+    /// [`CoordinatorHandle::local_addr`]) and starts serving.
+    ///
+    /// # Errors
+    /// [`EmbeddedError::Config`] for a configuration that cannot work, [`EmbeddedError::Bind`]
+    /// when the address cannot be bound.
+    pub async fn bind(self, addr: impl ToSocketAddrs) -> Result<CoordinatorHandle, EmbeddedError> {
+        self.config.validate()?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| EmbeddedError::Bind {
+                addr: "the requested address".to_string(),
+                source,
+            })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| EmbeddedError::Bind {
+                addr: "the requested address".to_string(),
+                source,
+            })?;
+        let host = match &self.config.advertised_host {
+            Some(host) => host.clone(),
+            None if local_addr.ip().is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST).to_string(),
+            None => local_addr.ip().to_string(),
+        };
+        let node = Node {
+            node_id: self.config.node_id,
+            host: StrBytes::from_string(host),
+            port: i32::from(local_addr.port()),
+            cluster_id: StrBytes::from_string(self.config.cluster_id.clone()),
+        };
+        let shutdown = CancellationToken::new();
+        let coordinator = GroupCoordinator::new(self.config.group.clone(), rand::random());
+        let groups = Groups::spawn(coordinator, shutdown.clone());
+        let dispatcher = Dispatcher {
+            node: Arc::new(node),
+            groups,
+            faults: Faults::default(),
+        };
+        let handle = CoordinatorHandle {
+            local_addr,
+            config: self.config,
+            dispatcher,
+            network: Mutex::new(None),
+            shutdown,
+        };
+        handle.serve(listener);
+        tracing::info!(addr = %local_addr, "embedded Kafka group coordinator listening");
+        Ok(handle)
+    }
+}
+
+/// What can go wrong starting or restarting the embedded coordinator.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbeddedError {
+    /// The configuration cannot work.
+    #[error("invalid embedded coordinator configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// The address could not be bound.
+    #[error("could not bind {addr}: {source}; pick a free port (0 lets the OS choose)")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// [`CoordinatorHandle::restart`] while the coordinator is serving.
+    #[error("the coordinator is already serving on {0}; call stop() before restart()")]
+    AlreadyServing(SocketAddr),
+}
+
+/// The running listener and its connections.
+#[derive(Debug)]
+struct Network {
+    stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+/// A running embedded coordinator. Dropping it stops everything (prefer [`shutdown`]).
+///
+/// [`shutdown`]: CoordinatorHandle::shutdown
+#[derive(Debug)]
+pub struct CoordinatorHandle {
+    local_addr: SocketAddr,
+    config: Config,
+    dispatcher: Dispatcher,
+    network: Mutex<Option<Network>>,
+    shutdown: CancellationToken,
+}
+
+impl CoordinatorHandle {
+    /// The address the coordinator is bound to (with the port the OS picked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The bootstrap address for clients, `host:port`, as Metadata advertises it.
+    pub fn bootstrap(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dispatcher.node.host.as_str(),
+            self.local_addr.port()
+        )
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The fault injection controls (per API: delay, error code, dropped response).
+    pub fn faults(&self) -> &Faults {
+        &self.dispatcher.faults
+    }
+
+    /// Whether the listener is up (not [`stop`](Self::stop)ped).
+    pub fn is_serving(&self) -> bool {
+        self.lock_network().is_some()
+    }
+
+    /// A group as DescribeGroups would show it, or `None` if it does not exist.
+    pub async fn describe_group(&self, group_id: &str) -> Option<GroupDescription> {
+        let groups = self
+            .dispatcher
+            .groups
+            .describe(vec![group_id.to_string()])
+            .await
+            .ok()?;
+        groups
+            .into_iter()
+            .next()
+            .and_then(|(exists, description)| exists.then_some(description))
+    }
+
+    /// Closes the listener and every connection, like a broker going down. Groups, members and
+    /// their session timers live on: members that do not come back in time expire.
+    /// Waits up to [`Config::stop_grace`] for the connection tasks to end.
+    pub async fn stop(&self) {
+        let network = self.lock_network().take();
+        if let Some(network) = network {
+            network.stop.cancel();
+            network.tracker.close();
+            if tokio::time::timeout(self.config.stop_grace, network.tracker.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!("connections did not close within the stop grace period");
+            }
+            tracing::info!(addr = %self.local_addr, "embedded coordinator stopped");
+        }
+    }
+
+    /// Listens again on the same address after [`stop`](Self::stop).
+    ///
+    /// # Errors
+    /// [`EmbeddedError::AlreadyServing`] if it was not stopped; [`EmbeddedError::Bind`] if the
+    /// port was taken meanwhile.
+    pub async fn restart(&self) -> Result<(), EmbeddedError> {
+        if self.is_serving() {
+            return Err(EmbeddedError::AlreadyServing(self.local_addr));
+        }
+        let listener =
+            TcpListener::bind(self.local_addr)
+                .await
+                .map_err(|source| EmbeddedError::Bind {
+                    addr: self.local_addr.to_string(),
+                    source,
+                })?;
+        self.serve(listener);
+        tracing::info!(addr = %self.local_addr, "embedded coordinator restarted");
+        Ok(())
+    }
+
+    /// Stops serving and ends the group task; every group is forgotten.
+    pub async fn shutdown(self) {
+        self.stop().await;
+        self.shutdown.cancel();
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        let stop = self.shutdown.child_token();
+        let tracker = TaskTracker::new();
+        // The listener runs on the tracker too, so `stop` returns only once the port is free.
+        tracker.spawn(accept_loop(
+            listener,
+            self.dispatcher.clone(),
+            self.config.max_request_frame,
+            stop.clone(),
+            tracker.clone(),
+        ));
+        *self.lock_network() = Some(Network { stop, tracker });
+    }
+
+    fn lock_network(&self) -> std::sync::MutexGuard<'_, Option<Network>> {
+        self.network.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for CoordinatorHandle {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}

@@ -1,0 +1,58 @@
+//! # The TCP server: Kafka's wire protocol in front of the group state machine
+//!
+//! One listener, one task per connection, and one task that owns the
+//! [`GroupCoordinator`](crate::group::GroupCoordinator) and its timers. Each connection reads
+//! length-prefixed frames under a size cap, decodes them with the guard of
+//! `kroupier_coordinator::wire` (array and string lengths are checked against the frame before
+//! kafka-protocol allocates anything), handles one request at a time (as Kafka mutes a connection
+//! while a request is in flight, so responses go out in request order) and closes on any bad
+//! input with a logged reason. A JoinGroup or SyncGroup that waits for the rebalance parks only
+//! its own connection.
+//!
+//! Served APIs, each in every version kafka-protocol 0.18 knows ([`SUPPORTED_VERSIONS`]):
+//! ApiVersions, Metadata (this node as the only broker), FindCoordinator (this node), JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups. An ApiVersions version it
+//! does not know is answered with a v0 body carrying UNSUPPORTED_VERSION and the ranges, as Kafka
+//! does; any other unknown version, unknown API key or API it does not serve closes the
+//! connection (Kafka cannot answer a version it cannot encode either).
+//!
+//! # Examples
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kroupier_embedded::EmbeddedError> {
+//! use std::time::Duration;
+//! use kafka_protocol::messages::ApiKey;
+//! use kroupier_embedded::{EmbeddedCoordinator, Fault};
+//!
+//! let coordinator = EmbeddedCoordinator::builder()
+//!     .min_session_timeout(Duration::from_millis(500))
+//!     .bind("127.0.0.1:0")
+//!     .await?;
+//! let bootstrap = coordinator.bootstrap(); // e.g. "127.0.0.1:41234"
+//! # assert!(bootstrap.starts_with("127.0.0.1:"));
+//! // Make the next two heartbeats slow, then stop and restart like a broker bounce.
+//! coordinator.faults().set(ApiKey::Heartbeat, Fault::delay(Duration::from_secs(2)).times(2));
+//! coordinator.stop().await;
+//! coordinator.restart().await?;
+//! coordinator.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod apis;
+mod config;
+mod connection;
+mod convert;
+mod dispatch;
+mod faults;
+mod groups;
+mod handle;
+
+#[cfg(test)]
+mod tests;
+
+pub use apis::SUPPORTED_VERSIONS;
+pub use config::{Config, ConfigError};
+pub use faults::{Fault, Faults};
+pub use handle::{Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError};
