@@ -51,6 +51,8 @@ mod protocol;
 mod wire;
 
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod tests;
 
 pub use protocol::{
