@@ -1,0 +1,260 @@
+//! The seam between the group member and the supervisor.
+//!
+//! The group driver (built on `kroupier-coordinator`) turns the member's events into calls here:
+//!
+//! | Member event | Call |
+//! |---|---|
+//! | a rebalance starts (`Revoked`) | [`Runtime::rebalance_started`] |
+//! | SyncGroup gave an assignment (`Assigned`) | [`Runtime::apply`] with an [`AssignmentChange`]; rejoin only after it returns |
+//! | a heartbeat succeeded (new lease) | [`Runtime::extend_lease`] |
+//! | `Lost` / `Fenced` | [`Runtime::lost`] with the deadline by which all work must stop |
+//! | SIGTERM, before LeaveGroup | [`Runtime::shutdown`] |
+//! | next JoinGroup | [`Runtime::metadata`] for the member metadata bytes |
+//!
+//! The runtime never talks to Kafka. Clock values are `tokio::time::Instant`s; a driver holding
+//! `std::time::Instant`s converts with `tokio::time::Instant::from_std`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::time::Instant;
+
+use crate::context::{FencingToken, MemberLease};
+use crate::protocol::{Assignment, MemberMetadata};
+use crate::status::{GroupView, StatusBoard};
+use crate::supervisor::{StartOutcome, StopReport, Supervisor};
+
+/// "Run this set, revoke that set, in generation G, with a lease valid until T."
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssignmentChange {
+    /// The fencing token of the new generation (generation id, this member's id).
+    pub token: FencingToken,
+    /// The leader's member id.
+    pub leader: String,
+    /// The self-fencing deadline the membership reported with this generation.
+    pub valid_until: Instant,
+    /// The full target set: every task this worker should run in this generation.
+    pub run: BTreeSet<String>,
+    /// Tasks to stop now (a task held but missing from `run` is stopped too).
+    pub revoke: BTreeSet<String>,
+    /// The leader's catalogue fingerprint, when the assignment carried one.
+    pub leader_catalogue_fingerprint: Option<u64>,
+}
+
+impl AssignmentChange {
+    /// The change a decoded [`Assignment`] asks for, for this member.
+    pub fn from_assignment(assignment: &Assignment, member_id: &str, valid_until: Instant) -> Self {
+        AssignmentChange {
+            token: FencingToken::new(assignment.generation, member_id),
+            leader: assignment.leader.clone(),
+            valid_until,
+            run: assignment.tasks.clone(),
+            revoke: assignment.revoked.clone(),
+            leader_catalogue_fingerprint: Some(assignment.catalogue_fingerprint),
+        }
+    }
+}
+
+/// What [`Runtime::apply`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Tasks started by this change.
+    pub started: Vec<String>,
+    /// Tasks that kept running untouched.
+    pub kept: Vec<String>,
+    /// How the revoked tasks stopped.
+    pub stopped: StopReport,
+}
+
+/// Applies assignment changes through the [`Supervisor`] and keeps the [`StatusBoard`] current.
+#[derive(Debug)]
+pub struct Runtime {
+    supervisor: Arc<Supervisor>,
+    board: StatusBoard,
+    worker_id: String,
+    kinds: BTreeSet<String>,
+    capacity: Option<u32>,
+    rack: Option<String>,
+    assigned_once: AtomicBool,
+}
+
+impl Runtime {
+    /// A runtime for `worker_id` that advertises `kinds`.
+    pub fn new(
+        supervisor: Arc<Supervisor>,
+        board: StatusBoard,
+        worker_id: impl Into<String>,
+        kinds: BTreeSet<String>,
+    ) -> Self {
+        Runtime {
+            supervisor,
+            board,
+            worker_id: worker_id.into(),
+            kinds,
+            capacity: None,
+            rack: None,
+            assigned_once: AtomicBool::new(false),
+        }
+    }
+
+    /// Adds capacity and rack to the metadata this runtime advertises.
+    pub fn with_placement(mut self, capacity: Option<u32>, rack: Option<String>) -> Self {
+        self.capacity = capacity;
+        self.rack = rack;
+        self
+    }
+
+    /// The supervisor.
+    pub fn supervisor(&self) -> &Arc<Supervisor> {
+        &self.supervisor
+    }
+
+    /// The status board.
+    pub fn board(&self) -> &StatusBoard {
+        &self.board
+    }
+
+    /// A rebalance started: status shows `rebalancing: true` over the last stable view.
+    pub fn rebalance_started(&self) {
+        self.board.rebalance_started();
+    }
+
+    /// The tasks this worker holds, with the generation each was granted in.
+    pub fn owned(&self) -> BTreeMap<String, i32> {
+        self.supervisor
+            .held()
+            .into_iter()
+            .filter_map(|id| {
+                let granted = self.supervisor.granted(&id)?;
+                Some((id, granted.generation))
+            })
+            .collect()
+    }
+
+    /// The member metadata for the next JoinGroup.
+    pub fn metadata(&self) -> MemberMetadata {
+        let mut metadata = MemberMetadata::new(self.worker_id.clone());
+        metadata.owned = self.owned();
+        metadata.kinds = self.kinds.clone();
+        metadata.catalogue_fingerprint = self.supervisor.catalogue().fingerprint();
+        metadata.capacity = self.capacity;
+        metadata.rack = self.rack.clone();
+        metadata
+    }
+
+    /// Applies a new assignment. Revoked tasks (and held tasks missing from the target set) are
+    /// cancelled at once and awaited, within the graceful stop timeout plus the abort timeout;
+    /// new tasks start at once. Returns when the revocations are done: only then may the
+    /// member rejoin.
+    pub async fn apply(&self, change: AssignmentChange) -> ApplyReport {
+        let member_id = change.token.member_id.clone();
+        let held = self.supervisor.held();
+        // Held under an older membership (another member id): their lease checks fail; they are
+        // stopped and, if still assigned, started again under the new token.
+        let stale: BTreeSet<String> = held
+            .iter()
+            .filter(|id| {
+                self.supervisor
+                    .granted(id)
+                    .is_some_and(|granted| granted.member_id != member_id)
+            })
+            .cloned()
+            .collect();
+        let to_stop: BTreeSet<String> = held
+            .iter()
+            .filter(|id| {
+                change.revoke.contains(*id) || !change.run.contains(*id) || stale.contains(*id)
+            })
+            .cloned()
+            .collect();
+        let stopping = self.supervisor.revoke(&to_stop);
+        self.supervisor
+            .set_member_lease(MemberLease::new(change.token.clone(), change.valid_until));
+
+        let mut report = ApplyReport::default();
+        let target = change.run.iter().filter(|id| !change.revoke.contains(*id));
+        let mut restart_after_stop = Vec::new();
+        for id in target {
+            if stale.contains(id) {
+                restart_after_stop.push(id.clone());
+                continue;
+            }
+            match self.supervisor.start(id, change.token.clone()) {
+                StartOutcome::Started => report.started.push(id.clone()),
+                _ => report.kept.push(id.clone()),
+            }
+        }
+        report.stopped = stopping.await;
+        for id in restart_after_stop {
+            if self.supervisor.start(&id, change.token.clone()) == StartOutcome::Started {
+                report.started.push(id);
+            }
+        }
+        report.started.sort();
+
+        let own = self.supervisor.catalogue().fingerprint();
+        let mismatch = change
+            .leader_catalogue_fingerprint
+            .is_some_and(|leader| leader != own);
+        if mismatch {
+            tracing::warn!(
+                own = format_args!("{own:016x}"),
+                leader = ?change.leader_catalogue_fingerprint.map(|f| format!("{f:016x}")),
+                "this worker's catalogue differs from the leader's; give all workers the same catalogue"
+            );
+        }
+        let first = !self.assigned_once.swap(true, Ordering::AcqRel);
+        if !first && !report.started.is_empty() {
+            self.board.record_failover();
+        }
+        self.board.rebalance_completed(GroupView {
+            member_id: Some(member_id.to_string()),
+            generation: Some(change.token.generation),
+            leader: Some(change.leader),
+            leader_catalogue_fingerprint: change
+                .leader_catalogue_fingerprint
+                .map(|f| format!("{f:016x}")),
+            catalogue_mismatch: mismatch,
+        });
+        tracing::info!(
+            generation = change.token.generation,
+            started = report.started.len(),
+            kept = report.kept.len(),
+            stopped = report.stopped.graceful.len() + report.stopped.aborted.len(),
+            "assignment applied"
+        );
+        report
+    }
+
+    /// A heartbeat succeeded: the lease holds until `valid_until`.
+    pub fn extend_lease(&self, valid_until: Instant) {
+        self.supervisor.extend_lease(valid_until);
+    }
+
+    /// The membership is lost (self-fenced, reset, or fenced): every lease check fails from now
+    /// on, and every task is stopped by `deadline` (the instant the group may hand the tasks to
+    /// others).
+    pub async fn lost(&self, deadline: Instant) -> StopReport {
+        self.supervisor.extend_lease(Instant::now());
+        let report = self
+            .supervisor
+            .revoke_within(self.supervisor.held(), deadline)
+            .await;
+        tracing::warn!(
+            aborted = report.aborted.len(),
+            unresponsive = report.unresponsive.len(),
+            "membership lost; all tasks stopped"
+        );
+        report
+    }
+
+    /// Stops every task for shutdown, by `deadline`; the caller then sends LeaveGroup.
+    pub async fn shutdown(&self, deadline: Instant) -> StopReport {
+        self.board.set_shutting_down();
+        self.supervisor.stop_all(deadline).await
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,251 @@
+//! The seam, on tokio's paused clock.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::TaskSpec;
+use crate::builder::WorkerBuilder;
+use crate::config::WorkerConfig;
+use crate::context::{LeaseError, TaskContext};
+use crate::protocol::MemberMetadata;
+use crate::status::TaskState;
+use crate::task::{Registry, Task, TaskError};
+
+/// Hands its context to the test, then waits for cancellation.
+struct Probe(mpsc::UnboundedSender<TaskContext>);
+impl Task for Probe {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        let _ = self.0.send(ctx.clone());
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+/// Ignores cancellation.
+struct Stubborn;
+impl Task for Stubborn {
+    async fn run(self, _ctx: TaskContext) -> Result<(), TaskError> {
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn runtime() -> (Runtime, mpsc::UnboundedReceiver<TaskContext>) {
+    let (sender, contexts) = mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry
+        .register_with("probe", move |_: &serde_json::Value| {
+            Ok::<_, String>(Probe(sender.clone()))
+        })
+        .register_with("stubborn", |_: &serde_json::Value| {
+            Ok::<_, String>(Stubborn)
+        });
+    let runtime = WorkerBuilder::new(WorkerConfig {
+        worker_id: "worker-a".into(),
+        ..WorkerConfig::new("orders")
+    })
+    .registry(registry)
+    .task(TaskSpec::new("task-0", "probe", json!(null)))
+    .task(TaskSpec::new("task-1", "probe", json!(null)))
+    .task(TaskSpec::new("task-2", "probe", json!(null)))
+    .task(TaskSpec::new("slow", "stubborn", json!(null)))
+    .build_runtime()
+    .unwrap();
+    (runtime, contexts)
+}
+
+fn change(generation: i32, member: &str, run: &[&str], revoke: &[&str]) -> AssignmentChange {
+    AssignmentChange {
+        token: FencingToken::new(generation, member),
+        leader: "member-l".into(),
+        valid_until: Instant::now() + Duration::from_secs(7),
+        run: run.iter().map(|s| s.to_string()).collect(),
+        revoke: revoke.iter().map(|s| s.to_string()).collect(),
+        leader_catalogue_fingerprint: None,
+    }
+}
+
+async fn contexts(rx: &mut mpsc::UnboundedReceiver<TaskContext>, n: usize) -> Vec<TaskContext> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(rx.recv().await.unwrap());
+    }
+    out.sort_by(|a, b| a.task_id().cmp(b.task_id()));
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn apply_starts_the_target_set_and_keeps_what_stays() {
+    let (runtime, mut rx) = runtime();
+    let report = runtime
+        .apply(change(1, "m", &["task-0", "task-1", "task-2"], &[]))
+        .await;
+    assert_eq!(report.started, ["task-0", "task-1", "task-2"]);
+    let ctxs = contexts(&mut rx, 3).await;
+    assert_eq!(ctxs[0].check_lease(), Ok(FencingToken::new(1, "m")));
+
+    runtime.rebalance_started();
+    assert!(runtime.board().snapshot().rebalancing);
+    let report = runtime
+        .apply(change(2, "m", &["task-0", "task-1"], &["task-2"]))
+        .await;
+    assert!(report.started.is_empty());
+    assert_eq!(report.kept, ["task-0", "task-1"]);
+    assert_eq!(report.stopped.graceful, ["task-2"]);
+    // Kept tasks carry on under the new generation; the revoked one's lease is gone.
+    assert_eq!(ctxs[0].check_lease(), Ok(FencingToken::new(2, "m")));
+    assert!(matches!(
+        ctxs[2].check_lease(),
+        Err(LeaseError::Revoked { .. })
+    ));
+    let status = runtime.board().snapshot();
+    assert!(!status.rebalancing);
+    assert_eq!(status.group.generation, Some(2));
+    assert_eq!(status.tasks.len(), 2);
+    assert_eq!(
+        runtime.owned(),
+        [("task-0".into(), 1), ("task-1".into(), 1)].into()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn apply_returns_only_once_revocations_are_done() {
+    let (runtime, _rx) = runtime();
+    runtime
+        .apply(change(1, "m", &["slow", "task-0"], &[]))
+        .await;
+    // Let `slow` run (a task cancelled before its first poll stops without running).
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let started = Instant::now();
+    // `slow` is missing from the full target set: it is stopped even without a revocation.
+    let report = runtime.apply(change(2, "m", &["task-0"], &[])).await;
+    assert_eq!(report.stopped.aborted, ["slow"]);
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    assert_eq!(runtime.supervisor().held(), ["task-0"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn lost_fails_leases_at_once_and_stops_all_by_the_deadline() {
+    let (runtime, mut rx) = runtime();
+    runtime
+        .apply(change(1, "m", &["task-0", "slow"], &[]))
+        .await;
+    let ctx = rx.recv().await.unwrap();
+    let started = Instant::now();
+    let lost = runtime.lost(started + Duration::from_secs(3));
+    tokio::pin!(lost);
+    // Poll once so the lost path runs its synchronous part.
+    assert!(futures::poll!(lost.as_mut()).is_pending());
+    assert!(ctx.check_lease().is_err());
+    let report = lost.await;
+    assert!(started.elapsed() <= Duration::from_secs(3));
+    assert_eq!(report.graceful, ["task-0"]);
+    assert_eq!(report.aborted, ["slow"]);
+    assert!(runtime.supervisor().held().is_empty());
+    assert!(runtime.metadata().owned.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_lease_without_heartbeats_fails_the_check() {
+    let (runtime, mut rx) = runtime();
+    runtime.apply(change(1, "m", &["task-0"], &[])).await;
+    let ctx = rx.recv().await.unwrap();
+    tokio::time::advance(Duration::from_secs(5)).await;
+    runtime.extend_lease(Instant::now() + Duration::from_secs(7));
+    tokio::time::advance(Duration::from_secs(5)).await;
+    assert!(ctx.check_lease().is_ok());
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert!(matches!(ctx.check_lease(), Err(LeaseError::Expired { .. })));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_member_id_restarts_tasks_under_the_new_token() {
+    let (runtime, mut rx) = runtime();
+    runtime.apply(change(3, "old", &["task-0"], &[])).await;
+    let old = rx.recv().await.unwrap();
+    let report = runtime.apply(change(1, "new", &["task-0"], &[])).await;
+    assert_eq!(report.stopped.graceful, ["task-0"]);
+    assert_eq!(report.started, ["task-0"]);
+    let new = rx.recv().await.unwrap();
+    assert!(old.check_lease().is_err());
+    assert_eq!(new.check_lease(), Ok(FencingToken::new(1, "new")));
+    assert_eq!(runtime.owned(), [("task-0".into(), 1)].into());
+}
+
+#[tokio::test(start_paused = true)]
+async fn metadata_and_mismatch_and_failover_show() {
+    let (runtime, _rx) = runtime();
+    let mut first = change(1, "m", &["task-0"], &[]);
+    first.leader_catalogue_fingerprint = Some(1);
+    runtime.apply(first).await;
+    let status = runtime.board().snapshot();
+    assert!(status.group.catalogue_mismatch);
+    assert_eq!(
+        status.group.leader_catalogue_fingerprint.as_deref(),
+        Some("0000000000000001")
+    );
+    // The first assignment is no failover.
+    assert!(
+        crate::status::metrics::render(runtime.board())
+            .contains("kroupier_last_failover_timestamp_seconds 0.000\n")
+    );
+
+    let mut second = change(2, "m", &["task-0", "task-1"], &[]);
+    second.leader_catalogue_fingerprint = Some(runtime.supervisor().catalogue().fingerprint());
+    runtime.apply(second).await;
+    assert!(!runtime.board().snapshot().group.catalogue_mismatch);
+    assert!(
+        !crate::status::metrics::render(runtime.board())
+            .contains("kroupier_last_failover_timestamp_seconds 0.000\n")
+    );
+
+    let metadata = runtime.metadata();
+    assert_eq!(metadata.worker_id, "worker-a");
+    assert_eq!(
+        metadata.owned,
+        [("task-0".into(), 1), ("task-1".into(), 2)].into()
+    );
+    assert_eq!(
+        metadata.kinds,
+        ["probe".to_string(), "stubborn".to_string()].into()
+    );
+    assert_eq!(MemberMetadata::decode(&metadata.encode()), Ok(metadata));
+}
+
+#[tokio::test(start_paused = true)]
+async fn decoded_assignments_drive_the_runtime() {
+    let (runtime, _rx) = runtime();
+    let mut assignment = Assignment::new("member-l", 4);
+    assignment.tasks = ["task-1".to_string()].into();
+    let bytes = assignment.encode();
+    let decoded = Assignment::decode(&bytes).unwrap();
+    let valid_until = Instant::now() + Duration::from_secs(7);
+    let change = AssignmentChange::from_assignment(&decoded, "m", valid_until);
+    assert_eq!(change.token, FencingToken::new(4, "m"));
+    let report = runtime.apply(change).await;
+    assert_eq!(report.started, ["task-1"]);
+    tokio::task::yield_now().await;
+    assert_eq!(
+        runtime.board().tasks().state("task-1"),
+        Some(TaskState::Running)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_stops_everything_and_fails_readiness() {
+    let (runtime, _rx) = runtime();
+    runtime
+        .apply(change(1, "m", &["task-0", "task-1"], &[]))
+        .await;
+    assert!(runtime.board().is_ready());
+    let report = runtime
+        .shutdown(Instant::now() + Duration::from_secs(6))
+        .await;
+    assert_eq!(report.graceful, ["task-0", "task-1"]);
+    assert!(!runtime.board().is_ready());
+    assert!(runtime.board().snapshot().shutting_down);
+}
