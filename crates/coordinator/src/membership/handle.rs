@@ -7,7 +7,7 @@ use kafka_protocol::messages::{
     FindCoordinatorResponse, HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
     SyncGroupResponse,
 };
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::action::{Api, Backoff, ErrorAction, FatalError, action_for};
 use super::event::{Coordinator, Event, Generation, LostReason};
@@ -269,6 +269,13 @@ impl Membership {
         self.heartbeat
             .next_at
             .get_or_insert(now + self.config.heartbeat_interval);
+        info!(
+            group = %self.config.group_id,
+            generation = generation.generation_id,
+            member_id = %generation.member_id,
+            leader = generation.is_leader(),
+            "joined"
+        );
         self.events.push_back(Event::Joined {
             generation: generation.clone(),
         });
@@ -403,6 +410,12 @@ impl Membership {
         if let Some(started) = self.rebalance_started_at.take() {
             self.metrics.last_rebalance_latency = Some(now.saturating_duration_since(started));
         }
+        info!(
+            group = %self.config.group_id,
+            generation = generation.generation_id,
+            latency_ms = self.metrics.last_rebalance_latency.map(|d| d.as_millis() as u64),
+            "assigned"
+        );
         self.events.push_back(Event::Assigned {
             generation: generation.clone(),
             assignment: r.assignment.clone(),

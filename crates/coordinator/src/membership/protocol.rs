@@ -76,7 +76,9 @@ pub enum AssignError {
 
 /// A group protocol: what a member offers, how the leader assigns, and the local callbacks.
 ///
-/// Implementations are shared between the driver and the assignment task, hence `Send + Sync`;
+/// The callbacks run on the driver's task: keep them quick and non-blocking (spawn the real
+/// work), or heartbeats wait for them. Implementations are shared between the driver and the
+/// assignment task, hence `Send + Sync`;
 /// use interior mutability for local state the callbacks update (e.g. "I led generation 7",
 /// which the next [`protocols`](GroupProtocol::protocols) call reports).
 pub trait GroupProtocol: Send + Sync + 'static {

@@ -2,6 +2,8 @@
 
 use std::time::Instant;
 
+use tracing::{error, info, warn};
+
 use super::action::FatalError;
 use super::config::ConfigError;
 use super::event::{Event, Generation, LostReason};
@@ -138,6 +140,7 @@ impl Membership {
 
     /// An orderly rejoin: the generation is kept until the new one forms.
     pub(crate) fn rejoin(&mut self, now: Instant, reason: String) {
+        info!(group = %self.config.group_id, %reason, "rejoin requested");
         match std::mem::replace(&mut self.phase, Phase::Left) {
             Phase::Stable { generation, .. } => {
                 self.events.push_back(Event::Revoked {
@@ -185,6 +188,7 @@ impl Membership {
 
     /// Stop for good on `error`.
     pub(crate) fn fail(&mut self, error: FatalError) {
+        error!(group = %self.config.group_id, %error, "member stopped");
         let generation = self.generation().cloned();
         self.lose(generation, LostReason::Fatal(error.clone()));
         if self.rebalance_started_at.take().is_some() {
@@ -210,6 +214,11 @@ impl Membership {
             return;
         }
         let generation = self.generation().cloned();
+        warn!(
+            group = %self.config.group_id,
+            generation = generation.as_ref().map(|g| g.generation_id),
+            "self-fenced: no heartbeat succeeded before the deadline"
+        );
         self.lose(generation, LostReason::HeartbeatTimeout { deadline });
         let reason = "session lost: no heartbeat succeeded before the self-fencing deadline";
         match std::mem::replace(&mut self.phase, Phase::Left) {
