@@ -7,6 +7,7 @@
 //! The connection layer, the sans-IO membership state machine and its tokio driver will live here.
 
 pub mod connection;
+pub mod observer;
 pub mod wire;
 pub mod membership;
 pub mod election;
