@@ -1060,3 +1060,50 @@ fn self_fencing_while_rejoining_keeps_the_join_in_flight() {
         Some(h.at(ms(15_000)) + SESSION - MARGIN)
     );
 }
+
+#[test]
+fn a_failed_assignment_rejoins_and_the_late_result_is_stale() {
+    let mut h = Harness::dynamic();
+    h.find_coordinator(ms(0), 1);
+    let join = h.expect(ms(0));
+    h.respond(
+        ms(10),
+        join.tag,
+        Response::JoinGroup(join_ok(1, "m1", "m1", vec![("m1", b"a")])),
+    );
+    h.events();
+    // The protocol's assign failed: the driver asks for a rejoin.
+    h.member
+        .request_rejoin(h.at(ms(20)), "assignment failed: no tasks");
+    assert!(
+        h.events().is_empty(),
+        "no Revoked: nothing was assigned yet"
+    );
+    let join = h.expect(ms(20));
+    assert!(matches!(join.request, Request::JoinGroup(_)));
+    assert_eq!(h.member.generation().map(|g| g.generation_id), Some(1));
+    assert_eq!(
+        h.member.set_assignment(1, vec![]),
+        Err(CommandError::StaleAssignment { generation_id: 1 })
+    );
+}
+
+#[test]
+fn a_per_key_find_coordinator_error_is_retried() {
+    let mut h = Harness::dynamic();
+    let fc = h.expect(ms(0));
+    let r = FindCoordinatorResponse::default().with_coordinators(vec![
+        WireCoordinator::default()
+            .with_key(s("g"))
+            .with_error_code(ResponseError::CoordinatorLoadInProgress.code()),
+    ]);
+    h.respond(ms(1), fc.tag, Response::FindCoordinator(r));
+    assert!(h.member.coordinator().is_none());
+    assert_eq!(h.member.poll_timeout(), Some(h.at(ms(101))));
+    // A "success" without an address is no coordinator either.
+    let fc = h.expect(ms(101));
+    let r = FindCoordinatorResponse::default().with_node_id(BrokerId(-1));
+    h.respond(ms(102), fc.tag, Response::FindCoordinator(r));
+    assert!(h.member.coordinator().is_none());
+    assert_eq!(h.member.state(), MemberState::FindingCoordinator);
+}
