@@ -17,9 +17,19 @@ use std::collections::BinaryHeap;
 use crate::prepare::{EXCLUDED, NO_CAPACITY, NO_MEMBER, NONE, Prepared, is_member};
 use crate::{AssignmentInput, KindIndex};
 
+/// How far placement may go to balance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Balance each kind, taking tasks from members above their share.
+    Balance,
+    /// Keep every task with its owner (capacity permitting); only place the free ones, each
+    /// on the least-loaded member with room. For rounds that must not revoke.
+    Keep,
+}
+
 /// Fills `target` (per task: `EXCLUDED`, or the member that may keep it, or `NONE`) with each
 /// task's member, or `NO_MEMBER` / `NO_CAPACITY`. `EXCLUDED` tasks stay `EXCLUDED`.
-pub(crate) fn place(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32]) {
+pub(crate) fn place(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32], mode: Mode) {
     let tasks = input.tasks;
     let members = input.members.len();
     let mut total = vec![0u64; members];
@@ -46,10 +56,11 @@ pub(crate) fn place(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32
             tasks: kind_tasks.iter().map(|t| t.0),
             eligible,
         };
-        if by_count {
+        if by_count && mode == Mode::Balance {
             place_by_count(&kind, target, &mut total, &mut scratch);
         } else {
-            weighted::place_by_weight(input, kind_tasks, eligible, target, &mut total);
+            let keep_all = mode == Mode::Keep;
+            weighted::place_by_weight(input, kind_tasks, eligible, target, &mut total, keep_all);
         }
     }
 }
@@ -177,6 +188,7 @@ mod weighted {
         eligible: &[u32],
         target: &mut [u32],
         total: &mut [u64],
+        keep_all: bool,
     ) {
         let tasks = input.tasks;
         let keep: Vec<u32> = kind_tasks.iter().map(|t| target[t.get()]).collect();
@@ -211,7 +223,7 @@ mod weighted {
             target,
             min_weight,
         );
-        if !balanced(&loads, eligible, max_weight) {
+        if !keep_all && !balanced(&loads, eligible, max_weight) {
             for &m in eligible {
                 loads.load[m as usize] = 0;
                 loads.held[m as usize].clear();
@@ -369,7 +381,7 @@ mod tests {
             .iter()
             .map(|&o| if is_member(o) { o } else { NONE })
             .collect();
-        place(&input, &p, &mut target);
+        place(&input, &p, &mut target, Mode::Balance);
         target
     }
 

@@ -18,9 +18,12 @@ pub(crate) const NO_MEMBER: u32 = u32::MAX - 4;
 /// `target[t]`: every eligible member is too full.
 pub(crate) const NO_CAPACITY: u32 = u32::MAX - 5;
 
+/// Values from here up are markers, never member indices (the checkers use a few more).
+pub(crate) const FIRST_MARKER: u32 = u32::MAX - 15;
+
 /// Whether `owner`/`target` value `v` names a member.
 pub(crate) fn is_member(v: u32) -> bool {
-    v < NO_CAPACITY
+    v < FIRST_MARKER
 }
 
 /// The validated input, with claims resolved.
@@ -37,7 +40,7 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignError> {
     let members = input.members;
     let tasks = input.tasks;
-    if u32::try_from(members.len()).map_or(true, |n| n >= NO_CAPACITY) {
+    if u32::try_from(members.len()).map_or(true, |n| n >= FIRST_MARKER) {
         return Err(AssignError::TooManyMembers);
     }
     for pair in members.windows(2) {

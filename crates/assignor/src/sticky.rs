@@ -1,7 +1,7 @@
 //! `sticky`: eager, balanced, and moving as few tasks as possible.
 
 use crate::assemble::assemble;
-use crate::balance::place;
+use crate::balance::{Mode, place};
 use crate::prepare::{NONE, is_member, prepare};
 use crate::{AssignError, AssignmentInput, Assignor, Plan, RebalanceProtocol};
 
@@ -30,7 +30,7 @@ impl Assignor for Sticky {
             .iter()
             .map(|&o| if is_member(o) { o } else { NONE })
             .collect();
-        place(input, &p, &mut target);
+        place(input, &p, &mut target, Mode::Balance);
         let (assignments, unplaced) = assemble(input, &target);
         Ok(Plan {
             assignments,

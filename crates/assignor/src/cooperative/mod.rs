@@ -22,10 +22,10 @@ use std::time::Duration;
 pub use state::{CooperativeConfig, CooperativeState};
 
 use crate::assemble::assemble;
-use crate::balance::place;
+use crate::balance::{Mode, place};
 use crate::check;
 use crate::prepare::{
-    DOUBLE_CLAIM, EXCLUDED, INELIGIBLE_CLAIM, NONE, Prepared, is_member, prepare,
+    DOUBLE_CLAIM, EXCLUDED, INELIGIBLE_CLAIM, NO_CAPACITY, NONE, Prepared, is_member, prepare,
 };
 use crate::{
     AssignError, AssignmentInput, Assignor, HeldBack, HoldReason, Plan, PreviousOwner,
@@ -72,7 +72,7 @@ impl Assignor for Cooperative {
         // Lost tasks: owned last round by a member that is gone without a graceful leave.
         let lost = find_lost(input, &p, &mut target);
         let hold_lost = !lost.is_empty() && self.lost_must_wait(&mut state, now, &mut delay);
-        if lost.is_empty() || !hold_lost {
+        if !hold_lost {
             state.lost_deadline = None;
             for group in &lost {
                 for task in &group.tasks {
@@ -81,50 +81,46 @@ impl Assignor for Cooperative {
             }
         }
 
-        place(input, &p, &mut target);
-
-        // Post-pass: never hand a task to a new owner while another member still claims it.
-        let mut balancing: Vec<u32> = Vec::new();
-        let mut safety_revocations = false;
-        for (t, tg) in target.iter_mut().enumerate() {
-            if *tg == EXCLUDED || !is_member(*tg) {
-                continue;
-            }
-            match p.owner[t] {
-                DOUBLE_CLAIM => {
-                    *tg = EXCLUDED;
-                    safety_revocations = true;
-                    held.push(hold(t, HoldReason::DoubleClaim));
-                }
-                INELIGIBLE_CLAIM => {
-                    *tg = EXCLUDED;
-                    safety_revocations = true;
-                    held.push(hold(t, HoldReason::Revoking));
-                }
-                o if is_member(o) && o != *tg => balancing.push(t as u32),
-                _ => {}
+        // The eager sticky plan, then: never hand a task to a new owner in the round it is
+        // revoked. Balancing revocations wait while lost tasks wait, and during the backoff.
+        let initial = target.clone();
+        place(input, &p, &mut target, Mode::Balance);
+        let mut moving = moving_tasks(&p.owner, &target);
+        let mut balancing = !moving.is_empty();
+        if balancing && (hold_lost || !self.may_revoke(&mut state, now, &mut delay)) {
+            target = initial;
+            place(input, &p, &mut target, Mode::Keep);
+            // What still moves does so because its owner lost capacity: revoke it regardless.
+            moving = moving_tasks(&p.owner, &target);
+            balancing = false;
+        }
+        for &t in &moving {
+            target[t as usize] = EXCLUDED;
+            held.push(hold(t as usize, HoldReason::Revoking));
+        }
+        // Invalid claims (placed like free tasks, so quotas count them): every claimant
+        // revokes, and the task reaches its new owner in the follow-up round.
+        for (t, &o) in p.owner.iter().enumerate() {
+            let reason = match o {
+                DOUBLE_CLAIM => HoldReason::DoubleClaim,
+                INELIGIBLE_CLAIM => HoldReason::Revoking,
+                _ => continue,
+            };
+            if is_member(target[t]) {
+                target[t] = EXCLUDED;
+                held.push(hold(t, reason));
+                moving.push(t as u32);
             }
         }
-        if !balancing.is_empty() {
-            let allowed = !hold_lost && self.may_revoke(&mut state, now, &mut delay);
-            for &t in &balancing {
-                let t = t as usize;
-                if allowed {
-                    target[t] = EXCLUDED;
-                    held.push(hold(t, HoldReason::Revoking));
-                } else {
-                    target[t] = p.owner[t];
-                }
-            }
-            if allowed {
-                state.revoking_rounds += 1;
-                delay = Some(Duration::ZERO);
-            }
-        } else {
+        if !moving.is_empty() {
+            delay = Some(Duration::ZERO);
+        }
+        if balancing {
+            state.revoking_rounds += 1;
+        } else if state.backoff_deadline.is_none() {
             state.revoking_rounds = 0;
-            state.backoff_deadline = None;
         }
-        if safety_revocations {
+        if p.capacity_limited && place_in_freed_room(input, &p.owner, &mut target, &mut held) {
             delay = Some(Duration::ZERO);
         }
         if hold_lost {
@@ -153,6 +149,71 @@ impl Assignor for Cooperative {
         }
         Ok(plan)
     }
+}
+
+/// Tasks whose valid owner is not their target.
+fn moving_tasks(owner: &[u32], target: &[u32]) -> Vec<u32> {
+    owner
+        .iter()
+        .zip(target)
+        .enumerate()
+        .filter(|&(_, (&o, &t))| is_member(o) && t != EXCLUDED && t != o)
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
+/// Tasks left without room because held-back tasks were counted on their next owner: place
+/// the unclaimed ones now where room is left (least loaded first); hold back the claimed ones
+/// (then it returns true: a follow-up round is needed).
+fn place_in_freed_room(
+    input: &AssignmentInput<'_>,
+    owner: &[u32],
+    target: &mut [u32],
+    held: &mut Vec<HeldBack>,
+) -> bool {
+    if !target.contains(&NO_CAPACITY) {
+        return false;
+    }
+    let mut holding = false;
+    let tasks = input.tasks;
+    let members = input.members;
+    let mut load = vec![0u64; members.len()];
+    for (t, &m) in target.iter().enumerate() {
+        if is_member(m) {
+            load[m as usize] += u64::from(tasks.weight_of(t));
+        }
+    }
+    for t in 0..target.len() {
+        if target[t] != NO_CAPACITY {
+            continue;
+        }
+        let (kind, w) = (tasks.kind_of(t), u64::from(tasks.weight_of(t)));
+        let best = (0..members.len())
+            .filter(|&m| {
+                members[m].kinds.can_run(kind)
+                    && members[m].capacity.is_none_or(|c| load[m] + w <= c)
+            })
+            .min_by_key(|&m| load[m]);
+        match (best, owner[t]) {
+            (None, _) => {}
+            (Some(m), NONE) => {
+                load[m] += w;
+                target[t] = m as u32;
+            }
+            // Someone still runs it: it waits for the follow-up round.
+            (Some(_), o) => {
+                target[t] = EXCLUDED;
+                holding = true;
+                let reason = if o == DOUBLE_CLAIM {
+                    HoldReason::DoubleClaim
+                } else {
+                    HoldReason::Revoking
+                };
+                held.push(hold(t, reason));
+            }
+        }
+    }
+    holding
 }
 
 impl Cooperative {
