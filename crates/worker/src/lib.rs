@@ -3,6 +3,64 @@
 //! The worker runtime: user tasks defined as Rust structs, started and stopped under supervision
 //! as the group's assignment changes, with a status API.
 //!
+//! ```
+//! use std::time::Duration;
+//! use kroupier_worker::{
+//!     AssignmentChange, FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder,
+//!     WorkerConfig,
+//! };
+//! use serde::Deserialize;
+//! use tokio::time::Instant;
+//!
+//! /// A task is a plain struct; its config comes from the catalogue through serde.
+//! #[derive(Deserialize)]
+//! struct Beat {
+//!     every_ms: u64,
+//! }
+//!
+//! impl Task for Beat {
+//!     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+//!         let mut ticks = tokio::time::interval(Duration::from_millis(self.every_ms));
+//!         loop {
+//!             tokio::select! {
+//!                 _ = ctx.cancelled() => return Ok(()),
+//!                 _ = ticks.tick() => {}
+//!             }
+//!             // Fails once this worker may have lost the task: then stop, never write.
+//!             let token = ctx.check_lease()?;
+//!             ctx.report_progress(format!("beat at generation {}", token.generation));
+//!         }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let runtime = WorkerBuilder::new(WorkerConfig::new("beats"))
+//!     .register::<Beat>("beat")
+//!     .task(TaskSpec::new("beat-0", "beat", serde_json::json!({"every_ms": 100})))
+//!     .task(TaskSpec::new("beat-1", "beat", serde_json::json!({"every_ms": 100})))
+//!     .build_runtime()
+//!     .unwrap();
+//!
+//! // What the group driver does when SyncGroup hands this member its assignment:
+//! let report = runtime
+//!     .apply(AssignmentChange {
+//!         token: FencingToken::new(1, "member-1"),
+//!         leader: "member-1".into(),
+//!         valid_until: Instant::now() + Duration::from_secs(7),
+//!         run: ["beat-0".to_string(), "beat-1".to_string()].into(),
+//!         revoke: Default::default(),
+//!         leader_catalogue_fingerprint: None,
+//!     })
+//!     .await;
+//! assert_eq!(report.started, ["beat-0", "beat-1"]);
+//! assert_eq!(runtime.board().snapshot().group.generation, Some(1));
+//!
+//! // ... and on SIGTERM, before LeaveGroup:
+//! let stopped = runtime.shutdown(Instant::now() + Duration::from_secs(6)).await;
+//! assert!(stopped.all_stopped());
+//! # }
+//! ```
+//!
 //! - [`task`]: the [`Task`] trait and the [`Registry`] of task kinds;
 //! - [`catalogue`]: the [`Catalogue`] of task instances;
 //! - [`context`]: the [`TaskContext`] a task runs with: fencing token, lease, cancellation;

@@ -115,6 +115,12 @@ impl Runtime {
         &self.board
     }
 
+    /// The status API over this runtime's board, with restart requests enabled; serve it with
+    /// [`status::http::serve`](crate::status::http::serve).
+    pub fn status_router(&self) -> axum::Router {
+        crate::status::http::router(self.board.clone(), Some(self.supervisor.clone()))
+    }
+
     /// A rebalance started: status shows `rebalancing: true` over the last stable view.
     pub fn rebalance_started(&self) {
         self.board.rebalance_started();

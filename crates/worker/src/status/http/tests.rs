@@ -187,3 +187,33 @@ async fn restart_request_revives_a_failed_task() {
         "ran again"
     );
 }
+
+#[tokio::test]
+async fn serves_over_tcp_on_loopback_and_shuts_down() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, router(board(), None), async {
+        let _ = stopped.await;
+    }));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: kroupier\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    assert!(response.ends_with("ok\n"), "{response}");
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn bind_errors_name_the_address() {
+    let taken = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = taken.local_addr().unwrap();
+    let error = bind(addr).await.unwrap_err();
+    assert!(error.to_string().contains(&addr.to_string()), "{error}");
+}
