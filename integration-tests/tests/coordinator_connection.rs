@@ -16,6 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use kroupier_coordinator::connection::{
     BrokerConnection, Cluster, ClusterConfig, ConnectionConfig,
 };
+use kroupier_coordinator::observer::{GroupState, Observer};
 use kroupier_integration_tests::kafka_bootstrap;
 
 const MEMBER_ID_REQUIRED: i16 = 79;
@@ -152,4 +153,106 @@ async fn one_member_joins_syncs_heartbeats_and_leaves() {
     let left = coordinator.send(&leave).await.expect("LeaveGroup");
     assert_eq!(left.error_code, 0);
     assert_eq!(left.members[0].error_code, 0);
+}
+
+#[tokio::test]
+async fn the_observer_lists_and_describes_a_joined_group() {
+    let Some(addr) = kafka_bootstrap("the_observer_lists_and_describes_a_joined_group") else {
+        return;
+    };
+    let group = unique_group("observer");
+    let cluster = std::sync::Arc::new(Cluster::new(ClusterConfig::new(&addr)).unwrap());
+    let (_, coordinator) = cluster.coordinator(&group).await.expect("find coordinator");
+    let group_id = GroupId(StrBytes::from_string(group.clone()));
+    let mut join = JoinGroupRequest::default()
+        .with_group_id(group_id.clone())
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_group_instance_id(Some(StrBytes::from_static_str("observed-1")))
+        .with_protocol_type(StrBytes::from_static_str("kroupier"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("sticky"))
+                .with_metadata(Bytes::from_static(b"member-metadata")),
+        ]);
+    let mut joined = coordinator
+        .send_with_timeout(&join, Duration::from_secs(30))
+        .await
+        .expect("JoinGroup");
+    if joined.error_code == MEMBER_ID_REQUIRED {
+        join.member_id = joined.member_id.clone();
+        joined = coordinator
+            .send_with_timeout(&join, Duration::from_secs(30))
+            .await
+            .expect("JoinGroup with member id");
+    }
+    assert_eq!(joined.error_code, 0);
+    let sync = SyncGroupRequest::default()
+        .with_group_id(group_id.clone())
+        .with_generation_id(joined.generation_id)
+        .with_member_id(joined.member_id.clone())
+        .with_group_instance_id(Some(StrBytes::from_static_str("observed-1")))
+        .with_protocol_type(Some(StrBytes::from_static_str("kroupier")))
+        .with_protocol_name(joined.protocol_name.clone())
+        .with_assignments(vec![
+            SyncGroupRequestAssignment::default()
+                .with_member_id(joined.member_id.clone())
+                .with_assignment(Bytes::from_static(b"member-assignment")),
+        ]);
+    assert_eq!(
+        coordinator.send(&sync).await.expect("SyncGroup").error_code,
+        0
+    );
+
+    let observer = Observer::new(cluster.clone());
+    let listed = observer.list_groups().await.expect("ListGroups");
+    let listing = listed
+        .iter()
+        .find(|g| g.group_id == group)
+        .expect("the group is listed");
+    assert_eq!(listing.protocol_type, "kroupier");
+    assert_eq!(listing.state, Some(GroupState::Stable));
+
+    let described = observer
+        .describe_group(&group)
+        .await
+        .expect("DescribeGroups");
+    assert_eq!(described.state, GroupState::Stable);
+    assert_eq!(described.protocol_type, "kroupier");
+    assert_eq!(described.protocol, "sticky");
+    assert_eq!(described.members.len(), 1);
+    let member = &described.members[0];
+    assert_eq!(member.member_id, joined.member_id.as_str());
+    assert_eq!(member.group_instance_id.as_deref(), Some("observed-1"));
+    assert_eq!(member.client_id, "kroupier");
+    assert!(!member.client_host.is_empty());
+    assert_eq!(member.metadata.as_ref(), b"member-metadata");
+    assert_eq!(member.assignment.as_ref(), b"member-assignment");
+
+    let leave = LeaveGroupRequest::default()
+        .with_group_id(group_id)
+        .with_members(vec![
+            MemberIdentity::default()
+                .with_member_id(joined.member_id.clone())
+                .with_group_instance_id(Some(StrBytes::from_static_str("observed-1"))),
+        ]);
+    assert_eq!(
+        coordinator
+            .send(&leave)
+            .await
+            .expect("LeaveGroup")
+            .error_code,
+        0
+    );
+    let after = observer
+        .describe_group(&group)
+        .await
+        .expect("DescribeGroups");
+    assert_eq!(after.state, GroupState::Empty);
+    assert!(after.members.is_empty());
+    let missing = observer
+        .describe_group(&unique_group("never-joined"))
+        .await
+        .expect("DescribeGroups of a group that does not exist");
+    assert_eq!(missing.state, GroupState::Dead);
 }
