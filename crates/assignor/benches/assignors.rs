@@ -1,3 +1,94 @@
-//! Criterion benchmarks of the assignors (filled in below).
+//! Criterion benchmarks of the three assignors over
+//! T ∈ {10k, 100k, 1M} tasks × W ∈ {10, 100, 1000, 2000} workers, four scenarios:
+//!
+//! * `cold`: nobody owns anything;
+//! * `stable`: members own a balanced assignment and nothing changed;
+//! * `join`: one member joins a balanced group;
+//! * `leave`: the middle member leaves gracefully.
+//!
+//! Only `assign` is timed (not building the input, not dropping the plan). For `cooperative`
+//! `join` this is the revoking round; the follow-up round is as cheap as `leave`.
+//!
+//! Run a subset with a filter, e.g. `cargo bench -p kroupier-assignor -- cooperative/leave`.
 
-fn main() {}
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+use kroupier_assignor::{
+    AssignmentInput, Assignor, Member, MemberId, PreviousAssignment, TaskSet, by_name,
+};
+
+const TASKS: [u32; 3] = [10_000, 100_000, 1_000_000];
+const WORKERS: [u32; 4] = [10, 100, 1000, 2000];
+const ASSIGNORS: [&str; 3] = ["round-robin", "sticky", "cooperative"];
+const SCENARIOS: [&str; 4] = ["cold", "stable", "join", "leave"];
+
+/// One prepared round: members, what the leader remembers, who left gracefully.
+struct Round {
+    members: Vec<Member>,
+    previous: PreviousAssignment,
+    left: Vec<MemberId>,
+}
+
+fn round(assignor: &dyn Assignor, tasks: &TaskSet, workers: u32, scenario: &str) -> Round {
+    let id = |i: u32| MemberId::from(format!("worker-{i:07}"));
+    let fresh: Vec<Member> = (0..workers).map(|i| Member::new(id(i))).collect();
+    if scenario == "cold" {
+        return Round {
+            members: fresh,
+            previous: PreviousAssignment::default(),
+            left: Vec::new(),
+        };
+    }
+    let base = assignor
+        .assign(&AssignmentInput::new(tasks, &fresh))
+        .expect("the cold round of a valid synthetic group succeeds");
+    let mut members: Vec<Member> = base
+        .assignments
+        .iter()
+        .map(|a| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+        .collect();
+    let mut left = Vec::new();
+    match scenario {
+        "join" => members.push(Member::new(id(workers))),
+        "leave" => left.push(members.remove(members.len() / 2).id),
+        _ => {}
+    }
+    Round {
+        members,
+        previous: base.to_previous(),
+        left,
+    }
+}
+
+fn grid(c: &mut Criterion) {
+    for name in ASSIGNORS {
+        let assignor = by_name(name).expect("built-in assignor");
+        for scenario in SCENARIOS {
+            let mut group = c.benchmark_group(format!("{name}/{scenario}"));
+            group
+                .sample_size(10)
+                .warm_up_time(Duration::from_millis(300))
+                .measurement_time(Duration::from_secs(1));
+            for t in TASKS {
+                let tasks = TaskSet::uniform(t, "task");
+                for w in WORKERS {
+                    let r = round(assignor.as_ref(), &tasks, w, scenario);
+                    let input = AssignmentInput::new(&tasks, &r.members)
+                        .with_previous(&r.previous)
+                        .with_left_gracefully(&r.left);
+                    group.bench_function(BenchmarkId::from_parameter(format!("{t}x{w}")), |b| {
+                        b.iter_with_large_drop(|| assignor.assign(&input))
+                    });
+                }
+            }
+            group.finish();
+        }
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    grid(&mut c);
+    c.final_summary();
+}

@@ -83,12 +83,15 @@ impl Assignor for Cooperative {
 
         // The eager sticky plan, then: never hand a task to a new owner in the round it is
         // revoked. Balancing revocations wait while lost tasks wait, and during the backoff.
-        let initial = target.clone();
+        // Only a round that may be refused revocations needs the starting point again.
+        let initial = (hold_lost || state.revoking_rounds > 0).then(|| target.clone());
         place(input, &p, &mut target, Mode::Balance);
         let mut moving = moving_tasks(&p.owner, &target);
         let mut balancing = !moving.is_empty();
         if balancing && (hold_lost || !self.may_revoke(&mut state, now, &mut delay)) {
-            target = initial;
+            if let Some(initial) = initial {
+                target = initial;
+            }
             place(input, &p, &mut target, Mode::Keep);
             // What still moves does so because its owner lost capacity: revoke it regardless.
             moving = moving_tasks(&p.owner, &target);
