@@ -58,8 +58,9 @@ pub struct WorkerConfig {
     /// Where the status API listens. Default `Some(127.0.0.1:8083)`; `None` disables it. Bind
     /// to a non-loopback address only behind access control: the API can restart tasks.
     pub status_addr: Option<SocketAddr>,
-    /// Relative capacity for capacity-aware assignors. Default `None` (all equal).
-    pub capacity: Option<u32>,
+    /// The most total task weight this worker accepts (capacity-aware assignors). Default
+    /// `None` (no limit). Lower it on smaller machines.
+    pub capacity: Option<u64>,
     /// Rack or zone (`client.rack`) for rack-aware assignors. Default `None`.
     pub rack: Option<String>,
 }

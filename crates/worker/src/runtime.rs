@@ -74,7 +74,7 @@ pub struct Runtime {
     board: StatusBoard,
     worker_id: String,
     kinds: BTreeSet<String>,
-    capacity: Option<u32>,
+    capacity: Option<u64>,
     rack: Option<String>,
     assigned_once: AtomicBool,
 }
@@ -99,7 +99,7 @@ impl Runtime {
     }
 
     /// Adds capacity and rack to the metadata this runtime advertises.
-    pub fn with_placement(mut self, capacity: Option<u32>, rack: Option<String>) -> Self {
+    pub fn with_placement(mut self, capacity: Option<u64>, rack: Option<String>) -> Self {
         self.capacity = capacity;
         self.rack = rack;
         self

@@ -19,8 +19,9 @@ pub struct MemberMetadata {
     pub kinds: BTreeSet<String>,
     /// The fingerprint of the worker's catalogue ([`Catalogue::fingerprint`](crate::Catalogue::fingerprint)).
     pub catalogue_fingerprint: u64,
-    /// Relative capacity, for capacity-aware assignors; `None` = unspecified.
-    pub capacity: Option<u32>,
+    /// The most total task weight this worker accepts, for capacity-aware assignors;
+    /// `None` = no limit.
+    pub capacity: Option<u64>,
     /// Rack or zone, for rack-aware assignors.
     pub rack: Option<String>,
 }
@@ -41,7 +42,13 @@ impl MemberMetadata {
         w.i16(METADATA_VERSION);
         w.string(&self.worker_id);
         w.u64(self.catalogue_fingerprint);
-        w.uvarint(self.capacity.map_or(0, |c| u64::from(c) + 1));
+        match self.capacity {
+            None => w.uvarint(0),
+            Some(capacity) => {
+                w.uvarint(1);
+                w.uvarint(capacity);
+            }
+        }
         w.nullable_string(self.rack.as_deref());
         w.uvarint(self.kinds.len() as u64);
         for kind in &self.kinds {
@@ -67,7 +74,8 @@ impl MemberMetadata {
         let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;
         let capacity = match r.uvarint("capacity")? {
             0 => None,
-            n => Some(u32::try_from(n - 1).map_err(|_| r.invalid("capacity", "exceeds u32"))?),
+            1 => Some(r.uvarint("capacity")?),
+            _ => return Err(r.invalid("capacity", "presence flag is neither 0 nor 1")),
         };
         let rack = r.nullable_string("rack")?;
         let kind_count = r.count("kinds", 1)?;

@@ -22,7 +22,7 @@ prop_compose! {
         owned in proptest::collection::btree_map(task_id(), any::<i32>(), 0..40),
         kinds in proptest::collection::btree_set("[a-z_]{1,10}", 0..5),
         catalogue_fingerprint in any::<u64>(),
-        capacity in proptest::option::of(any::<u32>()),
+        capacity in proptest::option::of(any::<u64>()),
         rack in proptest::option::of("\\PC{0,10}"),
     ) -> MemberMetadata {
         MemberMetadata {
