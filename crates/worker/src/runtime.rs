@@ -4,7 +4,7 @@
 //!
 //! | Member event | Call |
 //! |---|---|
-//! | a rebalance starts (`Revoked`) | [`Runtime::rebalance_started`] |
+//! | a rebalance starts (`Revoked`) | [`Runtime::rebalance_started`]; with an eager assignor also [`Runtime::revoke_all`] before rejoining |
 //! | SyncGroup gave an assignment (`Assigned`) | [`Runtime::apply`] with an [`AssignmentChange`]; rejoin only after it returns |
 //! | a heartbeat succeeded (new lease) | [`Runtime::extend_lease`] |
 //! | `Lost` / `Fenced` | [`Runtime::lost`] with the deadline by which all work must stop |
@@ -231,6 +231,19 @@ impl Runtime {
             "assignment applied"
         );
         report
+    }
+
+    /// Stops `task_ids` now, within the graceful stop timeout plus the abort timeout. For
+    /// protocols that revoke outside an assignment.
+    pub async fn revoke(&self, task_ids: &BTreeSet<String>) -> StopReport {
+        self.supervisor.revoke(task_ids).await
+    }
+
+    /// Stops every task before rejoining, as Kafka's eager protocol does (`onPartitionsRevoked`
+    /// of everything). Needed with assignors that may move a task within one generation; the
+    /// cooperative assignor never does, so it needs no call here.
+    pub async fn revoke_all(&self) -> StopReport {
+        self.supervisor.revoke(self.supervisor.held()).await
     }
 
     /// A heartbeat succeeded: the lease holds until `valid_until`.

@@ -249,3 +249,23 @@ async fn shutdown_stops_everything_and_fails_readiness() {
     assert!(!runtime.board().is_ready());
     assert!(runtime.board().snapshot().shutting_down);
 }
+
+#[tokio::test(start_paused = true)]
+async fn eager_rebalances_revoke_everything_before_rejoining() {
+    let (runtime, mut rx) = runtime();
+    runtime
+        .apply(change(1, "m", &["task-0", "task-1"], &[]))
+        .await;
+    let ctxs = contexts(&mut rx, 2).await;
+    runtime.rebalance_started();
+    let report = runtime.revoke(&["task-1".to_string()].into()).await;
+    assert_eq!(report.graceful, ["task-1"]);
+    let report = runtime.revoke_all().await;
+    assert_eq!(report.graceful, ["task-0"]);
+    assert!(ctxs.iter().all(|ctx| ctx.check_lease().is_err()));
+    assert!(runtime.metadata().owned.is_empty());
+    // During the rebalance the last stable view is still served.
+    let status = runtime.board().snapshot();
+    assert!(status.rebalancing);
+    assert_eq!(status.group.generation, Some(1));
+}
