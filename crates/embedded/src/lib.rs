@@ -25,6 +25,9 @@
 pub mod group;
 mod server;
 
+#[doc(hidden)]
+pub use server::fuzzing;
+
 pub use server::{
     Builder, Config, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault,
     Faults, SUPPORTED_VERSIONS,

@@ -153,7 +153,8 @@ impl GroupCoordinator {
     pub fn handle_timeout(&mut self, now: Instant) {
         for _ in 0..MAX_TIMEOUT_PASSES {
             let mut fired = false;
-            for group in self.groups.values_mut() {
+            let mut unused = Vec::new();
+            for (group_id, group) in self.groups.iter_mut() {
                 if group.next_deadline().is_some_and(|at| at <= now) {
                     fired = true;
                     let mut ctx = Ctx {
@@ -162,7 +163,14 @@ impl GroupCoordinator {
                         out: &mut self.out,
                     };
                     group.handle_timeout(&mut ctx);
+                    if group.is_unused() {
+                        unused.push(group_id.clone());
+                    }
                 }
+            }
+            // A group whose only pending member expired before joining never existed for Kafka.
+            for group_id in unused {
+                self.groups.remove(&group_id);
             }
             if !fired {
                 return;

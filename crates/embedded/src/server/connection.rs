@@ -8,7 +8,8 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::ApiKey;
 use kroupier_coordinator::wire::{self, WireError};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -35,6 +36,9 @@ pub(crate) async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 tracing::debug!(%peer, "connection accepted");
+                if let Err(error) = stream.set_nodelay(true) {
+                    tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
+                }
                 let task = serve(stream, peer, dispatcher.clone(), max_frame, stop.clone());
                 tracker.spawn(task);
             }
@@ -47,17 +51,17 @@ pub(crate) async fn accept_loop(
     tracing::debug!("listener stopped");
 }
 
-/// Serves one connection until the peer closes it, it sends bad input, or `stop` is cancelled.
-pub(crate) async fn serve(
-    stream: TcpStream,
+/// Serves one connection (a TCP stream, or any byte stream) until the peer closes it, it sends
+/// bad input, or `stop` is cancelled.
+pub(crate) async fn serve<S>(
+    stream: S,
     peer: SocketAddr,
     dispatcher: Dispatcher,
     max_frame: usize,
     stop: CancellationToken,
-) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
-    }
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let host = format!("/{}", peer.ip());
     let mut framed = Framed::new(stream, wire::frame_codec(max_frame));
     loop {

@@ -46,6 +46,7 @@ mod connection;
 mod convert;
 mod dispatch;
 mod faults;
+pub mod fuzzing;
 mod groups;
 mod handle;
 

@@ -245,3 +245,15 @@ fn group_max_size_is_enforced() {
     assert_eq!(r.error, Some(ResponseError::GroupMaxSizeReached));
     assert_eq!(h.state(), GroupState::Stable);
 }
+
+#[test]
+fn a_group_whose_only_pending_member_expires_is_forgotten() {
+    let mut h = Harness::new();
+    let mut req = join("", &[("p", "")]);
+    req.require_known_member_id = true;
+    assert_eq!(h.join_now(req).error, Some(ResponseError::MemberIdRequired));
+    assert_eq!(h.c.list().len(), 1);
+    h.advance(super::ms(super::SESSION_MS));
+    assert!(h.c.list().is_empty());
+    assert_eq!(h.c.poll_timeout(), None);
+}

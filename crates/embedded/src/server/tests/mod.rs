@@ -3,6 +3,7 @@
 mod flow;
 mod hostile;
 mod ops;
+mod prop;
 
 use std::time::Duration;
 
