@@ -65,6 +65,9 @@ pub struct ApplyReport {
     pub kept: Vec<String>,
     /// How the revoked tasks stopped.
     pub stopped: StopReport,
+    /// Assigned tasks not started because an earlier run on this worker has not ended yet
+    /// (stuck in blocking code after its abort); started by a later assignment once it ends.
+    pub still_stopping: Vec<String>,
 }
 
 /// Applies assignment changes through the [`Supervisor`] and keeps the [`StatusBoard`] current.
@@ -188,14 +191,23 @@ impl Runtime {
             }
             match self.supervisor.start(id, change.token.clone()) {
                 StartOutcome::Started => report.started.push(id.clone()),
+                StartOutcome::StillStopping => report.still_stopping.push(id.clone()),
                 _ => report.kept.push(id.clone()),
             }
         }
         report.stopped = stopping.await;
         for id in restart_after_stop {
-            if self.supervisor.start(&id, change.token.clone()) == StartOutcome::Started {
-                report.started.push(id);
+            match self.supervisor.start(&id, change.token.clone()) {
+                StartOutcome::Started => report.started.push(id),
+                StartOutcome::StillStopping => report.still_stopping.push(id),
+                _ => {}
             }
+        }
+        if !report.still_stopping.is_empty() {
+            tracing::error!(
+                tasks = ?report.still_stopping,
+                "assigned tasks not started: an earlier run has not ended after its abort"
+            );
         }
         report.started.sort();
 

@@ -8,7 +8,8 @@
 //! - Each task gets a child of the supervisor's root `CancellationToken`.
 //! - Revoke: cancel at once (the task's lease check fails from that moment), wait up to the
 //!   graceful stop timeout, then abort, then wait up to the abort timeout. The returned future
-//!   completes within that bound even if a task never yields.
+//!   completes within that bound even if a task never yields; such a task is not started again
+//!   on this worker until its old run ends ([`StartOutcome::StillStopping`]).
 //! - Error or panic: restart with exponential backoff and jitter; `FAILED` after
 //!   `max_attempts` failures in a row, until [`restart`](Supervisor::restart).
 //! - Status is written to a [`TaskTable`], never `RUNNING` for a task whose future is not alive.
@@ -46,7 +47,7 @@
 mod policy;
 mod run;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
@@ -73,6 +74,9 @@ pub enum StartOutcome {
     AlreadyHeld,
     /// The supervisor is shutting down; nothing was started.
     ShuttingDown,
+    /// An earlier run of the task is still being stopped (or never stopped after its abort);
+    /// nothing was started, so the task never runs twice on this worker.
+    StillStopping,
 }
 
 /// How the tasks of one revoke or shutdown stopped.
@@ -83,7 +87,8 @@ pub struct StopReport {
     /// Aborted after the graceful stop timeout.
     pub aborted: Vec<String>,
     /// Still not finished after the abort timeout (stuck in blocking code). Their lease is
-    /// invalid, so their lease checks fail, but the code may still be executing.
+    /// invalid, so their lease checks fail, but the code may still be executing; the task is
+    /// not started again on this worker until that run ends.
     pub unresponsive: Vec<String>,
 }
 
@@ -123,6 +128,7 @@ pub struct Supervisor {
     member: watch::Sender<MemberLease>,
     root: CancellationToken,
     slots: Mutex<HashMap<String, Slot>>,
+    stopping: Arc<Mutex<HashSet<String>>>,
     next_incarnation: AtomicU64,
 }
 
@@ -160,6 +166,7 @@ impl Supervisor {
             member: watch::Sender::new(MemberLease::none()),
             root: CancellationToken::new(),
             slots: Mutex::new(HashMap::new()),
+            stopping: Arc::new(Mutex::new(HashSet::new())),
             next_incarnation: AtomicU64::new(1),
         }
     }
@@ -226,6 +233,9 @@ impl Supervisor {
             return StartOutcome::ShuttingDown;
         }
         let mut slots = self.lock();
+        if lock(&self.stopping).contains(task_id) {
+            return StartOutcome::StillStopping;
+        }
         if let Some(slot) = slots.get(task_id) {
             let restartable =
                 slot.handle.is_finished() && self.table.state(task_id) == Some(TaskState::Stopped);
@@ -340,6 +350,7 @@ impl Supervisor {
             .max(now);
         let graceful_until = (now + self.config.graceful_stop_timeout).min(latest_graceful);
         let abort_until = graceful_until + self.config.abort_timeout;
+        lock(&self.stopping).extend(taken.iter().map(|(id, _)| id.clone()));
         for (id, slot) in &taken {
             slot.cancel.cancel();
             self.table.update(id, slot.incarnation, |status| {
@@ -350,15 +361,34 @@ impl Supervisor {
             });
         }
         let table = self.table.clone();
+        let stopping = self.stopping.clone();
         async move {
             let stops = taken.into_iter().map(|(id, slot)| {
                 let table = table.clone();
+                let stopping = stopping.clone();
                 async move {
-                    let outcome = stop_one(slot.handle, graceful_until, abort_until).await;
-                    if outcome != Stopped::Unresponsive {
-                        table.remove(&id, slot.incarnation);
-                    } else {
-                        tracing::error!(task = %id, "task did not stop after abort");
+                    let (outcome, stuck) = stop_one(slot.handle, graceful_until, abort_until).await;
+                    match stuck {
+                        None => {
+                            table.remove(&id, slot.incarnation);
+                            lock(&stopping).remove(&id);
+                        }
+                        Some(handle) => {
+                            tracing::error!(task = %id, "task did not stop after abort");
+                            table.update(&id, slot.incarnation, |status| {
+                                status.last_error = Some(
+                                    "did not stop after abort (blocking code?); not started \
+                                     again here until it ends"
+                                        .into(),
+                                );
+                            });
+                            let id = id.clone();
+                            tokio::spawn(async move {
+                                let _ = handle.await;
+                                table.remove(&id, slot.incarnation);
+                                lock(&stopping).remove(&id);
+                            });
+                        }
                     }
                     (id, outcome)
                 }
@@ -380,8 +410,12 @@ impl Supervisor {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.slots)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -391,21 +425,22 @@ enum Stopped {
     Unresponsive,
 }
 
+/// Waits for one run to end; hands back its handle if it did not.
 async fn stop_one(
     mut handle: JoinHandle<()>,
     graceful_until: Instant,
     abort_until: Instant,
-) -> Stopped {
+) -> (Stopped, Option<JoinHandle<()>>) {
     if tokio::time::timeout_at(graceful_until, &mut handle)
         .await
         .is_ok()
     {
-        return Stopped::Graceful;
+        return (Stopped::Graceful, None);
     }
     handle.abort();
     match tokio::time::timeout_at(abort_until, &mut handle).await {
-        Ok(_) => Stopped::Aborted,
-        Err(_) => Stopped::Unresponsive,
+        Ok(_) => (Stopped::Aborted, None),
+        Err(_) => (Stopped::Unresponsive, Some(handle)),
     }
 }
 

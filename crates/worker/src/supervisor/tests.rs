@@ -385,3 +385,97 @@ async fn stop_all_is_bounded_by_its_deadline() {
         StartOutcome::ShuttingDown
     );
 }
+
+/// A gate that blocks a thread until opened.
+#[derive(Default)]
+struct Gate {
+    state: std::sync::Mutex<(bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    fn enter_and_wait(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.0 = true;
+        self.changed.notify_all();
+        while !state.1 {
+            state = self.changed.wait(state).unwrap();
+        }
+    }
+
+    fn entered(&self) -> bool {
+        self.state.lock().unwrap().0
+    }
+
+    fn open(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Blocks its thread (no await point) until the gate opens, then idles.
+struct Blocks(Arc<Gate>);
+impl Task for Blocks {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        self.0.enter_and_wait();
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            ctx.check_lease()?;
+        }
+    }
+}
+
+// Real time on two worker threads: the blocked task holds one, the test runs on the other.
+// Nothing here depends on how long anything takes: the task stays blocked until the test opens
+// the gate, and the final wait is for a condition, bounded by a generous iteration count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_stuck_in_blocking_code_is_never_started_twice() {
+    let gate = Arc::new(Gate::default());
+    let shared = gate.clone();
+    let mut registry = Registry::new();
+    registry.register_with("blocks", move |_: &serde_json::Value| {
+        Ok::<_, String>(Blocks(shared.clone()))
+    });
+    let catalogue = Catalogue::from_specs([TaskSpec::new("b", "blocks", json!(null))]).unwrap();
+    let config = SupervisorConfig {
+        graceful_stop_timeout: Duration::from_millis(20),
+        abort_timeout: Duration::from_millis(20),
+        ..SupervisorConfig::default()
+    };
+    let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
+    supervisor.set_member_lease(MemberLease::new(
+        token(),
+        Instant::now() + Duration::from_secs(3600),
+    ));
+    supervisor.start("b", token());
+    while !gate.entered() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let report = supervisor.revoke(["b"]).await;
+    assert_eq!(report.unresponsive, ["b"]);
+    assert!(!report.all_stopped());
+    assert_eq!(supervisor.start("b", token()), StartOutcome::StillStopping);
+    let status = supervisor.table().get("b").unwrap();
+    assert_eq!(status.state, TaskState::Stopping);
+    assert!(
+        status
+            .last_error
+            .unwrap()
+            .contains("did not stop after abort")
+    );
+
+    gate.open();
+    let mut outcome = StartOutcome::StillStopping;
+    for _ in 0..1000 {
+        outcome = supervisor.start("b", token());
+        if outcome != StartOutcome::StillStopping {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(outcome, StartOutcome::Started);
+    let report = supervisor
+        .stop_all(Instant::now() + Duration::from_secs(1))
+        .await;
+    assert!(report.all_stopped());
+}
