@@ -217,8 +217,15 @@ impl Cluster {
                 node
             }
         };
-        let connection = self.node(&node).await?;
-        Ok((node, connection))
+        match self.node(&node).await {
+            Ok(connection) => Ok((node, connection)),
+            Err(e) => {
+                // The coordinator may have moved off a broker that is gone: look it up again
+                // next time.
+                self.forget_coordinator(group);
+                Err(e)
+            }
+        }
     }
 
     /// The group's coordinator as last found, without any IO.

@@ -97,8 +97,8 @@ pub struct GroupDescription {
     pub state: GroupState,
     /// Its protocol type (`"kroupier"` for kroupier groups).
     pub protocol_type: String,
-    /// The protocol the group chose (for kroupier groups: the assignor's name); empty unless
-    /// the group is stable or completing a rebalance.
+    /// The protocol the group chose (for kroupier groups: the assignor's name). Kafka fills it
+    /// in only while the group is [`GroupState::Stable`]; otherwise it is empty.
     pub protocol: String,
     /// The members, in the coordinator's order.
     pub members: Vec<MemberDescription>,
@@ -115,9 +115,11 @@ pub struct MemberDescription {
     pub client_id: String,
     /// The host it connected from, as the coordinator saw it (`/10.0.0.7`).
     pub client_host: String,
-    /// Its metadata for the chosen protocol, raw (from its JoinGroup).
+    /// Its metadata for the chosen protocol, raw (from its JoinGroup); Kafka provides it only
+    /// while the group is stable.
     pub metadata: Bytes,
-    /// Its assignment, raw (from the leader's SyncGroup); empty until the group is stable.
+    /// Its assignment, raw (from the leader's SyncGroup); Kafka provides it only while the
+    /// group is stable, and it is empty otherwise.
     pub assignment: Bytes,
 }
 

@@ -221,3 +221,24 @@ async fn a_lookup_that_never_succeeds_times_out() {
         other => panic!("expected CoordinatorNotFound, got {other}"),
     }
 }
+
+#[tokio::test]
+async fn an_unreachable_coordinator_is_forgotten() {
+    let dead = dead_addr().await;
+    let (host, port) = dead.rsplit_once(':').unwrap();
+    let gone = BrokerNode {
+        node_id: 3,
+        host: host.to_owned(),
+        port: port.parse().unwrap(),
+    };
+    let target = gone.clone();
+    let bootstrap = FakeBroker::start(kafka_4_1(move |header, body| match body {
+        RequestBody::FindCoordinator(request) => answer(header, &coordinators(request, &target, 0)),
+        _ => Reply::Close,
+    }))
+    .await;
+    let cluster = Cluster::new(config(&[&bootstrap.addr])).unwrap();
+    let err = cluster.coordinator("g").await.unwrap_err();
+    assert!(matches!(err, ConnectionError::Connect { .. }), "{err}");
+    assert_eq!(cluster.known_coordinator("g"), None);
+}
