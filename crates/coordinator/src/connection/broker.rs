@@ -410,8 +410,14 @@ impl BrokerConnection {
             rx.await
                 .unwrap_or_else(|_| Err(self.shared.closed_error(self.shared.close_reason())))
         };
+        tracing::trace!(addr = %addr, api = ?R::API_KEY, version, correlation_id, "request");
         match tokio::time::timeout(timeout, exchange).await {
-            Ok(result) => result,
+            Ok(result) => {
+                if let Err(e) = &result {
+                    tracing::debug!(addr = %addr, api = ?R::API_KEY, correlation_id, error = %e, "request failed");
+                }
+                result
+            }
             Err(_) => {
                 self.shared.close(format!(
                     "{:?} (correlation id {correlation_id}) timed out after {timeout:?}",
