@@ -76,3 +76,93 @@ proptest! {
         let _ = decode_response(Bytes::from(bytes), *version);
     }
 }
+
+mod generated {
+    //! Generated messages of any shape round-trip through the guard unchanged.
+
+    use bytes::Bytes;
+    use kafka_protocol::messages::describe_groups_response::{
+        DescribedGroup, DescribedGroupMember,
+    };
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::{DescribeGroupsResponse, GroupId, JoinGroupRequest};
+    use kafka_protocol::protocol::StrBytes;
+    use proptest::prelude::*;
+
+    use super::super::super::{
+        RequestBody, decode_request, decode_response, encode_request, encode_response,
+    };
+
+    fn text() -> impl Strategy<Value = StrBytes> {
+        "[a-z0-9-]{0,40}".prop_map(StrBytes::from_string)
+    }
+
+    fn blob() -> impl Strategy<Value = Bytes> {
+        proptest::collection::vec(any::<u8>(), 0..300).prop_map(Bytes::from)
+    }
+
+    proptest! {
+        #[test]
+        fn join_group_requests_of_any_shape_round_trip(
+            version in 0i16..=9,
+            group in text(),
+            member in text(),
+            protocols in proptest::collection::vec((text(), blob()), 0..20),
+        ) {
+            let request = JoinGroupRequest::default()
+                .with_group_id(GroupId(group))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(if version >= 1 { 30_000 } else { -1 })
+                .with_member_id(member)
+                .with_protocol_type(StrBytes::from_static_str("kroupier"))
+                .with_protocols(
+                    protocols
+                        .into_iter()
+                        .map(|(name, metadata)| {
+                            JoinGroupRequestProtocol::default()
+                                .with_name(name)
+                                .with_metadata(metadata)
+                        })
+                        .collect(),
+                );
+            let frame = encode_request(&request, version, 1, None).unwrap();
+            let (_, body) = decode_request(frame).unwrap();
+            prop_assert_eq!(body, RequestBody::JoinGroup(request));
+        }
+
+        #[test]
+        fn describe_groups_responses_of_any_shape_round_trip(
+            version in 0i16..=6,
+            groups in proptest::collection::vec(
+                (text(), proptest::collection::vec((text(), blob(), blob()), 0..12)),
+                0..4,
+            ),
+        ) {
+            let response = DescribeGroupsResponse::default().with_groups(
+                groups
+                    .into_iter()
+                    .map(|(id, members)| {
+                        DescribedGroup::default()
+                            .with_group_id(GroupId(id))
+                            .with_members(
+                                members
+                                    .into_iter()
+                                    .map(|(member, metadata, assignment)| {
+                                        DescribedGroupMember::default()
+                                            .with_member_id(member)
+                                            .with_member_metadata(metadata)
+                                            .with_member_assignment(assignment)
+                                    })
+                                    .collect(),
+                            )
+                            .with_authorized_operations(if version >= 3 { 8 } else { i32::MIN })
+                    })
+                    .collect(),
+            );
+            let frame = encode_response(9, version, &response).unwrap();
+            let (header, decoded) = decode_response::<DescribeGroupsResponse>(frame, version).unwrap();
+            prop_assert_eq!(header.correlation_id, 9);
+            prop_assert_eq!(decoded, response);
+        }
+    }
+}
