@@ -11,3 +11,4 @@ pub mod observer;
 pub mod wire;
 pub mod membership;
 pub mod election;
+pub mod driver;

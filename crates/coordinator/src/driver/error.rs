@@ -1,0 +1,55 @@
+//! Why a driven member stopped, or why it could not start.
+
+use thiserror::Error;
+
+use crate::connection::ConnectionError;
+use crate::membership::{ConfigError, FatalError};
+
+/// What ended a [`Member`](super::Member)'s driver, or refused to build it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum MemberError {
+    /// The membership configuration or the protocol's metadata is invalid.
+    #[error(transparent)]
+    InvalidConfig(#[from] ConfigError),
+    /// The cluster configuration is invalid.
+    #[error("invalid cluster configuration: `{field}` {reason}")]
+    InvalidClusterConfig {
+        /// The field at fault.
+        field: &'static str,
+        /// Why, and what to change.
+        reason: String,
+    },
+    /// The member stopped on an error it cannot recover from without an operator.
+    #[error(transparent)]
+    Fatal(FatalError),
+    /// Another process joined with this member's `group.instance.id` (FENCED_INSTANCE_ID).
+    #[error(
+        "fenced: another process joined the group with group.instance.id {group_instance_id:?}; \
+         give every process its own instance id"
+    )]
+    Fenced {
+        /// The instance id.
+        group_instance_id: Option<String>,
+    },
+    /// The driver is not running (it ended, was dropped, or was never polled), so the command
+    /// could not be delivered. Build a new member.
+    #[error(
+        "the member's driver is not running: it stopped or was never spawned; build a new member"
+    )]
+    Stopped,
+}
+
+impl MemberError {
+    pub(crate) fn from_cluster(error: ConnectionError) -> Self {
+        match error {
+            ConnectionError::InvalidConfig { field, reason } => {
+                Self::InvalidClusterConfig { field, reason }
+            }
+            other => Self::InvalidClusterConfig {
+                field: "cluster",
+                reason: other.to_string(),
+            },
+        }
+    }
+}

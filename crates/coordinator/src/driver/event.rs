@@ -1,0 +1,131 @@
+//! What a driven member tells its users: a stream of events and a watched status.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::membership::{
+    AssignError, Coordinator, FatalError, FencingToken, Generation, Lease, LostReason, MemberState,
+    Metrics,
+};
+
+/// A change in the member's life, in the order the member saw it.
+///
+/// Delivered through a `tokio::sync::broadcast` channel (see
+/// [`MemberHandle::events`](super::MemberHandle::events)): a subscriber that falls more than
+/// `event_capacity` events behind misses some and should read the
+/// [`MemberStatus`] instead.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum MemberEvent {
+    /// The group's coordinator is (now) this broker.
+    CoordinatorChanged {
+        /// The broker's node id.
+        node_id: i32,
+        /// Its `host:port`.
+        addr: String,
+    },
+    /// JoinGroup succeeded: this member is in a new generation.
+    Joined {
+        /// The generation id.
+        generation: i32,
+        /// This member's id in it.
+        member_id: String,
+        /// Whether this member leads it (and computes the assignment).
+        leader: bool,
+    },
+    /// SyncGroup succeeded: this member's assignment for the generation. The protocol's
+    /// `on_assigned` has run.
+    Assigned {
+        /// The fencing token of the generation.
+        token: FencingToken,
+        /// The assignment bytes (empty if the leader gave none).
+        assignment: Bytes,
+    },
+    /// A rebalance started while the generation was stable (or the member is about to leave):
+    /// its assignment is no longer final. The protocol's `on_revoked` has run.
+    Revoked {
+        /// The generation being rebalanced.
+        generation: i32,
+        /// Why (KIP-800).
+        reason: String,
+    },
+    /// The generation is gone without a rebalance (self-fenced or reset): stop all its work
+    /// now. The protocol's `on_lost` has run.
+    Lost {
+        /// The generation lost.
+        generation: Option<i32>,
+        /// Why.
+        reason: LostReason,
+    },
+    /// The leader's assignment failed; the member rejoins.
+    AssignmentFailed {
+        /// The generation it was for.
+        generation: i32,
+        /// The protocol's error.
+        error: AssignError,
+    },
+    /// Another process joined with this `group.instance.id`. Terminal.
+    Fenced {
+        /// The instance id.
+        group_instance_id: Option<String>,
+    },
+    /// The member stopped on a fatal error. Terminal.
+    Fatal {
+        /// The error, saying what to change.
+        error: FatalError,
+    },
+    /// The member left the group. Terminal.
+    Left,
+}
+
+/// A snapshot of the member, published after every step of its driver (see
+/// [`MemberHandle::status`](super::MemberHandle::status)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberStatus {
+    /// The membership's state.
+    pub state: MemberState,
+    /// The generation the member is in (also while it rejoins from it).
+    pub generation: Option<Generation>,
+    /// The assignment of the stable generation.
+    pub assignment: Option<Bytes>,
+    /// The fencing token with its self-fencing deadline.
+    pub lease: Option<Lease>,
+    /// The coordinator, if known.
+    pub coordinator: Option<Coordinator>,
+    /// Counters like Kafka's coordinator metrics.
+    pub metrics: Metrics,
+    /// Whether the driver has ended (left, fenced, fatal, or its future was dropped).
+    pub stopped: bool,
+}
+
+impl MemberStatus {
+    pub(crate) fn initial() -> Self {
+        Self {
+            state: MemberState::FindingCoordinator,
+            generation: None,
+            assignment: None,
+            lease: None,
+            coordinator: None,
+            metrics: Metrics::default(),
+            stopped: false,
+        }
+    }
+
+    /// Whether this member leads its current generation.
+    pub fn is_leader(&self) -> bool {
+        self.generation.as_ref().is_some_and(Generation::is_leader)
+    }
+
+    /// Whether `token` is the current generation's and its lease is still valid at `now`.
+    pub fn is_token_valid(&self, token: &FencingToken, now: Instant) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|lease| &lease.token == token && lease.is_valid(now))
+    }
+
+    /// Age of the last successful heartbeat at `now` (Kafka's `last-heartbeat-seconds-ago`).
+    pub fn last_heartbeat_age(&self, now: Instant) -> Option<Duration> {
+        self.metrics.last_heartbeat_age(now)
+    }
+}

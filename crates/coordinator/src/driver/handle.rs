@@ -1,0 +1,129 @@
+//! The user's side of a driven member: commands, events and status.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::membership::{FencingToken, Lease, Metrics};
+
+use super::error::MemberError;
+use super::event::{MemberEvent, MemberStatus};
+use super::run::{Command, now};
+
+/// A handle to a running member: send it commands, subscribe to its events, read its status.
+///
+/// Clones share the member. When the last clone is dropped the member leaves the group
+/// (LeaveGroup for a dynamic member; a static one only if
+/// `leave_group_on_close_static` is set) and its driver ends.
+#[derive(Debug, Clone)]
+pub struct MemberHandle {
+    pub(crate) commands: mpsc::Sender<Command>,
+    pub(crate) events: broadcast::Sender<MemberEvent>,
+    /// The receiver created with the member, so the first subscriber misses no event.
+    pub(crate) first_events: Arc<Mutex<Option<broadcast::Receiver<MemberEvent>>>>,
+    pub(crate) status: watch::Receiver<MemberStatus>,
+}
+
+impl MemberHandle {
+    /// The member's events. The first call receives every event since the member was built;
+    /// later calls receive events from the moment of the call.
+    pub fn events(&self) -> broadcast::Receiver<MemberEvent> {
+        let first = self
+            .first_events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        first.unwrap_or_else(|| self.events.subscribe())
+    }
+
+    /// A watch of the member's status, updated after every step of its driver.
+    pub fn status(&self) -> watch::Receiver<MemberStatus> {
+        self.status.clone()
+    }
+
+    /// The current status.
+    pub fn current(&self) -> MemberStatus {
+        self.status.borrow().clone()
+    }
+
+    /// The fencing token of the current generation with its self-fencing deadline.
+    pub fn lease(&self) -> Option<Lease> {
+        self.status.borrow().lease.clone()
+    }
+
+    /// Whether `token` is the current generation's and still valid now. Check it before every
+    /// action that must not happen twice; it turns false at the self-fencing deadline even if
+    /// the driver cannot run.
+    pub fn is_token_valid(&self, token: &FencingToken) -> bool {
+        self.status.borrow().is_token_valid(token, now())
+    }
+
+    /// The counters (rebalances total and failed, last rebalance latency, heartbeats).
+    pub fn metrics(&self) -> Metrics {
+        self.status.borrow().metrics.clone()
+    }
+
+    /// How long ago the last heartbeat succeeded (Kafka's `last-heartbeat-seconds-ago`).
+    pub fn last_heartbeat_age(&self) -> Option<Duration> {
+        self.status.borrow().last_heartbeat_age(now())
+    }
+
+    /// Rejoin the group with `reason` (KIP-800). Note that Kafka starts a rebalance for a
+    /// follower's JoinGroup only if its metadata changed; the leader's always rebalances.
+    ///
+    /// # Errors
+    /// [`MemberError::Stopped`] if the driver is not running.
+    pub async fn rejoin(&self, reason: impl Into<String>) -> Result<(), MemberError> {
+        let reason = reason.into();
+        self.commands
+            .send(Command::Rejoin { reason })
+            .await
+            .map_err(|_| MemberError::Stopped)
+    }
+
+    /// Reads the protocol's [`protocols`](crate::membership::GroupProtocol::protocols) again and
+    /// rejoins if they changed, so the leader sees the new metadata (a follower-initiated
+    /// rebalance).
+    ///
+    /// # Errors
+    /// [`MemberError::InvalidConfig`] if the new metadata is invalid, or
+    /// [`MemberError::Stopped`].
+    pub async fn update_metadata(&self) -> Result<(), MemberError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::UpdateMetadata { reply })
+            .await
+            .map_err(|_| MemberError::Stopped)?;
+        answer.await.map_err(|_| MemberError::Stopped)?
+    }
+
+    /// Leaves the group and waits for the driver to end: the protocol's `on_revoked` runs,
+    /// then LeaveGroup goes out (dynamic members; static ones only with
+    /// `leave_group_on_close_static`). Returns at once if the member already stopped.
+    pub async fn leave(&self, reason: impl Into<String>) {
+        let (reply, done) = oneshot::channel();
+        let reason = reason.into();
+        if self
+            .commands
+            .send(Command::Leave { reason, reply })
+            .await
+            .is_ok()
+        {
+            // An error means the driver ended (or was dropped) meanwhile: also done.
+            let _ = done.await;
+        }
+    }
+
+    /// [`leave`](Self::leave) with a standard reason, consuming the handle.
+    pub async fn close(self) {
+        self.leave("the member was closed").await;
+    }
+
+    /// Waits until the driver has ended (left, fenced, fatal, or its future dropped).
+    pub async fn stopped(&self) {
+        let mut status = self.status.clone();
+        // An error means the driver (the sender) is gone: stopped as well.
+        let _ = status.wait_for(|s| s.stopped).await;
+    }
+}

@@ -1,0 +1,186 @@
+//! # The tokio driver of a group member
+//!
+//! [`Member::new`] builds a member from a [`MemberConfig`] and a
+//! [`GroupProtocol`](crate::membership::GroupProtocol) and returns a [`MemberHandle`] and the
+//! driver future (tower's `Buffer::pair` idea: the caller decides where the driver runs);
+//! [`Member::spawn`] runs it on the current tokio runtime.
+//!
+//! The driver is one loop that owns the sans-IO [`Membership`](crate::membership::Membership)
+//! and feeds it `now`, responses, failures and commands:
+//!
+//! ```text
+//!   handle ──commands──▶ ┌──────────── driver loop ────────────┐ ──events──▶ subscribers
+//!                        │ Membership (sans-IO)                │ ──status──▶ watch
+//!   responses/failures ─▶│  poll_request ─▶ send concurrently  │
+//!   (by request tag)     │  poll_event   ─▶ callbacks, events  │
+//!   sleep_until(timeout)▶│  AssignmentRequested ─▶ spawn_blocking(assign)
+//!                        └─────────────────────────────────────┘
+//! ```
+//!
+//! - Every request goes out concurrently with its own timeout: FindCoordinator to any
+//!   bootstrap broker, JoinGroup and SyncGroup over the member's *join* connection to the
+//!   coordinator, Heartbeat and LeaveGroup over its *control* connection. A broker reads one
+//!   request per connection at a time and parks JoinGroup for the whole rebalance, so
+//!   heartbeats never queue behind it. Connections are re-made after the coordinator moves.
+//! - The leader's [`assign`](crate::membership::GroupProtocol::assign) runs on tokio's
+//!   blocking pool, so a slow assignor never delays a heartbeat.
+//!
+//! ## Contract for protocol callbacks
+//!
+//! `on_assigned`, `on_revoked`, `on_lost` and `protocols` run *on the driver loop*. They must
+//! return quickly and never block: update an atomic or a mutex, send on a channel, or spawn
+//! the real work. The loop is the heartbeat timer; a callback that blocks for longer than
+//! `session_timeout − margin` makes the member fence itself (it reports `Lost` the moment it
+//! runs again). Users who cannot promise that should consume [`MemberEvent`]s instead of
+//! callbacks: events go through a channel and wait for nobody.
+//!
+//! ## Self-fencing
+//!
+//! [`MemberHandle::is_token_valid`] checks the fencing token against the lease's deadline
+//! with the clock, not with the driver's last word, so it turns false in time even when the
+//! driver is starved.
+//!
+//! ## Shutdown
+//!
+//! [`MemberHandle::leave`] (or [`close`](MemberHandle::close), or dropping every handle)
+//! revokes the generation, sends LeaveGroup for a dynamic member (for a static one only with
+//! `leave_group_on_close_static`) and ends the driver with `Ok(())`. Dropping the driver
+//! future instead stops at once, without LeaveGroup: the broker removes the member after its
+//! session timeout, as after a crash.
+//!
+//! ## Observability
+//!
+//! Each rebalance runs in a `rebalance` tracing span carrying its reason and generation.
+//! [`MemberStatus::metrics`] holds Kafka-like coordinator metrics: rebalances total and
+//! failed, the last rebalance's latency, heartbeats sent and failed, and the last heartbeat's
+//! age ([`MemberHandle::last_heartbeat_age`]).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use kroupier_coordinator::driver::{Member, MemberConfig, MemberEvent};
+//! use kroupier_coordinator::election::LeaderElection;
+//!
+//! # async fn example() -> Result<(), kroupier_coordinator::driver::MemberError> {
+//! let config = MemberConfig::new("127.0.0.1:9092", "my-group");
+//! let (handle, driver) = Member::new(config, Arc::new(LeaderElection::new("a", true)))?;
+//! let mut events = handle.events();
+//! tokio::spawn(driver);
+//! while let Ok(event) = events.recv().await {
+//!     if let MemberEvent::Assigned { token, .. } = event {
+//!         println!("generation {} assigned", token.generation_id);
+//!         break;
+//!     }
+//! }
+//! handle.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! # Cancel safety
+//!
+//! The driver future may be dropped at any await point; that is a crash from the group's
+//! point of view (no LeaveGroup). Every [`MemberHandle`] method is cancel safe.
+
+mod config;
+mod error;
+mod event;
+mod handle;
+mod run;
+mod transport;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{broadcast, mpsc, watch};
+
+use crate::membership::{GroupProtocol, Membership, MembershipConfig};
+
+pub use config::MemberConfig;
+pub use error::MemberError;
+pub use event::{MemberEvent, MemberStatus};
+pub use handle::MemberHandle;
+
+use run::Driver;
+use transport::{KafkaTransport, Transport};
+
+/// How many commands may wait for the driver before a handle's call waits.
+const COMMAND_QUEUE: usize = 32;
+
+/// Builds driven group members. See the [module guide](self).
+#[derive(Debug)]
+pub struct Member;
+
+impl Member {
+    /// A member running `protocol` in the group of `config`: its handle and its driver. Nothing
+    /// happens until the driver is polled; spawn it (or use [`Member::spawn`]).
+    ///
+    /// # Errors
+    /// [`MemberError::InvalidConfig`] or [`MemberError::InvalidClusterConfig`] when the
+    /// configuration or the protocol's metadata is invalid.
+    #[allow(clippy::new_ret_no_self)] // A handle and its driver, as tower's `Buffer::pair`.
+    pub fn new<P: GroupProtocol>(
+        config: MemberConfig,
+        protocol: Arc<P>,
+    ) -> Result<
+        (
+            MemberHandle,
+            impl Future<Output = Result<(), MemberError>> + Send + 'static,
+        ),
+        MemberError,
+    > {
+        config.validate()?;
+        let transport = KafkaTransport::new(config.cluster).map_err(MemberError::from_cluster)?;
+        Self::with_transport(
+            config.membership,
+            config.event_capacity,
+            protocol,
+            Arc::new(transport),
+        )
+    }
+
+    /// [`Member::new`], with the driver spawned on the current tokio runtime.
+    ///
+    /// # Errors
+    /// As [`Member::new`].
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, as `tokio::spawn` does.
+    pub fn spawn<P: GroupProtocol>(
+        config: MemberConfig,
+        protocol: Arc<P>,
+    ) -> Result<MemberHandle, MemberError> {
+        let (handle, driver) = Self::new(config, protocol)?;
+        tokio::spawn(driver);
+        Ok(handle)
+    }
+
+    pub(crate) fn with_transport<P: GroupProtocol, T: Transport>(
+        config: MembershipConfig,
+        event_capacity: usize,
+        protocol: Arc<P>,
+        transport: Arc<T>,
+    ) -> Result<
+        (
+            MemberHandle,
+            impl Future<Output = Result<(), MemberError>> + Send + 'static,
+        ),
+        MemberError,
+    > {
+        let membership = Membership::new(config, protocol.protocol_type(), protocol.protocols())?;
+        let (commands_tx, commands) = mpsc::channel(COMMAND_QUEUE);
+        let (events, first) = broadcast::channel(event_capacity.max(1));
+        let (status_tx, status) = watch::channel(MemberStatus::initial());
+        let handle = MemberHandle {
+            commands: commands_tx,
+            events: events.clone(),
+            first_events: Arc::new(Mutex::new(Some(first))),
+            status,
+        };
+        let driver = Driver::new(membership, protocol, transport, commands, events, status_tx);
+        Ok((handle, driver.run()))
+    }
+}

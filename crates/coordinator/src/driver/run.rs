@@ -1,0 +1,405 @@
+//! The driver loop: one task owns the [`Membership`], feeds it time, responses and commands,
+//! sends what it asks for, and turns its events into protocol callbacks and user events.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tracing::{Span, debug, info_span, warn};
+
+use crate::connection::ConnectionError;
+use crate::membership::{
+    AssignError, Event, GroupProtocol, MemberAssignment, MemberState, Membership, RequestTag,
+    Response,
+};
+
+use super::error::MemberError;
+use super::event::{MemberEvent, MemberStatus};
+use super::transport::Transport;
+
+/// The driver's clock: tokio's, so that tests on paused time control it too.
+pub(crate) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// A command from a [`MemberHandle`](super::MemberHandle).
+#[derive(Debug)]
+pub(crate) enum Command {
+    Rejoin {
+        reason: String,
+    },
+    UpdateMetadata {
+        reply: oneshot::Sender<Result<(), MemberError>>,
+    },
+    Leave {
+        reason: String,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+type Sent = (RequestTag, Result<Response, ConnectionError>);
+type Assigned = Result<Vec<MemberAssignment>, AssignError>;
+
+enum Wake {
+    Command(Option<Command>),
+    Sent(RequestTag, Result<Response, ConnectionError>),
+    Assigned(i32, Result<Assigned, tokio::task::JoinError>),
+    Timeout,
+}
+
+struct Assigning {
+    generation_id: i32,
+    task: JoinHandle<Assigned>,
+}
+
+/// The loop's state. Built by [`Member::new`](super::Member::new); run by [`Driver::run`].
+pub(crate) struct Driver<P: GroupProtocol, T: Transport> {
+    pub(crate) membership: Membership,
+    pub(crate) protocol: Arc<P>,
+    pub(crate) transport: Arc<T>,
+    pub(crate) commands: mpsc::Receiver<Command>,
+    pub(crate) events: broadcast::Sender<MemberEvent>,
+    pub(crate) status: watch::Sender<MemberStatus>,
+    pub(crate) in_flight: FuturesUnordered<BoxFuture<'static, Sent>>,
+    assigning: Option<Assigning>,
+    leave_waiters: Vec<oneshot::Sender<()>>,
+    handles_gone: bool,
+    coordinator_known: bool,
+    rebalance: Option<Span>,
+}
+
+impl<P: GroupProtocol, T: Transport> Driver<P, T> {
+    pub(crate) fn new(
+        membership: Membership,
+        protocol: Arc<P>,
+        transport: Arc<T>,
+        commands: mpsc::Receiver<Command>,
+        events: broadcast::Sender<MemberEvent>,
+        status: watch::Sender<MemberStatus>,
+    ) -> Self {
+        Self {
+            membership,
+            protocol,
+            transport,
+            commands,
+            events,
+            status,
+            in_flight: FuturesUnordered::new(),
+            assigning: None,
+            leave_waiters: Vec::new(),
+            handles_gone: false,
+            coordinator_known: false,
+            rebalance: None,
+        }
+    }
+
+    /// Runs until the member has left (after [`MemberHandle::leave`](super::MemberHandle::leave)
+    /// or once every handle is dropped), or stops on a fatal error.
+    pub(crate) async fn run(mut self) -> Result<(), MemberError> {
+        self.start_rebalance("member started".to_owned());
+        loop {
+            self.step();
+            if let Some(result) = self.outcome() {
+                self.status.send_modify(|s| s.stopped = true);
+                for waiter in self.leave_waiters.drain(..) {
+                    let _ = waiter.send(());
+                }
+                return result;
+            }
+            let deadline = self.membership.poll_timeout();
+            match self.wake(deadline).await {
+                Wake::Command(Some(command)) => self.command(command),
+                Wake::Command(None) => {
+                    self.handles_gone = true;
+                    self.leave("every handle to the member was dropped".to_owned());
+                }
+                Wake::Sent(tag, result) => self.on_sent(tag, result),
+                Wake::Assigned(generation_id, result) => {
+                    self.assigning = None;
+                    self.on_assigned(generation_id, result);
+                }
+                Wake::Timeout => self.membership.handle_timeout(now()),
+            }
+        }
+    }
+
+    /// Waits for the next input. Cancel safe: every branch is.
+    async fn wake(&mut self, deadline: Option<Instant>) -> Wake {
+        let handles_gone = self.handles_gone;
+        let commands = &mut self.commands;
+        let in_flight = &mut self.in_flight;
+        let assigning = &mut self.assigning;
+        let sleep = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let assigned = async move {
+            match assigning.as_mut() {
+                Some(a) => (a.generation_id, (&mut a.task).await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            command = commands.recv(), if !handles_gone => Wake::Command(command),
+            Some((tag, result)) = in_flight.next(), if !in_flight.is_empty() => {
+                Wake::Sent(tag, result)
+            }
+            (generation_id, result) = assigned => Wake::Assigned(generation_id, result),
+            () = sleep => Wake::Timeout,
+        }
+    }
+
+    /// Drains the membership's requests and events until both are empty, then publishes the
+    /// status.
+    fn step(&mut self) {
+        let span = self.rebalance.clone().unwrap_or_else(Span::none);
+        let _entered = span.enter();
+        loop {
+            let mut moved = false;
+            while let Some(out) = self.membership.poll_request(now()) {
+                moved = true;
+                let transport = self.transport.clone();
+                let tag = out.tag;
+                debug!(tag = tag.seq(), api = ?out.request.api(), "send");
+                let sent = transport.send(out.request, out.timeout);
+                self.in_flight
+                    .push(Box::pin(async move { (tag, sent.await) }));
+            }
+            while let Some(event) = self.membership.poll_event() {
+                moved = true;
+                self.on_event(event);
+            }
+            if !moved {
+                break;
+            }
+        }
+        self.sync_coordinator();
+        self.publish();
+    }
+
+    fn outcome(&self) -> Option<Result<(), MemberError>> {
+        match self.membership.state() {
+            MemberState::Left => Some(Ok(())),
+            MemberState::Fatal => Some(Err(match self.membership.fatal_error() {
+                Some(crate::membership::FatalError::FencedInstanceId) => MemberError::Fenced {
+                    group_instance_id: self.membership.config().group_instance_id.clone(),
+                },
+                Some(error) => MemberError::Fatal(error.clone()),
+                None => MemberError::Stopped,
+            })),
+            _ => None,
+        }
+    }
+
+    /// When the membership forgets the coordinator, drop its connections (a parked JoinGroup
+    /// must not hold up the next one).
+    fn sync_coordinator(&mut self) {
+        let known = self.membership.coordinator().is_some();
+        if self.coordinator_known && !known {
+            self.transport.set_coordinator(None);
+        }
+        self.coordinator_known = known;
+    }
+
+    fn publish(&self) {
+        let m = &self.membership;
+        let status = MemberStatus {
+            state: m.state(),
+            generation: m.generation().cloned(),
+            assignment: m.assignment().cloned(),
+            lease: m.lease(),
+            coordinator: m.coordinator().cloned(),
+            metrics: m.metrics().clone(),
+            stopped: false,
+        };
+        self.status.send_if_modified(|s| {
+            let changed = *s != status;
+            if changed {
+                *s = status;
+            }
+            changed
+        });
+    }
+
+    fn emit(&self, event: MemberEvent) {
+        // No subscriber is fine: the status holds the latest state.
+        let _ = self.events.send(event);
+    }
+
+    fn start_rebalance(&mut self, reason: String) {
+        let group = self.membership.config().group_id.clone();
+        self.rebalance = Some(info_span!(
+            "rebalance",
+            %group,
+            %reason,
+            generation = tracing::field::Empty
+        ));
+    }
+
+    fn refresh_metadata(&mut self) {
+        if let Err(error) = self.membership.set_metadata(self.protocol.protocols()) {
+            warn!(%error, "the protocol's metadata is invalid; the next JoinGroup keeps the old one");
+        }
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::CoordinatorChanged(c) => {
+                self.transport.set_coordinator(Some(&c));
+                self.coordinator_known = true;
+                self.emit(MemberEvent::CoordinatorChanged {
+                    node_id: c.node_id,
+                    addr: format!("{}:{}", c.host, c.port),
+                });
+            }
+            Event::Joined { generation } => {
+                if let Some(span) = &self.rebalance {
+                    span.record("generation", generation.generation_id);
+                }
+                self.emit(MemberEvent::Joined {
+                    generation: generation.generation_id,
+                    member_id: generation.member_id.clone(),
+                    leader: generation.is_leader(),
+                });
+            }
+            Event::AssignmentRequested {
+                generation_id,
+                protocol_name,
+                members,
+            } => {
+                if let Some(old) = self.assigning.take() {
+                    old.task.abort();
+                }
+                let protocol = self.protocol.clone();
+                // The assignor may take its time: it runs on the blocking pool, never here.
+                let task =
+                    tokio::task::spawn_blocking(move || protocol.assign(&protocol_name, &members));
+                self.assigning = Some(Assigning {
+                    generation_id,
+                    task,
+                });
+            }
+            Event::Assigned {
+                generation,
+                assignment,
+            } => {
+                self.protocol.on_assigned(&generation, &assignment);
+                self.refresh_metadata();
+                self.rebalance = None;
+                self.emit(MemberEvent::Assigned {
+                    token: generation.token(),
+                    assignment,
+                });
+            }
+            Event::Revoked { generation, reason } => {
+                self.protocol.on_revoked(&generation);
+                self.refresh_metadata();
+                self.start_rebalance(reason.clone());
+                self.emit(MemberEvent::Revoked {
+                    generation: generation.generation_id,
+                    reason,
+                });
+            }
+            Event::Lost { generation, reason } => {
+                self.protocol.on_lost(generation.as_ref(), &reason);
+                self.refresh_metadata();
+                self.start_rebalance(format!("generation lost: {reason:?}"));
+                self.emit(MemberEvent::Lost {
+                    generation: generation.map(|g| g.generation_id),
+                    reason,
+                });
+            }
+            Event::Fenced { group_instance_id } => {
+                self.emit(MemberEvent::Fenced { group_instance_id });
+            }
+            Event::Fatal(error) => self.emit(MemberEvent::Fatal { error }),
+            Event::Left => self.emit(MemberEvent::Left),
+        }
+    }
+
+    fn on_sent(&mut self, tag: RequestTag, result: Result<Response, ConnectionError>) {
+        let span = self.rebalance.clone().unwrap_or_else(Span::none);
+        let _entered = span.enter();
+        match result {
+            Ok(response) => self.membership.handle_response(now(), tag, response),
+            Err(error) => {
+                debug!(tag = tag.seq(), %error, "request failed");
+                self.membership.handle_request_failed(now(), tag);
+            }
+        }
+    }
+
+    fn on_assigned(
+        &mut self,
+        generation_id: i32,
+        result: Result<Assigned, tokio::task::JoinError>,
+    ) {
+        let result = result.unwrap_or_else(|e| {
+            Err(AssignError::Failed(format!(
+                "the assignor panicked or was cancelled: {e}"
+            )))
+        });
+        match result {
+            Ok(assignments) => {
+                if let Err(error) = self.membership.set_assignment(generation_id, assignments) {
+                    debug!(%error, "assignment dropped");
+                }
+            }
+            Err(error) => {
+                warn!(generation = generation_id, %error, "the leader's assignment failed; rejoining");
+                self.emit(MemberEvent::AssignmentFailed {
+                    generation: generation_id,
+                    error: error.clone(),
+                });
+                self.membership
+                    .request_rejoin(now(), format!("the leader's assignment failed: {error}"));
+            }
+        }
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Rejoin { reason } => {
+                self.membership.request_rejoin(now(), reason);
+            }
+            Command::UpdateMetadata { reply } => {
+                let result = self
+                    .membership
+                    .update_metadata(now(), self.protocol.protocols())
+                    .map_err(MemberError::from);
+                let _ = reply.send(result);
+            }
+            Command::Leave { reason, reply } => {
+                self.leave_waiters.push(reply);
+                self.leave(reason);
+            }
+        }
+    }
+
+    /// Revoke the held generation (Kafka's `onLeavePrepare`), then leave.
+    fn leave(&mut self, reason: String) {
+        if matches!(
+            self.membership.state(),
+            MemberState::Leaving | MemberState::Left | MemberState::Fatal
+        ) {
+            return;
+        }
+        if let Some(generation) = self.membership.generation().cloned() {
+            self.protocol.on_revoked(&generation);
+            self.emit(MemberEvent::Revoked {
+                generation: generation.generation_id,
+                reason: reason.clone(),
+            });
+        }
+        if let Some(a) = self.assigning.take() {
+            a.task.abort();
+        }
+        self.membership.leave(now(), reason);
+    }
+}

@@ -1,0 +1,1 @@
+//! Driver tests on paused time against a model coordinator.

@@ -1,0 +1,440 @@
+//! The tokio driver of a group member against real Kafka: joins, leaves, crashes, a leader's
+//! death, static membership, and 200 members in one process.
+//!
+//! Each test uses its own group id and short timeouts (the test broker allows sessions from
+//! 1 s and has `group.initial.rebalance.delay.ms=0`). Every test prints `MEASURE name=ms`
+//! lines with what it measured (`cargo test -- --nocapture` shows them).
+//!
+//! The broker-restart and 3-broker coordinator-failover tests run only when
+//! `KROUPIER_KAFKA_CLUSTER=1` says that `scripts/kafka start --brokers 3` is up (with
+//! `KROUPIER_KAFKA_STATE` pointing at its state directory); `scripts/test` starts one broker,
+//! where they print a skip line.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kroupier_coordinator::driver::{Member, MemberConfig, MemberEvent, MemberHandle};
+use kroupier_coordinator::membership::{
+    AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState, ProtocolMetadata,
+};
+use kroupier_integration_tests::kafka_bootstrap;
+use tokio::task::JoinHandle;
+
+const SESSION: Duration = Duration::from_millis(2000);
+const HEARTBEAT: Duration = Duration::from_millis(300);
+
+fn unique_group(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kroupier-it-{test}-{}-{nanos}", std::process::id())
+}
+
+fn config(bootstrap: &str, group: &str, session: Duration, heartbeat: Duration) -> MemberConfig {
+    let mut config = MemberConfig::new(bootstrap, group).with_timeouts(session, heartbeat);
+    config.membership.min_session_timeout = Duration::from_secs(1);
+    config.membership.rebalance_timeout = Duration::from_secs(10);
+    config.membership.retry_backoff = Duration::from_millis(50);
+    config.membership.request_timeout = Duration::from_secs(10);
+    config
+}
+
+/// A protocol whose plan gives every member the sorted names of all members, so that equal
+/// assignments prove one plan.
+struct Roster {
+    name: String,
+}
+
+impl GroupProtocol for Roster {
+    fn protocol_type(&self) -> &str {
+        "kroupier-it"
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        vec![ProtocolMetadata::new(
+            "roster",
+            self.name.clone().into_bytes(),
+        )]
+    }
+
+    fn assign(
+        &self,
+        _protocol_name: &str,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        let mut names: Vec<String> = members
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.metadata).into_owned())
+            .collect();
+        names.sort();
+        let plan = Bytes::from(names.join(","));
+        Ok(members
+            .iter()
+            .map(|m| MemberAssignment::new(m.member_id.clone(), plan.clone()))
+            .collect())
+    }
+}
+
+struct Running {
+    name: String,
+    handle: MemberHandle,
+    driver: JoinHandle<()>,
+}
+
+fn start(config: MemberConfig, name: &str) -> Running {
+    let protocol = Arc::new(Roster {
+        name: name.to_owned(),
+    });
+    let (handle, driver) = Member::new(config, protocol).expect("valid member");
+    let driver = tokio::spawn(async move {
+        if let Err(e) = driver.await {
+            eprintln!("member driver ended: {e}");
+        }
+    });
+    Running {
+        name: name.to_owned(),
+        handle,
+        driver,
+    }
+}
+
+/// One stable generation of all `members`: (generation id, leader's member id).
+#[derive(Debug, PartialEq)]
+struct Stable {
+    generation: i32,
+    leader: String,
+}
+
+fn stable_view(members: &[&Running]) -> Option<Stable> {
+    let mut names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+    names.sort_unstable();
+    let plan = names.join(",");
+    let mut view: Option<Stable> = None;
+    for m in members {
+        let status = m.handle.current();
+        let generation = status.generation.as_ref()?;
+        if status.state != MemberState::Stable || status.assignment.as_deref()? != plan.as_bytes() {
+            return None;
+        }
+        let this = Stable {
+            generation: generation.generation_id,
+            leader: generation.leader_id.clone(),
+        };
+        match &view {
+            Some(v) if *v != this => return None,
+            _ => view = Some(this),
+        }
+    }
+    view
+}
+
+/// Waits until `members` are exactly the group, in one stable generation with one plan.
+async fn wait_stable(members: &[&Running], within: Duration) -> Stable {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(view) = stable_view(members) {
+            return view;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no stable generation of {} members within {within:?}: {:?}",
+            members.len(),
+            members
+                .iter()
+                .map(|m| (m.name.clone(), m.handle.current().state))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn measure(name: &str, elapsed: Duration) {
+    println!("MEASURE {name}={}ms", elapsed.as_millis());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_members_agree_on_one_leader_and_assignment() {
+    let Some(bootstrap) = kafka_bootstrap("five_members_agree_on_one_leader_and_assignment") else {
+        return;
+    };
+    let group = unique_group("five");
+    let conf = || config(&bootstrap, &group, SESSION, HEARTBEAT);
+
+    let t0 = Instant::now();
+    let first = start(conf(), "m0");
+    let mut events = first.handle.events();
+    wait_stable(&[&first], Duration::from_secs(15)).await;
+    measure("first_join", t0.elapsed());
+    let mut saw = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        saw.push(event);
+    }
+    assert!(
+        matches!(
+            saw.as_slice(),
+            [
+                MemberEvent::CoordinatorChanged { .. },
+                MemberEvent::Joined { leader: true, .. },
+                MemberEvent::Assigned { .. }
+            ]
+        ),
+        "events of a lone member: {saw:?}"
+    );
+
+    let t1 = Instant::now();
+    let mut members = vec![first];
+    for i in 1..5 {
+        members.push(start(conf(), &format!("m{i}")));
+    }
+    let refs: Vec<&Running> = members.iter().collect();
+    let view = wait_stable(&refs, Duration::from_secs(20)).await;
+    measure("five_members_to_stable", t1.elapsed());
+    let leaders = members
+        .iter()
+        .filter(|m| m.handle.current().is_leader())
+        .count();
+    assert_eq!(leaders, 1, "exactly one member leads {view:?}");
+    for m in &members {
+        assert!(m.handle.metrics().rebalances_total >= 1);
+        assert!(
+            m.handle
+                .lease()
+                .is_some_and(|l| m.handle.is_token_valid(&l.token))
+        );
+    }
+    for m in members {
+        m.handle.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_leaves_and_a_new_generation_forms_within_a_second() {
+    let Some(bootstrap) = kafka_bootstrap("a_follower_leaves_and_a_new_generation_forms") else {
+        return;
+    };
+    let group = unique_group("leave");
+    let members: Vec<Running> = (0..4)
+        .map(|i| {
+            start(
+                config(&bootstrap, &group, SESSION, HEARTBEAT),
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    let before = wait_stable(&refs, Duration::from_secs(20)).await;
+
+    let (followers, mut stay): (Vec<Running>, Vec<Running>) = {
+        let mut leaving = None;
+        let mut rest = Vec::new();
+        for m in members {
+            if leaving.is_none() && !m.handle.current().is_leader() {
+                leaving = Some(m);
+            } else {
+                rest.push(m);
+            }
+        }
+        (leaving.into_iter().collect(), rest)
+    };
+    let t0 = Instant::now();
+    for f in &followers {
+        f.handle.leave("the test stops this follower").await;
+    }
+    let refs: Vec<&Running> = stay.iter().collect();
+    let after = wait_stable(&refs, Duration::from_secs(5)).await;
+    let elapsed = t0.elapsed();
+    measure("leave_to_new_generation", elapsed);
+    assert!(after.generation > before.generation);
+    assert_eq!(after.leader, before.leader, "the leader stays");
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "new generation after {elapsed:?}"
+    );
+    for f in followers {
+        assert!(f.handle.current().stopped);
+    }
+    for m in stay.drain(..) {
+        m.handle.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_dropped_without_leaving_is_removed_after_the_session_timeout() {
+    let Some(bootstrap) = kafka_bootstrap("a_member_dropped_without_leaving_is_removed") else {
+        return;
+    };
+    let group = unique_group("crash");
+    let mut members: Vec<Running> = (0..3)
+        .map(|i| {
+            start(
+                config(&bootstrap, &group, SESSION, HEARTBEAT),
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    let before = wait_stable(&refs, Duration::from_secs(20)).await;
+
+    let index = members
+        .iter()
+        .position(|m| !m.handle.current().is_leader())
+        .expect("a follower");
+    let crashed = members.remove(index);
+    let t0 = Instant::now();
+    crashed.driver.abort();
+    let refs: Vec<&Running> = members.iter().collect();
+    let after = wait_stable(&refs, SESSION * 4).await;
+    let elapsed = t0.elapsed();
+    measure("crash_to_new_generation", elapsed);
+    assert!(after.generation > before.generation);
+    // The broker counts the session from the last heartbeat it received, at most one
+    // interval before the crash.
+    assert!(
+        elapsed >= SESSION - HEARTBEAT - Duration::from_millis(100),
+        "removed after {elapsed:?}, before its session timeout"
+    );
+    for m in members {
+        m.handle.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_is_killed_and_another_member_leads() {
+    let Some(bootstrap) = kafka_bootstrap("the_leader_is_killed_and_another_member_leads") else {
+        return;
+    };
+    let group = unique_group("leader-kill");
+    let mut members: Vec<Running> = (0..3)
+        .map(|i| {
+            start(
+                config(&bootstrap, &group, SESSION, HEARTBEAT),
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    let before = wait_stable(&refs, Duration::from_secs(20)).await;
+
+    let index = members
+        .iter()
+        .position(|m| m.handle.current().is_leader())
+        .expect("a leader");
+    let leader = members.remove(index);
+    let t0 = Instant::now();
+    leader.driver.abort();
+    let refs: Vec<&Running> = members.iter().collect();
+    let after = wait_stable(&refs, SESSION * 4).await;
+    measure("leader_kill_to_new_leader", t0.elapsed());
+    assert!(after.generation > before.generation);
+    assert_ne!(after.leader, before.leader);
+    assert_eq!(
+        members
+            .iter()
+            .filter(|m| m.handle.current().is_leader())
+            .count(),
+        1
+    );
+    for m in members {
+        m.handle.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_member_restarts_within_its_session_without_a_rebalance() {
+    let Some(bootstrap) = kafka_bootstrap("a_static_member_restarts_without_a_rebalance") else {
+        return;
+    };
+    let group = unique_group("static");
+    let conf = |i: usize| {
+        let mut c = config(
+            &bootstrap,
+            &group,
+            Duration::from_secs(6),
+            Duration::from_millis(500),
+        );
+        c.membership.group_instance_id = Some(format!("instance-{i}"));
+        c
+    };
+    let mut members: Vec<Running> = (0..3).map(|i| start(conf(i), &format!("m{i}"))).collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    let before = wait_stable(&refs, Duration::from_secs(20)).await;
+    let mut watch: Vec<_> = members.iter().map(|m| m.handle.events()).collect();
+
+    // Restart a follower: its driver dies (a static member sends no LeaveGroup anyway), a new
+    // process with the same instance id and metadata joins.
+    let index = members
+        .iter()
+        .position(|m| !m.handle.current().is_leader())
+        .expect("a follower");
+    let old = members.remove(index);
+    let old_assignment = old.handle.current().assignment;
+    old.driver.abort();
+    let t0 = Instant::now();
+    let restarted = start(conf(index), &old.name);
+    members.insert(index, restarted);
+    let refs: Vec<&Running> = members.iter().collect();
+    let after = wait_stable(&refs, Duration::from_secs(5)).await;
+    measure("static_restart_to_assigned", t0.elapsed());
+    assert_eq!(after, before, "same generation and leader: no rebalance");
+    assert_eq!(members[index].handle.current().assignment, old_assignment);
+    // Nobody else was revoked meanwhile.
+    for (i, events) in watch.iter_mut().enumerate() {
+        if i == index {
+            continue;
+        }
+        while let Ok(event) = events.try_recv() {
+            assert!(
+                !matches!(
+                    event,
+                    MemberEvent::Revoked { .. } | MemberEvent::Lost { .. }
+                ),
+                "member {i} saw {event:?}"
+            );
+        }
+    }
+    for m in members {
+        m.handle.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_members_in_one_process_reach_one_stable_generation() {
+    let Some(bootstrap) = kafka_bootstrap("two_hundred_members_reach_one_stable_generation") else {
+        return;
+    };
+    let group = unique_group("two-hundred");
+    let t0 = Instant::now();
+    let members: Vec<Running> = (0..200)
+        .map(|i| {
+            let mut c = config(
+                &bootstrap,
+                &group,
+                Duration::from_secs(10),
+                Duration::from_secs(1),
+            );
+            c.membership.rebalance_timeout = Duration::from_secs(30);
+            c.membership.request_timeout = Duration::from_secs(40);
+            start(c, &format!("m{i:03}"))
+        })
+        .collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    let view = wait_stable(&refs, Duration::from_secs(90)).await;
+    measure("two_hundred_to_stable", t0.elapsed());
+    assert_eq!(
+        members
+            .iter()
+            .filter(|m| m.handle.current().is_leader())
+            .count(),
+        1,
+        "{view:?}"
+    );
+    // Leave all at once.
+    let closing: Vec<_> = members
+        .into_iter()
+        .map(|m| tokio::spawn(m.handle.close()))
+        .collect();
+    for c in closing {
+        c.await.expect("close");
+    }
+}
