@@ -143,7 +143,11 @@ pub enum ConnectionError {
         api_key: ApiKey,
     },
     /// The broker answered with an error code where the connection layer cannot go on.
-    #[error("broker answered {api_key:?} with {error} (code {code}){}", message_suffix(.message))]
+    #[error(
+        "broker answered {api_key:?} with {error} (code {code}){}; {}",
+        message_suffix(.message),
+        if error.is_retriable() { "retriable: retry with backoff" } else { "not retriable: fix the cause (permissions, group id, broker version) before retrying" }
+    )]
     Kafka {
         /// The API.
         api_key: ApiKey,
