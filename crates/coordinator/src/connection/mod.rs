@@ -11,6 +11,10 @@
 //! - [`Cluster`]: a bootstrap connection to "any broker" with failover and
 //!   [`Backoff`], FindCoordinator with retries, and one kept connection per coordinator node.
 //!
+//! # Cancel safety
+//! Every async method here is cancel safe: a dropped request either was never sent or is sent
+//! and its response discarded, and the connection stays in step (see [`BrokerConnection`]).
+//!
 //! # Examples
 //! ```no_run
 //! # async fn example() -> Result<(), kroupier_coordinator::connection::ConnectionError> {
