@@ -19,7 +19,33 @@
 //! membership's metadata with [`Membership::set_metadata`](crate::membership::Membership::set_metadata)
 //! so that the next JoinGroup carries the leadership claim.
 //!
+//! [`Elector`] runs all of this on the tokio [driver](crate::driver): `Elector::spawn(config,
+//! id, eligible)` returns an [`ElectorHandle`] with a stream and a watch of the member's role,
+//! and [`ElectorHandle::is_leader`] checks the fencing token's deadline at the moment of the
+//! call. [`ElectorHandle::leave`] resigns *before* LeaveGroup, so a leader that shuts down
+//! has stopped before another is elected.
+//!
+//! ```no_run
+//! use kroupier_coordinator::driver::MemberConfig;
+//! use kroupier_coordinator::election::{ElectionEvent, Elector};
+//!
+//! # async fn example() -> Result<(), kroupier_coordinator::driver::MemberError> {
+//! let elector = Elector::spawn(MemberConfig::new("127.0.0.1:9092", "schedulers"), "node-1", true)?;
+//! let mut roles = elector.events();
+//! while let Ok(role) = roles.recv().await {
+//!     match role {
+//!         ElectionEvent::Leader { token } => println!("leading generation {}", token.generation_id),
+//!         ElectionEvent::Follower { leader_id, .. } => println!("following {leader_id:?}"),
+//!         ElectionEvent::Lost { .. } => println!("stopped"),
+//!     }
+//! }
+//! elector.leave().await;
+//! # Ok(()) }
+//! ```
+//!
 //! # Examples
+//!
+//! The protocol alone, without IO:
 //!
 //! ```
 //! use bytes::Bytes;
@@ -47,6 +73,7 @@
 //! assert!(matches!(a.poll_event(), Some(ElectionEvent::Leader { .. })));
 //! ```
 
+mod elector;
 mod protocol;
 mod wire;
 
@@ -55,6 +82,7 @@ mod sim_tests;
 #[cfg(test)]
 mod tests;
 
+pub use elector::{Elector, ElectorHandle};
 pub use protocol::{
     ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionEvent, LeaderElection, choose_leader,
 };

@@ -42,6 +42,7 @@ pub enum ElectionEvent {
 struct State {
     led_generation: Option<i32>,
     in_generation: Option<i32>,
+    resigned: bool,
     events: VecDeque<ElectionEvent>,
 }
 
@@ -75,11 +76,32 @@ impl LeaderElection {
 
     /// The metadata this member offers now.
     pub fn metadata(&self) -> ElectionMetadata {
+        let state = self.state();
         ElectionMetadata {
             id: self.id.clone(),
-            eligible: self.eligible,
-            led_generation: self.state().led_generation.unwrap_or(-1),
+            // A member on its way out must not be chosen again.
+            eligible: self.eligible && !state.resigned,
+            led_generation: state.led_generation.unwrap_or(-1),
         }
+    }
+
+    /// Stops acting on any role because this member is about to leave the group: reports
+    /// [`ElectionEvent::Lost`] if it held a generation, and ignores every later assignment.
+    /// Call it *before* LeaveGroup, so that the old leader has stopped before the group can
+    /// elect another.
+    pub fn resign(&self) {
+        let mut state = self.state();
+        state.resigned = true;
+        if let Some(generation_id) = state.in_generation.take() {
+            state.events.push_back(ElectionEvent::Lost {
+                generation_id: Some(generation_id),
+            });
+        }
+    }
+
+    /// Whether [`resign`](Self::resign) was called.
+    pub fn has_resigned(&self) -> bool {
+        self.state().resigned
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -148,6 +170,9 @@ impl GroupProtocol for LeaderElection {
             leader_id: None,
         });
         let mut state = self.state();
+        if state.resigned {
+            return;
+        }
         state.in_generation = Some(generation.generation_id);
         let event = if decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str()) {
             state.led_generation = Some(generation.generation_id);
