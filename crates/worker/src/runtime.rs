@@ -156,6 +156,11 @@ impl Runtime {
     /// cancelled at once and awaited, within the graceful stop timeout plus the abort timeout;
     /// new tasks start at once. Returns when the revocations are done: only then may the
     /// member rejoin.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: drive it to completion (it is bounded). Revocations started before a
+    /// drop still complete in the background.
     pub async fn apply(&self, change: AssignmentChange) -> ApplyReport {
         let member_id = change.token.member_id.clone();
         let held = self.supervisor.held();

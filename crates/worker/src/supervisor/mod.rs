@@ -276,6 +276,11 @@ impl Supervisor {
 
     /// Revokes `task_ids`: cancels them now, and returns a future that completes once they are
     /// stopped, within the graceful stop timeout plus the abort timeout. Unknown ids are ignored.
+    /// Must be called within a tokio runtime.
+    ///
+    /// # Cancel safety
+    ///
+    /// The stop goes on in its own tokio task; dropping the returned future only stops waiting.
     pub fn revoke<I, S>(&self, task_ids: I) -> impl Future<Output = StopReport> + Send + 'static
     where
         I: IntoIterator<Item = S>,
@@ -362,7 +367,9 @@ impl Supervisor {
         }
         let table = self.table.clone();
         let stopping = self.stopping.clone();
-        async move {
+        // The stop runs in its own tokio task: dropping the returned future does not leave a
+        // task half-stopped (or barred from starting again).
+        let work = tokio::spawn(async move {
             let stops = taken.into_iter().map(|(id, slot)| {
                 let table = table.clone();
                 let stopping = stopping.clone();
@@ -406,6 +413,12 @@ impl Supervisor {
             report.aborted.sort();
             report.unresponsive.sort();
             report
+        });
+        async move {
+            work.await.unwrap_or_else(|error| {
+                tracing::error!(%error, "stopping tasks panicked");
+                StopReport::default()
+            })
         }
     }
 

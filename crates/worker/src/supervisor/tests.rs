@@ -479,3 +479,21 @@ async fn a_task_stuck_in_blocking_code_is_never_started_twice() {
         .await;
     assert!(report.all_stopped());
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_revoke_future_still_stops_the_task() {
+    let f = fixture(SupervisorConfig::default());
+    f.supervisor.start("stubborn", token());
+    settle().await;
+    drop(f.supervisor.revoke(["stubborn"]));
+    assert_eq!(
+        f.supervisor.start("stubborn", token()),
+        StartOutcome::StillStopping
+    );
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(f.supervisor.table().get("stubborn"), None);
+    assert_eq!(
+        f.supervisor.start("stubborn", token()),
+        StartOutcome::Started
+    );
+}
