@@ -10,6 +10,19 @@
 //! [`ReplyId`] of their request, and [`GroupCoordinator::poll_timeout`] says when to call
 //! [`GroupCoordinator::handle_timeout`] next. Tests drive it on virtual time.
 //!
+//! # Where it follows Kafka, and where it cannot
+//! The rules are those of Kafka 4.x's `GroupMetadataManager` for classic groups. A static
+//! member that restarts (same `group.instance.id`, new member id) while the group is Stable
+//! replaces its old id without a rebalance as long as the protocol vote would not change, as
+//! Kafka does; a restarted static leader is told to skip the assignment (KIP-814). Differences,
+//! all in corners a correct client never reaches:
+//! - a tie in the protocol vote goes to the name that sorts first (Kafka: hash-map order);
+//! - when a leader leaves, the member whose id sorts first leads (Kafka: hash-map order);
+//! - a second JoinGroup or SyncGroup parked by the same member answers the first with
+//!   REBALANCE_IN_PROGRESS (Kafka never answers it; its client has already given up on it);
+//! - there are no offsets and no DeleteGroups: a group is `Dead` only in that it does not exist,
+//!   and an empty group is kept, as Kafka keeps it while it has offsets.
+//!
 //! # Examples
 //!
 //! ```
