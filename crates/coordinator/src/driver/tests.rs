@@ -1,1 +1,360 @@
-//! Driver tests on paused time against a model coordinator.
+//! The driver on paused tokio time against the model coordinator of the election tests,
+//! through a fake transport: joins, a blocked assignor, shutdown by drop, self-fencing.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::transport::{SendFuture, Transport};
+use super::{Member, MemberError, MemberEvent, MemberHandle};
+use crate::connection::ConnectionError;
+use crate::election::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
+use crate::election::{ElectionEvent, LeaderElection};
+use crate::membership::{
+    AssignError, Coordinator, Generation, GroupProtocol, LostReason, MemberAssignment,
+    MemberMetadata, MemberState, MembershipConfig, Outgoing, ProtocolMetadata, Request, RequestTag,
+    Response,
+};
+
+struct Net {
+    broker: Broker,
+    waiting: HashMap<(usize, RequestTag), oneshot::Sender<Response>>,
+    next_tag: u64,
+}
+
+impl Net {
+    fn dispatch(&mut self) {
+        while let Some((owner, tag, response)) = self.broker.out.pop_front() {
+            if let Some(tx) = self.waiting.remove(&(owner, tag)) {
+                let _ = tx.send(response);
+            }
+        }
+    }
+}
+
+/// The model coordinator, shared by every member's fake transport, ticked every 10 ms.
+#[derive(Clone)]
+struct Model(Arc<Mutex<Net>>);
+
+impl Model {
+    fn start() -> Self {
+        let model = Self(Arc::new(Mutex::new(Net {
+            broker: Broker::new(),
+            waiting: HashMap::new(),
+            next_tag: 0,
+        })));
+        let ticking = model.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let mut net = ticking.net();
+                net.broker.tick(super::run::now());
+                net.dispatch();
+            }
+        });
+        model
+    }
+
+    fn net(&self) -> std::sync::MutexGuard<'_, Net> {
+        self.0.lock().unwrap()
+    }
+
+    fn transport(&self, owner: usize) -> Arc<Fake> {
+        Arc::new(Fake {
+            model: self.clone(),
+            owner,
+            partitioned: AtomicBool::new(false),
+            sent: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+/// One member's network: requests go to the model unless partitioned, where they time out.
+struct Fake {
+    model: Model,
+    owner: usize,
+    partitioned: AtomicBool,
+    sent: Mutex<Vec<&'static str>>,
+}
+
+impl Transport for Fake {
+    fn send(self: Arc<Self>, request: Request, timeout: Duration) -> SendFuture {
+        Box::pin(async move {
+            let name = match &request {
+                Request::FindCoordinator(_) => "FindCoordinator",
+                Request::JoinGroup(_) => "JoinGroup",
+                Request::SyncGroup(_) => "SyncGroup",
+                Request::Heartbeat(_) => "Heartbeat",
+                Request::LeaveGroup(_) => "LeaveGroup",
+            };
+            self.sent.lock().unwrap().push(name);
+            let failed = || ConnectionError::RequestTimeout {
+                addr: "model".to_owned(),
+                api_key: kafka_protocol::messages::ApiKey::Heartbeat,
+                timeout,
+            };
+            if self.partitioned.load(Ordering::SeqCst) {
+                tokio::time::sleep(timeout).await;
+                return Err(failed());
+            }
+            let response = {
+                let mut net = self.model.net();
+                net.next_tag += 1;
+                let tag = RequestTag(net.next_tag);
+                let (tx, rx) = oneshot::channel();
+                net.waiting.insert((self.owner, tag), tx);
+                let out = Outgoing {
+                    tag,
+                    timeout,
+                    request,
+                };
+                net.broker.handle(super::run::now(), self.owner, &out);
+                net.dispatch();
+                rx
+            };
+            match tokio::time::timeout(timeout, response).await {
+                Ok(Ok(response)) => Ok(response),
+                _ => Err(failed()),
+            }
+        })
+    }
+
+    fn set_coordinator(&self, _coordinator: Option<&Coordinator>) {}
+}
+
+fn config() -> MembershipConfig {
+    let mut config = MembershipConfig::new("driven");
+    config.session_timeout = SESSION;
+    config.heartbeat_interval = HEARTBEAT;
+    config.rebalance_timeout = REBALANCE;
+    config.min_session_timeout = Duration::from_secs(1);
+    config
+}
+
+fn start<P: GroupProtocol>(
+    model: &Model,
+    owner: usize,
+    protocol: Arc<P>,
+) -> (MemberHandle, Arc<Fake>, JoinHandle<Result<(), MemberError>>) {
+    let transport = model.transport(owner);
+    let (handle, driver) =
+        Member::with_transport(config(), 64, protocol, transport.clone()).expect("valid member");
+    (handle, transport, tokio::spawn(driver))
+}
+
+fn drain(events: &mut tokio::sync::broadcast::Receiver<MemberEvent>) -> Vec<MemberEvent> {
+    let mut out = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        out.push(event);
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_members_join_and_exactly_one_leads() {
+    let model = Model::start();
+    let members: Vec<_> = ["b", "a", "c"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| start(&model, i, Arc::new(LeaderElection::new(*id, true))))
+        .collect();
+    let mut events: Vec<_> = members.iter().map(|m| m.0.events()).collect();
+    tokio::time::sleep(SESSION).await;
+
+    let statuses: Vec<_> = members.iter().map(|m| m.0.current()).collect();
+    let generation = statuses[0].generation.clone().expect("a generation");
+    for s in &statuses {
+        assert_eq!(s.state, MemberState::Stable);
+        assert_eq!(
+            s.generation.as_ref().map(|g| g.generation_id),
+            Some(generation.generation_id)
+        );
+        assert!(s.metrics.heartbeats_sent > 0);
+        assert!(s.metrics.last_rebalance_latency.is_some());
+    }
+    assert_eq!(statuses.iter().filter(|s| s.is_leader()).count(), 1);
+    for e in &mut events {
+        let seen = drain(e);
+        assert!(
+            matches!(seen.first(), Some(MemberEvent::CoordinatorChanged { .. })),
+            "{seen:?}"
+        );
+        assert!(seen.iter().any(|e| matches!(e, MemberEvent::Joined { .. })));
+        let last = seen
+            .iter()
+            .rev()
+            .find(|e| matches!(e, MemberEvent::Assigned { .. }));
+        assert!(
+            matches!(last, Some(MemberEvent::Assigned { token, .. }) if token.generation_id == generation.generation_id)
+        );
+    }
+    for m in &members {
+        let lease = m.0.lease().expect("a lease");
+        assert!(m.0.is_token_valid(&lease.token));
+    }
+}
+
+/// The election, with an assignor that waits until the test lets it go.
+struct GatedAssignor {
+    inner: LeaderElection,
+    entered: std::sync::mpsc::Sender<()>,
+    gate: Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl GroupProtocol for GatedAssignor {
+    fn protocol_type(&self) -> &str {
+        self.inner.protocol_type()
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        self.inner.protocols()
+    }
+
+    fn assign(
+        &self,
+        protocol_name: &str,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        let _ = self.entered.send(());
+        let _ = self.gate.lock().unwrap().recv();
+        self.inner.assign(protocol_name, members)
+    }
+
+    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
+        self.inner.on_assigned(generation, assignment);
+    }
+}
+
+async fn advance(by: Duration) {
+    let step = Duration::from_millis(10);
+    let mut left = by;
+    while !left.is_zero() {
+        let d = step.min(left);
+        tokio::time::advance(d).await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        left -= d;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeats_go_on_while_the_assignor_blocks() {
+    let model = Model::start();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, gate) = std::sync::mpsc::channel();
+    let protocol = Arc::new(GatedAssignor {
+        inner: LeaderElection::new("a", true),
+        entered: entered_tx,
+        gate: Mutex::new(gate),
+    });
+    let (handle, _net, _driver) = start(&model, 0, protocol);
+    let mut events = handle.events();
+    // Drive time by hand until the leader's assignor runs (and blocks).
+    let mut waited = Duration::ZERO;
+    while entered.try_recv().is_err() {
+        advance(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+        assert!(waited < SESSION, "the assignor never ran");
+    }
+    let before = handle.metrics().heartbeats_sent;
+    // Three session timeouts pass while the assignor blocks its thread.
+    advance(SESSION * 3).await;
+    let status = handle.current();
+    assert_eq!(status.state, MemberState::AwaitingAssignment);
+    let sent = status.metrics.heartbeats_sent - before;
+    assert!(sent >= 15, "only {sent} heartbeats in 18 s");
+    assert!(
+        !drain(&mut events)
+            .iter()
+            .any(|e| matches!(e, MemberEvent::Lost { .. })),
+        "the member fenced itself while its heartbeats succeeded"
+    );
+    release.send(()).unwrap();
+    let mut waited = Duration::ZERO;
+    while handle.current().state != MemberState::Stable {
+        advance(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+        assert!(waited < SESSION, "no SyncGroup after the assignment");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_every_handle_leaves_the_group_and_ends_the_driver() {
+    let model = Model::start();
+    let (handle, net, driver) = start(&model, 0, Arc::new(LeaderElection::new("a", true)));
+    tokio::time::sleep(SESSION).await;
+    assert_eq!(handle.current().state, MemberState::Stable);
+    assert_eq!(model.net().broker.members.len(), 1);
+    let status = handle.status();
+    drop(handle);
+    assert_eq!(driver.await.expect("no panic"), Ok(()));
+    assert!(net.sent.lock().unwrap().contains(&"LeaveGroup"));
+    assert!(model.net().broker.members.is_empty(), "the member left");
+    assert!(status.borrow().stopped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partitioned_member_reports_lost_before_its_session_can_expire() {
+    let model = Model::start();
+    let (handle, net, _driver) = start(&model, 0, Arc::new(LeaderElection::new("a", true)));
+    tokio::time::sleep(SESSION).await;
+    let lease = handle.lease().expect("a lease");
+    let mut events = handle.events();
+    drain(&mut events);
+
+    net.partitioned.store(true, Ordering::SeqCst);
+    let cut = tokio::time::Instant::now().into_std();
+    let lost = loop {
+        match events.recv().await.expect("events") {
+            MemberEvent::Lost { reason, .. } => break reason,
+            _ => continue,
+        }
+    };
+    let at = tokio::time::Instant::now().into_std();
+    assert!(
+        matches!(lost, LostReason::HeartbeatTimeout { .. }),
+        "{lost:?}"
+    );
+    // The lease ended at its deadline, which is before the broker's session ends (it counts
+    // from the later receipt of the last heartbeat).
+    assert!(
+        at >= lease.valid_until,
+        "lost before the lease it held ended"
+    );
+    assert!(at - cut < SESSION, "lost {:?} after the cut", at - cut);
+    assert!(!handle.is_token_valid(&lease.token));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resigned_elector_reports_lost_and_never_leads_again() {
+    let model = Model::start();
+    let election = Arc::new(LeaderElection::new("a", true));
+    let (handle, _net, _driver) = start(&model, 0, election.clone());
+    tokio::time::sleep(SESSION).await;
+    assert!(matches!(
+        election.poll_event(),
+        Some(ElectionEvent::Leader { .. })
+    ));
+    election.resign();
+    assert!(matches!(
+        election.poll_event(),
+        Some(ElectionEvent::Lost { .. })
+    ));
+    handle
+        .rejoin("a new generation after the resignation")
+        .await
+        .unwrap();
+    tokio::time::sleep(SESSION).await;
+    assert_eq!(handle.current().state, MemberState::Stable);
+    assert_eq!(
+        election.poll_event(),
+        None,
+        "a resigned member takes no role"
+    );
+}

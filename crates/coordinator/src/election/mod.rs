@@ -78,6 +78,8 @@ mod protocol;
 mod wire;
 
 #[cfg(test)]
+pub(crate) mod model_coordinator;
+#[cfg(test)]
 mod sim_tests;
 #[cfg(test)]
 mod tests;
