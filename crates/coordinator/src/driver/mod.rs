@@ -1,11 +1,11 @@
 //! # The tokio driver of a group member
 //!
 //! [`Member::new`] builds a member from a [`MemberConfig`] and a
-//! [`GroupProtocol`](crate::membership::GroupProtocol) and returns a [`MemberHandle`] and the
+//! [`GroupProtocol`] and returns a [`MemberHandle`] and the
 //! driver future (tower's `Buffer::pair` idea: the caller decides where the driver runs);
 //! [`Member::spawn`] runs it on the current tokio runtime.
 //!
-//! The driver is one loop that owns the sans-IO [`Membership`](crate::membership::Membership)
+//! The driver is one loop that owns the sans-IO [`Membership`]
 //! and feeds it `now`, responses, failures and commands:
 //!
 //! ```text
