@@ -11,6 +11,11 @@
 //! | SIGTERM, before LeaveGroup | [`Runtime::shutdown`] |
 //! | next JoinGroup | [`Runtime::metadata`] for the member metadata bytes |
 //!
+//! Every call takes effect at once (leases fail, tasks are cancelled or started, the status board
+//! changes) and returns a `'static` future that only waits for the stops. So the membership's
+//! synchronous callbacks (`on_assigned`, `on_revoked`, `on_lost`) can call it and hand the wait
+//! to the driver, which rejoins only once it completes.
+//!
 //! The runtime never talks to Kafka. Clock values are `tokio::time::Instant`s; a driver holding
 //! `std::time::Instant`s converts with `tokio::time::Instant::from_std`.
 
@@ -152,16 +157,23 @@ impl Runtime {
         metadata
     }
 
-    /// Applies a new assignment. Revoked tasks (and held tasks missing from the target set) are
-    /// cancelled at once and awaited, within the graceful stop timeout plus the abort timeout;
-    /// new tasks start at once. Returns when the revocations are done: only then may the
-    /// member rejoin.
+    /// Applies a new assignment.
+    ///
+    /// At the call: revoked tasks (and held tasks missing from the target set) are cancelled, so
+    /// their lease checks fail from this instant; the lease moves to the new generation; new
+    /// tasks start; the status board shows the new generation. The returned future completes
+    /// once the revocations are done (within the graceful stop timeout plus the abort timeout):
+    /// only then may the member rejoin. Must be called within a tokio runtime; callable from the
+    /// membership's synchronous callbacks.
     ///
     /// # Cancel safety
     ///
-    /// Not cancel safe: drive it to completion (it is bounded). Revocations started before a
-    /// drop still complete in the background.
-    pub async fn apply(&self, change: AssignmentChange) -> ApplyReport {
+    /// The rest of the work (waiting for stops, restarting tasks re-granted under a new member
+    /// id) runs in its own tokio task; dropping the returned future only stops waiting.
+    pub fn apply(
+        &self,
+        change: AssignmentChange,
+    ) -> impl Future<Output = ApplyReport> + Send + 'static {
         let member_id = change.token.member_id.clone();
         let held = self.supervisor.held();
         // Held under an older membership (another member id): their lease checks fail; they are
@@ -187,11 +199,10 @@ impl Runtime {
             .set_member_lease(MemberLease::new(change.token.clone(), change.valid_until));
 
         let mut report = ApplyReport::default();
-        let target = change.run.iter().filter(|id| !change.revoke.contains(*id));
-        let mut restart_after_stop = Vec::new();
-        for id in target {
+        let mut regranted = Vec::new();
+        for id in change.run.iter().filter(|id| !change.revoke.contains(*id)) {
             if stale.contains(id) {
-                restart_after_stop.push(id.clone());
+                regranted.push(id.clone());
                 continue;
             }
             match self.supervisor.start(id, change.token.clone()) {
@@ -200,67 +211,83 @@ impl Runtime {
                 _ => report.kept.push(id.clone()),
             }
         }
-        report.stopped = stopping.await;
-        for id in restart_after_stop {
-            match self.supervisor.start(&id, change.token.clone()) {
-                StartOutcome::Started => report.started.push(id),
-                StartOutcome::StillStopping => report.still_stopping.push(id),
-                _ => {}
-            }
-        }
-        if !report.still_stopping.is_empty() {
-            tracing::error!(
-                tasks = ?report.still_stopping,
-                "assigned tasks not started: an earlier run has not ended after its abort"
-            );
-        }
-        report.started.sort();
+        self.complete_rebalance(&change, !report.started.is_empty() || !regranted.is_empty());
 
+        let supervisor = self.supervisor.clone();
+        let token = change.token;
+        let tail = tokio::spawn(async move {
+            report.stopped = stopping.await;
+            for id in regranted {
+                match supervisor.start(&id, token.clone()) {
+                    StartOutcome::Started => report.started.push(id),
+                    StartOutcome::StillStopping => report.still_stopping.push(id),
+                    _ => {}
+                }
+            }
+            report.started.sort();
+            if !report.still_stopping.is_empty() {
+                tracing::error!(
+                    tasks = ?report.still_stopping,
+                    "assigned tasks not started: an earlier run has not ended after its abort"
+                );
+            }
+            tracing::info!(
+                generation = token.generation,
+                started = report.started.len(),
+                kept = report.kept.len(),
+                stopped = report.stopped.graceful.len() + report.stopped.aborted.len(),
+                "assignment applied"
+            );
+            report
+        });
+        async move {
+            tail.await.unwrap_or_else(|error| {
+                tracing::error!(%error, "applying the assignment panicked");
+                ApplyReport::default()
+            })
+        }
+    }
+
+    /// Publishes the new generation on the status board.
+    fn complete_rebalance(&self, change: &AssignmentChange, gained_tasks: bool) {
         let own = self.supervisor.catalogue().fingerprint();
-        let mismatch = change
-            .leader_catalogue_fingerprint
-            .is_some_and(|leader| leader != own);
+        let leader_fingerprint = change.leader_catalogue_fingerprint;
+        let mismatch = leader_fingerprint.is_some_and(|leader| leader != own);
         if mismatch {
             tracing::warn!(
                 own = format_args!("{own:016x}"),
-                leader = ?change.leader_catalogue_fingerprint.map(|f| format!("{f:016x}")),
-                "this worker's catalogue differs from the leader's; give all workers the same catalogue"
+                leader = ?leader_fingerprint.map(|f| format!("{f:016x}")),
+                "this worker's catalogue differs from the leader's; give all workers the same \
+                 catalogue"
             );
         }
         let first = !self.assigned_once.swap(true, Ordering::AcqRel);
-        if !first && !report.started.is_empty() {
+        if !first && gained_tasks {
             self.board.record_failover();
         }
         self.board.rebalance_completed(GroupView {
-            member_id: Some(member_id.to_string()),
+            member_id: Some(change.token.member_id.to_string()),
             generation: Some(change.token.generation),
-            leader: Some(change.leader),
-            leader_catalogue_fingerprint: change
-                .leader_catalogue_fingerprint
-                .map(|f| format!("{f:016x}")),
+            leader: Some(change.leader.clone()),
+            leader_catalogue_fingerprint: leader_fingerprint.map(|f| format!("{f:016x}")),
             catalogue_mismatch: mismatch,
         });
-        tracing::info!(
-            generation = change.token.generation,
-            started = report.started.len(),
-            kept = report.kept.len(),
-            stopped = report.stopped.graceful.len() + report.stopped.aborted.len(),
-            "assignment applied"
-        );
-        report
     }
 
-    /// Stops `task_ids` now, within the graceful stop timeout plus the abort timeout. For
-    /// protocols that revoke outside an assignment.
-    pub async fn revoke(&self, task_ids: &BTreeSet<String>) -> StopReport {
-        self.supervisor.revoke(task_ids).await
+    /// Stops `task_ids` (cancelled at the call), within the graceful stop timeout plus the abort
+    /// timeout. For protocols that revoke outside an assignment.
+    pub fn revoke(
+        &self,
+        task_ids: &BTreeSet<String>,
+    ) -> impl Future<Output = StopReport> + Send + 'static {
+        self.supervisor.revoke(task_ids)
     }
 
-    /// Stops every task before rejoining, as Kafka's eager protocol does (`onPartitionsRevoked`
-    /// of everything). Needed with assignors that may move a task within one generation; the
-    /// cooperative assignor never does, so it needs no call here.
-    pub async fn revoke_all(&self) -> StopReport {
-        self.supervisor.revoke(self.supervisor.held()).await
+    /// Stops every task (cancelled at the call) before rejoining, as Kafka's eager protocol does
+    /// (`onPartitionsRevoked` of everything). Needed with assignors that may move a task within
+    /// one generation; the cooperative assignor never does, so it needs no call here.
+    pub fn revoke_all(&self) -> impl Future<Output = StopReport> + Send + 'static {
+        self.supervisor.revoke(self.supervisor.held())
     }
 
     /// A heartbeat succeeded: the lease holds until `valid_until`.
@@ -268,27 +295,30 @@ impl Runtime {
         self.supervisor.extend_lease(valid_until);
     }
 
-    /// The membership is lost (self-fenced, reset, or fenced): every lease check fails from now
-    /// on, and every task is stopped by `deadline` (the instant the group may hand the tasks to
-    /// others).
-    pub async fn lost(&self, deadline: Instant) -> StopReport {
+    /// The membership is lost (self-fenced, reset, or fenced): at the call every lease check
+    /// starts failing and every task is cancelled; the future completes once all are stopped,
+    /// by `deadline` (the instant the group may hand the tasks to others).
+    pub fn lost(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
         self.supervisor.extend_lease(Instant::now());
-        let report = self
+        let stopping = self
             .supervisor
-            .revoke_within(self.supervisor.held(), deadline)
-            .await;
-        tracing::warn!(
-            aborted = report.aborted.len(),
-            unresponsive = report.unresponsive.len(),
-            "membership lost; all tasks stopped"
-        );
-        report
+            .revoke_within(self.supervisor.held(), deadline);
+        async move {
+            let report = stopping.await;
+            tracing::warn!(
+                aborted = report.aborted.len(),
+                unresponsive = report.unresponsive.len(),
+                "membership lost; all tasks stopped"
+            );
+            report
+        }
     }
 
-    /// Stops every task for shutdown, by `deadline`; the caller then sends LeaveGroup.
-    pub async fn shutdown(&self, deadline: Instant) -> StopReport {
+    /// Stops every task for shutdown (cancelled at the call), by `deadline`; then send
+    /// LeaveGroup.
+    pub fn shutdown(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
         self.board.set_shutting_down();
-        self.supervisor.stop_all(deadline).await
+        self.supervisor.stop_all(deadline)
     }
 }
 

@@ -90,18 +90,19 @@ async fn apply_starts_the_target_set_and_keeps_what_stays() {
 
     runtime.rebalance_started();
     assert!(runtime.board().snapshot().rebalancing);
-    let report = runtime
-        .apply(change(2, "m", &["task-0", "task-1"], &["task-2"]))
-        .await;
-    assert!(report.started.is_empty());
-    assert_eq!(report.kept, ["task-0", "task-1"]);
-    assert_eq!(report.stopped.graceful, ["task-2"]);
-    // Kept tasks carry on under the new generation; the revoked one's lease is gone.
+    let applying = runtime.apply(change(2, "m", &["task-0", "task-1"], &["task-2"]));
+    // At the call, before the future is polled: kept tasks carry on under the new generation,
+    // the revoked one's lease is gone, the status shows the new generation.
     assert_eq!(ctxs[0].check_lease(), Ok(FencingToken::new(2, "m")));
     assert!(matches!(
         ctxs[2].check_lease(),
         Err(LeaseError::Revoked { .. })
     ));
+    assert_eq!(runtime.board().group().generation, Some(2));
+    let report = applying.await;
+    assert!(report.started.is_empty());
+    assert_eq!(report.kept, ["task-0", "task-1"]);
+    assert_eq!(report.stopped.graceful, ["task-2"]);
     let status = runtime.board().snapshot();
     assert!(!status.rebalancing);
     assert_eq!(status.group.generation, Some(2));
@@ -137,9 +138,7 @@ async fn lost_fails_leases_at_once_and_stops_all_by_the_deadline() {
     let ctx = rx.recv().await.unwrap();
     let started = Instant::now();
     let lost = runtime.lost(started + Duration::from_secs(3));
-    tokio::pin!(lost);
-    // Poll once so the lost path runs its synchronous part.
-    assert!(futures::poll!(lost.as_mut()).is_pending());
+    // At the call, before the future is ever polled.
     assert!(ctx.check_lease().is_err());
     let report = lost.await;
     assert!(started.elapsed() <= Duration::from_secs(3));
