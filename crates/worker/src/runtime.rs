@@ -5,7 +5,7 @@
 //! | Member event | Call |
 //! |---|---|
 //! | a rebalance starts (`Revoked`) | [`Runtime::rebalance_started`]; with an eager assignor also [`Runtime::revoke_all`] before rejoining |
-//! | SyncGroup gave an assignment (`Assigned`) | [`Runtime::apply`] with an [`AssignmentChange`]; rejoin only after it returns |
+//! | SyncGroup gave an assignment (`Assigned`) | [`Runtime::apply`] with an [`AssignmentChange`]; rejoin only once its future completes |
 //! | a heartbeat succeeded (new lease) | [`Runtime::extend_lease`] |
 //! | `Lost` / `Fenced` | [`Runtime::lost`] with the deadline by which all work must stop |
 //! | SIGTERM, before LeaveGroup | [`Runtime::shutdown`] |

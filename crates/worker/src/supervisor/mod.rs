@@ -303,13 +303,12 @@ impl Supervisor {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let taken: Vec<(String, Slot)> = {
-            let mut slots = self.lock();
+        let taken = self.take(|slots| {
             task_ids
                 .into_iter()
                 .filter_map(|id| slots.remove_entry(id.as_ref()))
                 .collect()
-        };
+        });
         self.stop_slots(taken, deadline)
     }
 
@@ -318,29 +317,41 @@ impl Supervisor {
     pub fn stop_all(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
         self.member.send_modify(|lease| lease.shutting_down = true);
         self.root.cancel();
-        let taken: Vec<(String, Slot)> = self.lock().drain().collect();
+        let taken = self.take(|slots| slots.drain().collect());
         self.stop_slots(taken, deadline)
     }
 
     /// Restarts a held task from scratch: stops it if it is running, then starts it with the
     /// token it was granted in and a clean failure count. The way out of `FAILED`.
     pub async fn restart(&self, task_id: &str) -> Result<StopReport, RestartError> {
-        let slot = self
-            .lock()
-            .remove(task_id)
-            .ok_or_else(|| RestartError::NotHeld(task_id.to_owned()))?;
-        let granted = slot.granted.clone();
+        let taken = self.take(|slots| slots.remove_entry(task_id).into_iter().collect());
+        let Some(granted) = taken.first().map(|(_, slot)| slot.granted.clone()) else {
+            return Err(RestartError::NotHeld(task_id.to_owned()));
+        };
         let deadline =
             Instant::now() + self.config.graceful_stop_timeout + self.config.abort_timeout;
-        let report = self
-            .stop_slots(vec![(task_id.to_owned(), slot)], deadline)
-            .await;
+        let report = self.stop_slots(taken, deadline).await;
         if !report.all_stopped() {
             return Err(RestartError::DidNotStop(task_id.to_owned()));
         }
         tracing::info!(task = task_id, "restart requested");
         self.start(task_id, granted);
         Ok(report)
+    }
+
+    /// Removes the slots `pick` chooses, marks them stopping and cancels them, all under the
+    /// slots lock, so that no `start` can slip a second run in between.
+    fn take(
+        &self,
+        pick: impl FnOnce(&mut HashMap<String, Slot>) -> Vec<(String, Slot)>,
+    ) -> Vec<(String, Slot)> {
+        let mut slots = self.lock();
+        let taken = pick(&mut slots);
+        lock(&self.stopping).extend(taken.iter().map(|(id, _)| id.clone()));
+        for (_, slot) in &taken {
+            slot.cancel.cancel();
+        }
+        taken
     }
 
     fn stop_slots(
@@ -355,9 +366,7 @@ impl Supervisor {
             .max(now);
         let graceful_until = (now + self.config.graceful_stop_timeout).min(latest_graceful);
         let abort_until = graceful_until + self.config.abort_timeout;
-        lock(&self.stopping).extend(taken.iter().map(|(id, _)| id.clone()));
         for (id, slot) in &taken {
-            slot.cancel.cancel();
             self.table.update(id, slot.incarnation, |status| {
                 if status.state.is_active() {
                     status.state = TaskState::Stopping;
