@@ -173,14 +173,14 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
         settled(l, &[0, 1, 2], 3).is_some()
     });
     let leader = settled(&c.seen, &alive, 3).expect("settled");
+    let first_leader = c
+        .seen
+        .iter()
+        .find(|l| l.event == "leader")
+        .expect("a leader line");
     assert_eq!(
-        c.seen
-            .iter()
-            .rev()
-            .find(|l| l.process == leader)
-            .map(|l| l.id.as_str()),
-        Some("a"),
-        "the lowest id leads when nobody led before"
+        first_leader.process, leader,
+        "leadership is sticky: the first process to lead keeps leading"
     );
 
     // SIGKILL the leader: no LeaveGroup; the broker notices after the session timeout.

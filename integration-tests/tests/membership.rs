@@ -438,3 +438,119 @@ async fn two_hundred_members_in_one_process_reach_one_stable_generation() {
         c.await.expect("close");
     }
 }
+
+/// Whether the cluster tests may kill and restart brokers: only when `KROUPIER_KAFKA_CLUSTER=1`
+/// says the cluster at the bootstrap address is theirs (`scripts/kafka start --brokers 3`, with
+/// `KROUPIER_KAFKA_STATE` naming its state directory if it is not `.kafka`).
+fn cluster_tests(test: &str) -> Option<String> {
+    let bootstrap = kafka_bootstrap(test)?;
+    if std::env::var("KROUPIER_KAFKA_CLUSTER").is_ok_and(|v| v.trim() == "1") {
+        Some(bootstrap)
+    } else {
+        eprintln!(
+            "SKIP {test}: it kills brokers; set KROUPIER_KAFKA_CLUSTER=1 with a cluster of its own \
+             (scripts/kafka start --brokers 3)"
+        );
+        None
+    }
+}
+
+/// Runs `scripts/kafka <args>` (kill-node, start-node) on the cluster under test.
+fn kafka_script(args: &[&str]) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka");
+    let status = std::process::Command::new(script)
+        .args(args)
+        .status()
+        .expect("run scripts/kafka");
+    assert!(status.success(), "scripts/kafka {args:?} failed");
+}
+
+fn coordinator_node(members: &[&Running]) -> i32 {
+    members[0]
+        .handle
+        .current()
+        .coordinator
+        .expect("a coordinator")
+        .node_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_recover_when_the_coordinator_broker_restarts() {
+    let Some(bootstrap) = cluster_tests("members_recover_when_the_coordinator_broker_restarts")
+    else {
+        return;
+    };
+    let group = unique_group("broker-restart");
+    let members: Vec<Running> = (0..3)
+        .map(|i| {
+            start(
+                config(&bootstrap, &group, SESSION, HEARTBEAT),
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    wait_stable(&refs, Duration::from_secs(20)).await;
+    let node = coordinator_node(&refs).to_string();
+
+    let t0 = Instant::now();
+    kafka_script(&["kill-node", &node]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    kafka_script(&["start-node", &node]);
+    wait_stable(&refs, Duration::from_secs(60)).await;
+    measure("coordinator_restart_to_stable", t0.elapsed());
+    for m in members {
+        m.handle.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_find_the_new_coordinator_when_its_broker_dies() {
+    let Some(bootstrap) = cluster_tests("members_find_the_new_coordinator_when_its_broker_dies")
+    else {
+        return;
+    };
+    if bootstrap.split(',').count() < 3 {
+        eprintln!("SKIP members_find_the_new_coordinator_when_its_broker_dies: needs 3 brokers");
+        return;
+    }
+    let group = unique_group("coordinator-failover");
+    let members: Vec<Running> = (0..3)
+        .map(|i| {
+            start(
+                config(&bootstrap, &group, SESSION, HEARTBEAT),
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let refs: Vec<&Running> = members.iter().collect();
+    wait_stable(&refs, Duration::from_secs(20)).await;
+    let node = coordinator_node(&refs);
+
+    let t0 = Instant::now();
+    kafka_script(&["kill-node", &node.to_string()]);
+    // The controller fences the dead broker after `broker.session.timeout.ms` (9 s), then the
+    // offsets partition, and with it the group, moves.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let moved = refs.iter().all(|m| {
+            m.handle
+                .current()
+                .coordinator
+                .is_some_and(|c| c.node_id != node)
+        });
+        if moved && stable_view(&refs).is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the members did not move to a new coordinator"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    measure("coordinator_failover_to_stable", t0.elapsed());
+    kafka_script(&["start-node", &node.to_string()]);
+    for m in members {
+        m.handle.close().await;
+    }
+}
