@@ -239,6 +239,9 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
         c.seen.push(line);
     }
 
+    for l in &c.seen {
+        assert_eq!(l.id, ids[l.process], "each process prints its own id");
+    }
     // Never two leaders at once, and no generation led twice.
     let reigns = reigns(&c.seen, &ends);
     assert!(reigns.len() >= 3, "three reigns: {reigns:?}");
