@@ -1,7 +1,7 @@
 //! [`GroupCoordinator`]: every classic group by id, with the checks Kafka makes before a group
 //! sees a request.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
 use kafka_protocol::error::ResponseError;
@@ -28,6 +28,8 @@ pub struct GroupCoordinator {
     config: GroupConfig,
     groups: BTreeMap<String, ClassicGroup>,
     out: Vec<Output>,
+    /// Outputs handed out one by one by `poll_output`, in order.
+    ready: VecDeque<Output>,
     rng: StdRng,
 }
 
@@ -38,6 +40,7 @@ impl GroupCoordinator {
             config,
             groups: BTreeMap::new(),
             out: Vec::new(),
+            ready: VecDeque::new(),
             rng: StdRng::seed_from_u64(seed),
         }
     }
@@ -188,11 +191,10 @@ impl GroupCoordinator {
 
     /// The next answer to a JoinGroup or SyncGroup, in the order they were decided.
     pub fn poll_output(&mut self) -> Option<Output> {
-        if self.out.is_empty() {
-            None
-        } else {
-            Some(self.out.remove(0))
+        if self.ready.is_empty() {
+            self.ready.extend(self.out.drain(..));
         }
+        self.ready.pop_front()
     }
 
     /// A group as DescribeGroups shows it; an unknown group is `Dead` with no members.
