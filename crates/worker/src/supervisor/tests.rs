@@ -497,3 +497,125 @@ async fn dropping_the_revoke_future_still_stops_the_task() {
         StartOutcome::Started
     );
 }
+
+/// Counts live runs per task; a run that finds another one live records a violation.
+#[derive(Default)]
+struct LiveRuns {
+    live: Mutex<std::collections::HashMap<String, u32>>,
+    violations: AtomicU32,
+    runs: AtomicU32,
+}
+
+struct LiveGuard(Arc<LiveRuns>, String);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        *self.0.live.lock().unwrap().get_mut(&self.1).unwrap() -= 1;
+    }
+}
+
+/// Misbehaves at random: fails, panics, ignores cancellation until aborted.
+struct Chaos(Arc<LiveRuns>);
+impl Task for Chaos {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        {
+            let mut live = self.0.live.lock().unwrap();
+            let count = live.entry(ctx.task_id().to_owned()).or_default();
+            *count += 1;
+            if *count > 1 {
+                self.0.violations.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        self.0.runs.fetch_add(1, Ordering::SeqCst);
+        let _guard = LiveGuard(self.0.clone(), ctx.task_id().to_owned());
+        let stubborn = rand::random_bool(0.3);
+        loop {
+            let pause = rand::random_range(0..3u64);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            match rand::random_range(0..100u32) {
+                0 => panic!("chaos"),
+                1..=4 => return Err(TaskError::failed("chaos")),
+                _ => {}
+            }
+            if ctx.is_cancelled() && !stubborn {
+                return Ok(());
+            }
+        }
+    }
+}
+
+// Real time on two worker threads, random interleavings of start, revoke, restart and
+// failures. Only the invariant is asserted (never two live runs of one task), not timings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_task_ever_has_two_live_runs() {
+    use rand::{Rng, SeedableRng};
+    let runs = Arc::new(LiveRuns::default());
+    let shared = runs.clone();
+    let mut registry = Registry::new();
+    registry.register_with("chaos", move |_: &serde_json::Value| {
+        Ok::<_, String>(Chaos(shared.clone()))
+    });
+    let ids = ["c0", "c1", "c2", "c3"];
+    let catalogue =
+        Catalogue::from_specs(ids.map(|id| TaskSpec::new(id, "chaos", json!(null)))).unwrap();
+    let config = SupervisorConfig {
+        graceful_stop_timeout: Duration::from_millis(3),
+        // Only an upper bound: aborted runs end at their next await, far sooner on an idle
+        // machine; generous so that a loaded CI machine never reports them unresponsive.
+        abort_timeout: Duration::from_secs(10),
+        restart: RestartPolicy {
+            max_attempts: 1_000,
+            initial_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(2),
+            jitter: 0.5,
+            reset_after: Duration::from_secs(60),
+        },
+    };
+    let supervisor = Arc::new(Supervisor::new(
+        Arc::new(registry),
+        Arc::new(catalogue),
+        config,
+    ));
+    supervisor.set_member_lease(MemberLease::new(
+        token(),
+        Instant::now() + Duration::from_secs(3600),
+    ));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut waits = Vec::new();
+    for _ in 0..3_000 {
+        let id = ids[rng.random_range(0..ids.len())];
+        match rng.random_range(0..10) {
+            0..=4 => {
+                supervisor.start(id, token());
+            }
+            5..=7 => {
+                let stopping = supervisor.revoke([id]);
+                if rng.random_bool(0.5) {
+                    stopping.await;
+                } else {
+                    waits.push(tokio::spawn(stopping));
+                }
+            }
+            8 => {
+                let supervisor = supervisor.clone();
+                waits.push(tokio::spawn(async move {
+                    let _ = supervisor.restart(id).await;
+                    StopReport::default()
+                }));
+            }
+            _ => tokio::time::sleep(Duration::from_micros(rng.random_range(0..500))).await,
+        }
+    }
+    for wait in waits {
+        wait.await.unwrap();
+    }
+    let report = supervisor
+        .stop_all(Instant::now() + Duration::from_secs(30))
+        .await;
+    assert!(report.all_stopped(), "{report:?}");
+    let total = runs.runs.load(Ordering::SeqCst);
+    println!("{total} runs");
+    assert!(total > 50, "the test exercised little: {total} runs");
+    assert_eq!(runs.violations.load(Ordering::SeqCst), 0);
+    assert!(runs.live.lock().unwrap().values().all(|&n| n == 0));
+}
