@@ -95,7 +95,9 @@ pub struct MemberStatus {
     pub coordinator: Option<Coordinator>,
     /// Counters like Kafka's coordinator metrics.
     pub metrics: Metrics,
-    /// Whether the driver has ended (left, fenced, fatal, or its future was dropped).
+    /// Whether the driver has returned (left, fenced or fatal). A driver future that was
+    /// dropped cannot say so; [`MemberHandle::stopped`](super::MemberHandle::stopped) notices
+    /// both.
     pub stopped: bool,
 }
 

@@ -358,3 +358,104 @@ async fn a_resigned_elector_reports_lost_and_never_leads_again() {
         "a resigned member takes no role"
     );
 }
+
+/// The election with a metadata nonce the test can bump, and an assignor that fails once.
+struct Changing {
+    inner: LeaderElection,
+    nonce: std::sync::atomic::AtomicU8,
+    fail_once: AtomicBool,
+}
+
+impl Changing {
+    fn new(id: &str, fail_once: bool) -> Self {
+        Self {
+            inner: LeaderElection::new(id, true),
+            nonce: std::sync::atomic::AtomicU8::new(0),
+            fail_once: AtomicBool::new(fail_once),
+        }
+    }
+}
+
+impl GroupProtocol for Changing {
+    fn protocol_type(&self) -> &str {
+        self.inner.protocol_type()
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        let mut protocols = self.inner.protocols();
+        let mut metadata = protocols[0].metadata.to_vec();
+        metadata.push(self.nonce.load(Ordering::SeqCst));
+        protocols[0].metadata = metadata.into();
+        protocols
+    }
+
+    fn assign(
+        &self,
+        protocol_name: &str,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        if self.fail_once.swap(false, Ordering::SeqCst) {
+            return Err(AssignError::Failed("the first plan is refused".to_owned()));
+        }
+        self.inner.assign(protocol_name, members)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn changed_metadata_makes_a_follower_start_a_rebalance() {
+    let model = Model::start();
+    let protocols = [
+        Arc::new(Changing::new("a", false)),
+        Arc::new(Changing::new("b", false)),
+    ];
+    let handles: Vec<MemberHandle> = protocols
+        .iter()
+        .enumerate()
+        .map(|(i, p)| start(&model, i, p.clone()).0)
+        .collect();
+    tokio::time::sleep(SESSION).await;
+    let before = handles[0]
+        .current()
+        .generation
+        .expect("joined")
+        .generation_id;
+    let follower = handles
+        .iter()
+        .position(|h| !h.current().is_leader())
+        .expect("a follower");
+
+    // Unchanged metadata: no rejoin, no rebalance.
+    handles[follower].update_metadata().await.unwrap();
+    tokio::time::sleep(SESSION).await;
+    for h in &handles {
+        assert_eq!(
+            h.current().generation.map(|g| g.generation_id),
+            Some(before)
+        );
+    }
+
+    protocols[follower].nonce.store(1, Ordering::SeqCst);
+    handles[follower].update_metadata().await.unwrap();
+    tokio::time::sleep(SESSION).await;
+    for h in &handles {
+        let status = h.current();
+        assert_eq!(status.state, MemberState::Stable);
+        assert!(status.generation.expect("joined").generation_id > before);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_assignment_is_reported_and_the_leader_rejoins() {
+    let model = Model::start();
+    let (handle, _, _driver) = start(&model, 0, Arc::new(Changing::new("a", true)));
+    let mut events = handle.events();
+    tokio::time::sleep(SESSION).await;
+    let seen = drain(&mut events);
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, MemberEvent::AssignmentFailed { .. })),
+        "{seen:?}"
+    );
+    assert_eq!(handle.current().state, MemberState::Stable);
+    assert_eq!(handle.metrics().rebalances_total, 1);
+}
