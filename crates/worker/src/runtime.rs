@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::context::{FencingToken, MemberLease};
 use crate::protocol::{Assignment, MemberMetadata};
-use crate::status::{GroupView, StatusBoard};
+use crate::status::{GroupView, StatusBoard, TaskState};
 use crate::supervisor::{StartOutcome, StopReport, Supervisor};
 
 /// "Run this set, revoke that set, in generation G, with a lease valid until T."
@@ -290,9 +290,23 @@ impl Runtime {
         self.supervisor.revoke(self.supervisor.held())
     }
 
-    /// A heartbeat succeeded: the lease holds until `valid_until`.
+    /// A heartbeat succeeded: the lease holds until `valid_until`. Held tasks that stopped
+    /// themselves on the expired lease of this same membership run again.
     pub fn extend_lease(&self, valid_until: Instant) {
         self.supervisor.extend_lease(valid_until);
+        let current = self.supervisor.member_lease().token;
+        for id in self.supervisor.held() {
+            if self.board.tasks().state(&id) != Some(TaskState::Stopped) {
+                continue;
+            }
+            match self.supervisor.granted(&id) {
+                Some(granted) if granted.member_id == current.member_id => {
+                    tracing::info!(task = %id, "lease valid again; task resumes");
+                    self.supervisor.start(&id, granted);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The membership is lost (self-fenced, reset, or fenced): at the call every lease check

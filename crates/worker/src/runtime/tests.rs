@@ -34,6 +34,17 @@ impl Task for Stubborn {
     }
 }
 
+/// Works until its lease check fails.
+struct Checks;
+impl Task for Checks {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        loop {
+            ctx.check_lease()?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
 fn runtime() -> (Runtime, mpsc::UnboundedReceiver<TaskContext>) {
     let (sender, contexts) = mpsc::unbounded_channel();
     let mut registry = Registry::new();
@@ -43,7 +54,8 @@ fn runtime() -> (Runtime, mpsc::UnboundedReceiver<TaskContext>) {
         })
         .register_with("stubborn", |_: &serde_json::Value| {
             Ok::<_, String>(Stubborn)
-        });
+        })
+        .register_with("checks", |_: &serde_json::Value| Ok::<_, String>(Checks));
     let runtime = WorkerBuilder::new(WorkerConfig {
         worker_id: "worker-a".into(),
         ..WorkerConfig::new("orders")
@@ -53,6 +65,7 @@ fn runtime() -> (Runtime, mpsc::UnboundedReceiver<TaskContext>) {
     .task(TaskSpec::new("task-1", "probe", json!(null)))
     .task(TaskSpec::new("task-2", "probe", json!(null)))
     .task(TaskSpec::new("slow", "stubborn", json!(null)))
+    .task(TaskSpec::new("careful", "checks", json!(null)))
     .build_runtime()
     .unwrap();
     (runtime, contexts)
@@ -210,7 +223,7 @@ async fn metadata_and_mismatch_and_failover_show() {
     );
     assert_eq!(
         metadata.kinds,
-        ["probe".to_string(), "stubborn".to_string()].into()
+        ["checks", "probe", "stubborn"].map(String::from).into()
     );
     assert_eq!(MemberMetadata::decode(&metadata.encode()), Ok(metadata));
 }
@@ -267,4 +280,23 @@ async fn eager_rebalances_revoke_everything_before_rejoining() {
     let status = runtime.board().snapshot();
     assert!(status.rebalancing);
     assert_eq!(status.group.generation, Some(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_stopped_by_an_expired_lease_resume_when_it_is_extended() {
+    let (runtime, _rx) = runtime();
+    runtime.apply(change(1, "m", &["careful"], &[])).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let status = runtime.board().tasks().get("careful").unwrap();
+    assert_eq!(status.state, TaskState::Stopped);
+    assert!(status.last_error.unwrap().contains("expired"));
+    runtime.extend_lease(Instant::now() + Duration::from_secs(7));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        runtime.board().tasks().state("careful"),
+        Some(TaskState::Running)
+    );
+    // Once the membership is lost, nothing is held to revive.
+    runtime.lost(Instant::now() + Duration::from_secs(2)).await;
+    assert!(runtime.supervisor().held().is_empty());
 }
