@@ -64,6 +64,25 @@ pub(crate) fn api_versions(error: Option<ResponseError>) -> ApiVersionsResponse 
         .with_api_keys(api_keys)
 }
 
+/// Kafka's check on ApiVersions v3+: the client software name and version are non-empty and
+/// match `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`; otherwise the answer is INVALID_REQUEST.
+pub(crate) fn api_versions_request_is_valid(req: &ApiVersionsRequest, version: i16) -> bool {
+    fn valid(s: &str) -> bool {
+        let b = s.as_bytes();
+        match (b.first(), b.last()) {
+            (Some(first), Some(last)) => {
+                first.is_ascii_alphanumeric()
+                    && last.is_ascii_alphanumeric()
+                    && b.iter()
+                        .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+            }
+            _ => false,
+        }
+    }
+    version < 3
+        || (valid(req.client_software_name.as_str()) && valid(req.client_software_version.as_str()))
+}
+
 /// Metadata: this node as the only broker; each topic asked for is unknown; no topic otherwise.
 pub(crate) fn metadata(node: &Node, req: &MetadataRequest, version: i16) -> MetadataResponse {
     let mut broker = MetadataResponseBroker::default()

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
-    DescribeGroupsResponse, FindCoordinatorResponse, HeartbeatResponse, LeaveGroupResponse,
-    ListGroupsResponse, MetadataResponse, RequestHeader,
+    ApiVersionsResponse, DescribeGroupsResponse, FindCoordinatorResponse, HeartbeatResponse,
+    LeaveGroupResponse, ListGroupsResponse, MetadataResponse, RequestHeader,
 };
 use kroupier_coordinator::wire::{self, RequestBody, WireError, WireResponse};
 
@@ -84,6 +84,14 @@ impl Dispatcher {
             .map(|c| c.as_str().to_string())
             .unwrap_or_default();
         match body {
+            RequestBody::ApiVersions(req) if !apis::api_versions_request_is_valid(&req, v) => {
+                // As Kafka: INVALID_REQUEST and no ranges.
+                let code = ResponseError::InvalidRequest.code();
+                encode(
+                    header,
+                    &ApiVersionsResponse::default().with_error_code(code),
+                )
+            }
             RequestBody::ApiVersions(_) => encode(header, &apis::api_versions(None)),
             RequestBody::Metadata(req) => encode(header, &apis::metadata(&self.node, &req, v)),
             RequestBody::FindCoordinator(req) => {

@@ -29,8 +29,17 @@ fn s(v: &str) -> StrBytes {
 async fn api_versions_metadata_and_find_coordinator() {
     let handle = start().await;
     let mut c = Client::connect(&handle).await;
-    for version in 0..=4 {
+    for version in 3..=4 {
         let r = c.call(&ApiVersionsRequest::default(), version).await;
+        assert_eq!(
+            r.error_code,
+            ResponseError::InvalidRequest.code(),
+            "v{version} without a client software name"
+        );
+        assert!(r.api_keys.is_empty());
+    }
+    for version in 0..=4 {
+        let r = c.call(&super::api_versions_request(), version).await;
         assert_eq!(r.error_code, 0, "v{version}");
         let mut ranges: Vec<_> = r
             .api_keys

@@ -1,9 +1,10 @@
 //! Hostile input closes only the offending connection; the server keeps serving everyone else.
 
-use kafka_protocol::messages::ApiVersionsRequest;
 use tokio::io::AsyncWriteExt;
 
-use super::{Client, assert_closed_after, assert_still_serving, framed, raw, start};
+use super::{
+    Client, api_versions_request, assert_closed_after, assert_still_serving, framed, raw, start,
+};
 
 /// A request header v1: key, version, correlation id, null client id.
 fn header(key: i16, version: i16) -> Vec<u8> {
@@ -81,7 +82,7 @@ async fn each_hostile_frame_closes_only_its_connection() {
             assert_closed_after(stream, &bytes).await;
         }
         // The connection that was open all along, and a new one, are both still served.
-        let r = bystander.call(&ApiVersionsRequest::default(), 3).await;
+        let r = bystander.call(&api_versions_request(), 3).await;
         assert_eq!(r.error_code, 0, "after {name}");
         assert_still_serving(&handle).await;
     }

@@ -126,9 +126,16 @@ pub(super) fn framed(body: &[u8]) -> Bytes {
 /// Checks the server still answers ApiVersions on a fresh connection.
 pub(super) async fn assert_still_serving(handle: &CoordinatorHandle) {
     let mut client = Client::connect(handle).await;
-    let response = client.call(&ApiVersionsRequest::default(), 0).await;
+    let response = client.call(&api_versions_request(), 4).await;
     assert_eq!(response.error_code, 0);
     assert_eq!(response.api_keys.len(), 9);
+}
+
+/// An ApiVersions request that passes Kafka's v3+ check on the client software name and version.
+pub(super) fn api_versions_request() -> ApiVersionsRequest {
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("kroupier-test"))
+        .with_client_software_version(StrBytes::from_static_str("0.1.0"))
 }
 
 /// A JoinGroup for group `g`, protocol type `kroupier`, one protocol `p` with `metadata`.

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Client, assert_closed_after, join_request, raw, start};
+use super::{Client, api_versions_request, assert_closed_after, join_request, raw, start};
 use crate::{EmbeddedError, Fault};
 
 #[tokio::test]
@@ -52,8 +52,8 @@ async fn dropped_response_is_never_sent_and_later_ones_are() {
     handle
         .faults()
         .set(ApiKey::ApiVersions, Fault::drop_response().times(1));
-    let _dropped = c.send(&ApiVersionsRequest::default(), 3).await;
-    let next = c.send(&ApiVersionsRequest::default(), 3).await;
+    let _dropped = c.send(&api_versions_request(), 3).await;
+    let next = c.send(&api_versions_request(), 3).await;
     // `receive` checks the correlation id: the first response never comes.
     let r = c.receive::<ApiVersionsRequest>(next, 3).await;
     assert_eq!(r.error_code, 0);
