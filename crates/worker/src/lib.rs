@@ -86,5 +86,7 @@ pub use config::WorkerConfig;
 pub use context::{FencingToken, Lease, LeaseError, MemberLease, TaskContext};
 pub use runtime::{ApplyReport, AssignmentChange, Runtime};
 pub use status::{StatusBoard, TaskState, TaskStatus, TaskTable, WorkerStatus};
-pub use supervisor::{RestartPolicy, StartOutcome, StopReport, Supervisor, SupervisorConfig};
+pub use supervisor::{
+    InvalidConfig, RestartPolicy, StartOutcome, StopReport, Supervisor, SupervisorConfig,
+};
 pub use task::{Registry, Task, TaskConfigError, TaskError};
