@@ -3,7 +3,8 @@
 //! The group has `--tasks` tasks of one kind (weight 1) and `--workers` members. Scenarios:
 //! `cold` (nobody owns anything), `stable` (members own a balanced assignment, nothing
 //! changed), `join` (one member joins a balanced group), `leave` (the middle member leaves
-//! gracefully). Only the assignor's rounds are timed, not building the input. The cooperative
+//! gracefully). Only the assignor's rounds are timed, not building the input; they are run
+//! `--runs` times (default 5) and the median is reported. The cooperative
 //! assignor needs a follow-up round when it revokes (join): both rounds are timed and summed,
 //! and moves and balance are measured after the last one.
 
@@ -34,6 +35,9 @@ pub struct Args {
     /// Print one JSON object instead of a human line.
     #[arg(long)]
     json: bool,
+    /// Repeat the measured round(s) this many times and report the median time.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
 }
 
 /// The membership change to measure.
@@ -91,7 +95,15 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         .with_previous(&previous)
         .with_left_gracefully(&left);
     let min_moves = check::lower_bound_moves(&first)?.unwrap_or(0);
-    let (plan, elapsed) = rounds(assignor.as_ref(), &first)?;
+    let mut times = Vec::new();
+    let mut plan = Plan::default();
+    for _ in 0..args.runs {
+        let (last, elapsed) = rounds(assignor.as_ref(), &first)?;
+        times.push(elapsed);
+        plan = last;
+    }
+    times.sort_unstable();
+    let elapsed = times[times.len() / 2];
     let moves = check::moves(&first, &plan)?;
     let counts = plan.assignments.iter().map(|a| a.assigned.len());
     let max_minus_min = counts.clone().max().unwrap_or(0) - counts.min().unwrap_or(0);
