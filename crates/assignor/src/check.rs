@@ -123,18 +123,29 @@ pub enum Violation {
 /// Marker in per-task owner arrays: more than one member.
 const MANY: u32 = u32::MAX - 6;
 
-/// Per task: the member whose target set holds it, or `NONE`/`MANY`.
-fn targets(input: &AssignmentInput<'_>, plan: &Plan) -> Result<Vec<u32>, Violation> {
+/// The plan has one entry per input member, in input order.
+fn same_members(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Violation> {
     if plan.assignments.len() != input.members.len() {
         return Err(Violation::MemberMismatch {
             index: plan.assignments.len().min(input.members.len()),
         });
     }
+    match plan
+        .assignments
+        .iter()
+        .zip(input.members)
+        .position(|(a, member)| a.member_id != member.id)
+    {
+        Some(index) => Err(Violation::MemberMismatch { index }),
+        None => Ok(()),
+    }
+}
+
+/// Per task: the member whose target set holds it, or `NONE`/`MANY`.
+fn targets(input: &AssignmentInput<'_>, plan: &Plan) -> Result<Vec<u32>, Violation> {
+    same_members(input, plan)?;
     let mut target = vec![NONE; input.tasks.len()];
-    for (m, (a, member)) in plan.assignments.iter().zip(input.members).enumerate() {
-        if a.member_id != member.id {
-            return Err(Violation::MemberMismatch { index: m });
-        }
+    for (m, a) in plan.assignments.iter().enumerate() {
         for task in &a.assigned {
             let slot = target
                 .get_mut(task.get())
@@ -289,12 +300,26 @@ pub fn cooperative(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Viola
             }
         }
     }
-    targets(input, plan)?;
+    same_members(input, plan)?;
     for (m, a) in plan.assignments.iter().enumerate() {
+        // The member's own claims, sorted, built only if it is given a task several claim.
+        let mut own: Option<Vec<crate::TaskIndex>> = None;
         for task in &a.assigned {
-            let c = claimed[task.get()];
-            if c == NONE || c == m as u32 || (c == MANY && members[m].owned.contains(task)) {
+            let c = *claimed
+                .get(task.get())
+                .ok_or(Violation::TaskOutOfRange { task: task.0 })?;
+            if c == NONE || c == m as u32 {
                 continue;
+            }
+            if c == MANY {
+                let own = own.get_or_insert_with(|| {
+                    let mut own = members[m].owned.clone();
+                    own.sort_unstable();
+                    own
+                });
+                if own.binary_search(task).is_ok() {
+                    continue;
+                }
             }
             let other = if c == MANY {
                 members
