@@ -186,11 +186,24 @@ fn place_in_freed_room(
             load[m as usize] += u64::from(tasks.weight_of(t));
         }
     }
+    let room = |m: usize, load: &[u64]| {
+        members[m]
+            .capacity
+            .map_or(u64::MAX, |c| c.saturating_sub(load[m]))
+    };
+    // The most room any member has: tasks heavier than that are skipped without a scan.
+    let mut most_room = (0..members.len())
+        .map(|m| room(m, &load))
+        .max()
+        .unwrap_or(0);
     for t in 0..target.len() {
         if target[t] != NO_CAPACITY {
             continue;
         }
         let (kind, w) = (tasks.kind_of(t), u64::from(tasks.weight_of(t)));
+        if w > most_room {
+            continue;
+        }
         let best = (0..members.len())
             .filter(|&m| {
                 members[m].kinds.can_run(kind)
@@ -202,6 +215,10 @@ fn place_in_freed_room(
             (Some(m), NONE) => {
                 load[m] += w;
                 target[t] = m as u32;
+                most_room = (0..members.len())
+                    .map(|m| room(m, &load))
+                    .max()
+                    .unwrap_or(0);
             }
             // Someone still runs it: it waits for the follow-up round.
             (Some(_), o) => {
