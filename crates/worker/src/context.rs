@@ -227,6 +227,8 @@ impl Lease {
 pub(crate) struct ProgressSink {
     pub(crate) table: TaskTable,
     pub(crate) incarnation: u64,
+    /// When progress was last reported, for the supervisor's stall watch.
+    pub(crate) last: watch::Sender<Instant>,
 }
 
 /// Handed to [`Task::run`](crate::Task::run): everything a task needs from the runtime.
@@ -310,10 +312,13 @@ impl TaskContext {
         self.inner.lease.cancel.cancelled()
     }
 
-    /// Reports progress; the status API shows the note and when it was reported.
+    /// Reports progress; the status API shows the note and when it was reported. With
+    /// [`RestartPolicy::stall_timeout`](crate::RestartPolicy::stall_timeout) set, a task that
+    /// stops reporting is restarted.
     pub fn report_progress(&self, note: impl Into<String>) {
         if let Some(sink) = &self.inner.progress {
             let note = note.into();
+            sink.last.send_replace(Instant::now());
             sink.table
                 .update(&self.inner.task_id, sink.incarnation, |status| {
                     status.last_progress_ms = Some(unix_ms());

@@ -12,6 +12,8 @@
 //!   on this worker until its old run ends ([`StartOutcome::StillStopping`]).
 //! - Error or panic: restart with exponential backoff and jitter; `FAILED` after
 //!   `max_attempts` failures in a row, until [`restart`](Supervisor::restart).
+//! - Optional liveness watch ([`RestartPolicy::stall_timeout`]): a task that stops reporting
+//!   progress is stopped like a revoked one and restarted like a failed one.
 //! - Status is written to a [`TaskTable`], never `RUNNING` for a task whose future is not alive.
 //!
 //! # Examples
@@ -265,6 +267,7 @@ impl Supervisor {
             granted: granted.clone(),
             member: self.member.subscribe(),
             cancel: cancel.clone(),
+            graceful_stop_timeout: self.config.graceful_stop_timeout,
         };
         Slot {
             cancel,

@@ -26,6 +26,12 @@ pub struct RestartPolicy {
     /// A run that lasted at least this long resets the count of failures in a row. Default 60 s.
     /// Lower forgives intermittent failures sooner; higher catches slow crash loops.
     pub reset_after: Duration,
+    /// Liveness watch: a running task that reports no progress
+    /// ([`TaskContext::report_progress`](crate::TaskContext::report_progress)) for this long
+    /// counts as failed: it is cancelled, given the graceful stop timeout, dropped, and restarted
+    /// with backoff. Default `None` (off); set it only for tasks that report progress regularly,
+    /// well above their longest quiet period.
+    pub stall_timeout: Option<Duration>,
 }
 
 impl Default for RestartPolicy {
@@ -36,6 +42,7 @@ impl Default for RestartPolicy {
             max_backoff: Duration::from_secs(60),
             jitter: 0.2,
             reset_after: Duration::from_secs(60),
+            stall_timeout: None,
         }
     }
 }
@@ -75,6 +82,12 @@ impl RestartPolicy {
                     "{:?} exceeds restart.max_backoff {:?}; lower it or raise the cap",
                     self.initial_backoff, self.max_backoff
                 ),
+            ));
+        }
+        if self.stall_timeout.is_some_and(|stall| stall.is_zero()) {
+            return Err(InvalidConfig::new(
+                "restart.stall_timeout",
+                "must be positive; use None to turn the liveness watch off",
             ));
         }
         if !(0.0..=1.0).contains(&self.jitter) {
@@ -177,6 +190,11 @@ mod tests {
             ..RestartPolicy::default()
         };
         assert_eq!(bad.validate().unwrap_err().field, "restart.jitter");
+        let bad = RestartPolicy {
+            stall_timeout: Some(Duration::ZERO),
+            ..RestartPolicy::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "restart.stall_timeout");
         assert_eq!(SupervisorConfig::new().validate(), Ok(()));
     }
 }

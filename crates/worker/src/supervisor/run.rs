@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::sync::watch;
@@ -26,6 +27,7 @@ pub(crate) struct RunPlan {
     pub(crate) granted: FencingToken,
     pub(crate) member: watch::Receiver<MemberLease>,
     pub(crate) cancel: CancellationToken,
+    pub(crate) graceful_stop_timeout: Duration,
 }
 
 /// Marks the record `STOPPED` if the run is dropped (aborted) while still active, so the status
@@ -95,22 +97,45 @@ pub(crate) async fn supervise(plan: RunPlan) {
                 return;
             }
         };
+        // One token per attempt, so that the stall watch can stop this attempt alone.
+        let attempt_cancel = plan.cancel.child_token();
         let lease = Lease::new(
             id.clone(),
             plan.granted.clone(),
             plan.member.clone(),
-            plan.cancel.clone(),
+            attempt_cancel.clone(),
         );
+        let started = Instant::now();
+        let (last_progress, progress_seen) = watch::channel(started);
         let progress = ProgressSink {
             table: plan.table.clone(),
             incarnation: plan.incarnation,
+            last: last_progress,
         };
         let ctx = TaskContext::new(lease, attempt, Some(progress));
         plan.table
             .set_state(&id, plan.incarnation, TaskState::Running);
         tracing::debug!(task = %id, attempt, "task running");
-        let started = Instant::now();
-        let outcome = AssertUnwindSafe(task.run_boxed(ctx)).catch_unwind().await;
+        let run = AssertUnwindSafe(task.run_boxed(ctx)).catch_unwind();
+        let outcome = match plan.policy.stall_timeout {
+            None => run.await,
+            Some(stall) => {
+                tokio::pin!(run);
+                tokio::select! {
+                    outcome = &mut run => outcome,
+                    () = stalled(progress_seen, stall) => {
+                        tracing::warn!(task = %id, ?stall, "task stalled; stopping it");
+                        attempt_cancel.cancel();
+                        plan.table.set_state(&id, plan.incarnation, TaskState::Stopping);
+                        // Whatever it returns while stopping, the attempt failed.
+                        let _ = tokio::time::timeout(plan.graceful_stop_timeout, &mut run).await;
+                        Ok(Err(TaskError::failed(format!(
+                            "stalled: no progress reported for {stall:?}"
+                        ))))
+                    }
+                }
+            }
+        };
         let failure = match outcome {
             Ok(Ok(())) if plan.cancel.is_cancelled() => {
                 plan.finish(TaskState::Stopped, None);
@@ -167,6 +192,23 @@ pub(crate) async fn supervise(plan: RunPlan) {
                 return;
             }
             _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// Completes once no progress was reported for `stall`.
+async fn stalled(mut last: watch::Receiver<Instant>, stall: Duration) {
+    loop {
+        let deadline = *last.borrow_and_update() + stall;
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return,
+            changed = last.changed() => {
+                if changed.is_err() {
+                    // The task dropped its context: no progress can come any more.
+                    tokio::time::sleep_until(deadline).await;
+                    return;
+                }
+            }
         }
     }
 }

@@ -158,6 +158,7 @@ fn quick_restarts(max_attempts: u32) -> SupervisorConfig {
             max_backoff: Duration::from_secs(60),
             jitter: 0.0,
             reset_after: Duration::from_secs(60),
+            stall_timeout: None,
         },
         ..SupervisorConfig::default()
     }
@@ -569,6 +570,7 @@ async fn no_task_ever_has_two_live_runs() {
             max_backoff: Duration::from_millis(2),
             jitter: 0.5,
             reset_after: Duration::from_secs(60),
+            stall_timeout: None,
         },
     };
     let supervisor = Arc::new(Supervisor::new(
@@ -618,4 +620,62 @@ async fn no_task_ever_has_two_live_runs() {
     assert!(total > 50, "the test exercised little: {total} runs");
     assert_eq!(runs.violations.load(Ordering::SeqCst), 0);
     assert!(runs.live.lock().unwrap().values().all(|&n| n == 0));
+}
+
+/// Reports progress `reports` times, once a second, then hangs ignoring cancellation.
+struct Hangs(u32);
+impl Task for Hangs {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        for i in 0..self.0 {
+            ctx.report_progress(format!("step {i}"));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        std::future::pending::<()>().await;
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn stalled_tasks_are_stopped_and_restarted() {
+    let mut registry = Registry::new();
+    registry
+        .register_with("hangs", |_: &serde_json::Value| Ok::<_, String>(Hangs(3)))
+        .register_with("steady", |_: &serde_json::Value| {
+            Ok::<_, String>(Hangs(u32::MAX))
+        });
+    let catalogue = Catalogue::from_specs([
+        TaskSpec::new("h", "hangs", json!(null)),
+        TaskSpec::new("s", "steady", json!(null)),
+    ])
+    .unwrap();
+    let config = SupervisorConfig {
+        restart: RestartPolicy {
+            stall_timeout: Some(Duration::from_secs(10)),
+            jitter: 0.0,
+            ..RestartPolicy::default()
+        },
+        ..SupervisorConfig::default()
+    };
+    let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
+    supervisor.set_member_lease(MemberLease::new(
+        token(),
+        Instant::now() + Duration::from_secs(3600),
+    ));
+    supervisor.start("h", token());
+    supervisor.start("s", token());
+    // Last progress at 2 s; stalled at 12 s; 5 s graceful stop; then the 1 s backoff.
+    tokio::time::sleep(Duration::from_millis(12_500)).await;
+    assert_eq!(supervisor.table().state("h"), Some(TaskState::Stopping));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let status = supervisor.table().get("h").unwrap();
+    assert_eq!(status.state, TaskState::Restarting);
+    assert_eq!(status.restarts, 1);
+    assert!(status.last_error.unwrap().contains("stalled"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(supervisor.table().state("h"), Some(TaskState::Running));
+    // A task that keeps reporting is left alone.
+    let steady = supervisor.table().get("s").unwrap();
+    assert_eq!(steady.state, TaskState::Running);
+    assert_eq!(steady.restarts, 0);
+    assert!(steady.progress.is_some());
 }
