@@ -9,13 +9,16 @@
 //! Only `assign` is timed (not building the input, not dropping the plan). For `cooperative`
 //! `join` this is the revoking round; the follow-up round is as cheap as `leave`.
 //!
+//! A `heterogeneous` group adds kinds, weights, eligibility and capacities (the weight path).
+//!
 //! Run a subset with a filter, e.g. `cargo bench -p kroupier-assignor -- cooperative/leave`.
 
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
 use kroupier_assignor::{
-    AssignmentInput, Assignor, Member, MemberId, PreviousAssignment, TaskSet, by_name,
+    AssignmentInput, Assignor, KindIndex, Kinds, Member, MemberId, PreviousAssignment, Sticky,
+    TaskSet, by_name,
 };
 
 const TASKS: [u32; 3] = [10_000, 100_000, 1_000_000];
@@ -87,8 +90,65 @@ fn grid(c: &mut Criterion) {
     }
 }
 
+/// A heterogeneous group (like Kafka's HETEROGENEOUS bucketing): 5 kinds, weights 1..=4,
+/// each member runs 3 of the 5 kinds, every 4th member has a capacity.
+fn heterogeneous(tasks: u32, workers: u32, leave: bool) -> (TaskSet, Vec<Member>) {
+    let mut set = TaskSet::new();
+    for t in 0..tasks {
+        let kind = format!("kind-{}", t % 5);
+        // Ids are unique and weights non-zero by construction.
+        let _ = set.push(format!("task-{t}"), &kind, 1 + (t / 5) % 4);
+    }
+    let total: u64 = (0..tasks).map(|t| u64::from(1 + (t / 5) % 4)).sum();
+    let members: Vec<Member> = (0..workers)
+        .map(|i| {
+            let kinds = (0..3).map(|j| KindIndex(((i + j) % 5) as u16)).collect();
+            let member = Member::new(format!("worker-{i:07}")).with_kinds(Kinds::Only(kinds));
+            if i % 4 == 0 {
+                member.with_capacity(total / u64::from(workers))
+            } else {
+                member
+            }
+        })
+        .collect();
+    let assignor = Sticky;
+    let plan = assignor
+        .assign(&AssignmentInput::new(&set, &members))
+        .expect("a valid synthetic group");
+    let mut members: Vec<Member> = members
+        .into_iter()
+        .zip(plan.assignments)
+        .map(|(m, a)| m.with_owned(1, a.assigned))
+        .collect();
+    if leave {
+        members.remove(members.len() / 2);
+    }
+    (set, members)
+}
+
+fn weighted(c: &mut Criterion) {
+    let mut group = c.benchmark_group("heterogeneous");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    for (t, w) in [(100_000, 100), (250_000, 1000)] {
+        for (scenario, leave) in [("stable", false), ("leave", true)] {
+            let (tasks, members) = heterogeneous(t, w, leave);
+            let input = AssignmentInput::new(&tasks, &members);
+            for name in ["sticky", "cooperative"] {
+                let assignor = by_name(name).expect("built-in assignor");
+                let id = BenchmarkId::new(format!("{name}/{scenario}"), format!("{t}x{w}"));
+                group.bench_function(id, |b| b.iter_with_large_drop(|| assignor.assign(&input)));
+            }
+        }
+    }
+    group.finish();
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     grid(&mut c);
+    weighted(&mut c);
     c.final_summary();
 }
