@@ -100,6 +100,8 @@ async fn join_and_sync(c: &mut Client, member: &str) -> Result<(String, i32), Er
         .with_group_id(GroupId(s("load")))
         .with_generation_id(r.generation_id)
         .with_member_id(s(&id))
+        .with_protocol_type(Some(s("kroupier")))
+        .with_protocol_name(r.protocol_name.clone())
         .with_assignments(assignments);
     let synced = c.call(&sync, 5).await?;
     if synced.error_code != 0 || synced.assignment.len() != 8 {

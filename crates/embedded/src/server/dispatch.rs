@@ -102,6 +102,13 @@ impl Dispatcher {
                 let result = self.groups.join(req).await?;
                 encode(header, &convert::join_response(result, v))
             }
+            RequestBody::SyncGroup(req)
+                if v >= 5 && (req.protocol_type.is_none() || req.protocol_name.is_none()) =>
+            {
+                // As Kafka: from v5 the protocol type and name are mandatory.
+                let result = SyncGroupResult::error(ResponseError::InconsistentGroupProtocol);
+                encode(header, &convert::sync_response(result, v))
+            }
             RequestBody::SyncGroup(req) => {
                 let result = self.groups.sync(convert::sync_request(&req)).await?;
                 encode(header, &convert::sync_response(result, v))
