@@ -405,6 +405,60 @@ async fn a_static_member_restarts_within_its_session_without_a_rebalance() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_with_the_same_instance_id_fences_the_first() {
+    let Some(bootstrap) = kafka_bootstrap("a_second_process_with_the_same_instance_id_fences")
+    else {
+        return;
+    };
+    let group = unique_group("fenced");
+    let conf = || {
+        let mut c = config(&bootstrap, &group, SESSION, HEARTBEAT);
+        c.membership.group_instance_id = Some("the-only-one".to_owned());
+        c
+    };
+    let protocol = || {
+        Arc::new(Roster {
+            name: "m0".to_owned(),
+        })
+    };
+    let (first, first_driver) = Member::new(conf(), protocol()).expect("valid member");
+    let mut first_events = first.events();
+    let first_driver = tokio::spawn(first_driver);
+    let mut status = first.status();
+    tokio::time::timeout(
+        Duration::from_secs(15),
+        status.wait_for(|s| s.state == MemberState::Stable),
+    )
+    .await
+    .expect("the first process joins")
+    .expect("its driver runs");
+
+    let second = start(conf(), "m0");
+    let result = tokio::time::timeout(Duration::from_secs(15), first_driver)
+        .await
+        .expect("the first driver stops")
+        .expect("no panic");
+    assert_eq!(
+        result,
+        Err(kroupier_coordinator::driver::MemberError::Fenced {
+            group_instance_id: Some("the-only-one".to_owned())
+        })
+    );
+    let mut saw_fenced = false;
+    while let Ok(event) = first_events.try_recv() {
+        saw_fenced |= matches!(event, MemberEvent::Fenced { .. });
+    }
+    assert!(saw_fenced, "the first process was told it is fenced");
+    assert!(
+        first
+            .lease()
+            .is_none_or(|l| !first.is_token_valid(&l.token))
+    );
+    wait_stable(&[&second], Duration::from_secs(10)).await;
+    second.handle.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_members_in_one_process_reach_one_stable_generation() {
     let Some(bootstrap) = kafka_bootstrap("two_hundred_members_reach_one_stable_generation") else {
         return;
