@@ -51,12 +51,13 @@ fn print(id: &str, event: &ElectionEvent) {
         ElectionEvent::Follower { generation_id, .. } => ("follower", Some(*generation_id)),
         ElectionEvent::Lost { generation_id } => ("lost", *generation_id),
     };
-    let line = serde_json::json!({
-        "ts_ms": unix_ms(),
-        "id": id,
-        "event": name,
-        "generation": generation,
-    });
+    // The keys in the contract's order (serde_json's maps sort them).
+    let line = format!(
+        "{{\"ts_ms\":{},\"id\":{},\"event\":\"{name}\",\"generation\":{}}}",
+        unix_ms(),
+        serde_json::Value::from(id),
+        generation.map_or_else(|| "null".to_owned(), |g| g.to_string()),
+    );
     let mut out = std::io::stdout().lock();
     // A closed stdout must not stop the election; the next line will fail the same way.
     let _ = writeln!(out, "{line}");
