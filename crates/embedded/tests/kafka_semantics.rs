@@ -443,3 +443,126 @@ async fn static_members() {
     })
     .await;
 }
+
+/// Heartbeats `member` every 100 ms until the answer is `code`; fails after [`PATIENCE`].
+async fn heartbeat_until(c: &mut Client, group: &str, member: &str, generation: i32, code: i16) {
+    let seen = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let got = c
+                .call(&heartbeat(group, member, generation), 4)
+                .await
+                .error_code;
+            if got == code {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(seen.is_ok(), "heartbeat never answered {code}");
+}
+
+#[tokio::test]
+async fn session_expiry_and_join_deadline() {
+    on_both("timers", |addr, group| async move {
+        let (mut a, mut b) = (Client::connect(&addr).await, Client::connect(&addr).await);
+        let slow = |member: &str, session_ms: i32| {
+            join(&group, member, &[("p", b"")])
+                .with_session_timeout_ms(session_ms)
+                .with_rebalance_timeout_ms(2_000)
+        };
+        let ja = a.call(&slow("", 30_000), 3).await;
+        let a_id = ja.member_id.to_string();
+        a.call(&sync(&group, &a_id, ja.generation_id, &[]), 5).await;
+        let b_sent = b.send(&slow("", 1_000), 3).await;
+        let ja = a.call(&slow(&a_id, 30_000), 3).await;
+        let jb = b.receive::<JoinGroupRequest>(b_sent).await;
+        let generation = ja.generation_id;
+        let b_sync = b
+            .send(&sync(&group, jb.member_id.as_str(), generation, &[]), 5)
+            .await;
+        a.call(&sync(&group, &a_id, generation, &[]), 5).await;
+        b.receive::<SyncGroupRequest>(b_sync).await;
+        drop(b);
+        // B's 1 s session expires: A learns of the rebalance and rejoins alone.
+        heartbeat_until(&mut a, &group, &a_id, generation, REBALANCE_IN_PROGRESS).await;
+        let ja = a.call(&slow(&a_id, 30_000), 3).await;
+        assert_eq!((ja.generation_id, ja.members.len()), (generation + 1, 1));
+        a.call(&sync(&group, &a_id, ja.generation_id, &[]), 5).await;
+
+        // C joins; A keeps heartbeating but never rejoins: at the 2 s rebalance timeout A is
+        // removed and C leads the next generation alone.
+        let mut c = Client::connect(&addr).await;
+        let c_sent = c.send(&slow("", 30_000), 3).await;
+        heartbeat_until(&mut a, &group, &a_id, ja.generation_id, UNKNOWN_MEMBER_ID).await;
+        let jc = c.receive::<JoinGroupRequest>(c_sent).await;
+        assert_eq!(
+            (jc.generation_id, jc.members.len()),
+            (ja.generation_id + 1, 1)
+        );
+        assert_eq!(jc.leader, jc.member_id);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn member_ids_hosts_and_old_versions() {
+    on_both("details", |addr, group| async move {
+        let mut c = Client::connect(&addr).await;
+        let first = c.call(&join(&group, "", &[("p", b"m")]), 4).await;
+        assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
+        assert!(
+            first.member_id.starts_with("kroupier-semantics-"),
+            "client id, dash, uuid: {}",
+            first.member_id.as_str()
+        );
+        assert_eq!(first.member_id.len(), "kroupier-semantics-".len() + 36);
+        // v0 joins without KIP-394 and without a rebalance timeout.
+        let mut old = Client::connect(&addr).await;
+        let j0 = old
+            .call(
+                &join(&group, "", &[("p", b"m")]).with_rebalance_timeout_ms(-1),
+                0,
+            )
+            .await;
+        assert_eq!(j0.error_code, NONE);
+        // The member told MEMBER_ID_REQUIRED above is only pending: it does not hold up the
+        // first generation.
+        assert_eq!(j0.generation_id, 1);
+        let d = c
+            .call(
+                &DescribeGroupsRequest::default().with_groups(vec![GroupId(s(&group))]),
+                0,
+            )
+            .await;
+        assert!(
+            d.groups[0]
+                .members
+                .iter()
+                .all(|m| m.client_host.as_str() == "/127.0.0.1")
+        );
+        assert!(
+            d.groups[0]
+                .members
+                .iter()
+                .all(|m| m.client_id.as_str() == "kroupier-semantics")
+        );
+        // LeaveGroup v0 reports the member's error at the top level.
+        let leave = LeaveGroupRequest::default()
+            .with_group_id(GroupId(s(&group)))
+            .with_member_id(s("nobody"));
+        assert_eq!(c.call(&leave, 0).await.error_code, UNKNOWN_MEMBER_ID);
+        let l = c
+            .call(
+                &ListGroupsRequest::default()
+                    .with_states_filter(vec![s("completingrebalance"), s("STABLE")]),
+                4,
+            )
+            .await;
+        assert!(
+            l.groups.iter().any(|g| g.group_id.as_str() == group),
+            "state filters ignore case"
+        );
+    })
+    .await;
+}
