@@ -100,7 +100,8 @@ impl MemberHandle {
 
     /// Leaves the group and waits for the driver to end: the protocol's `on_revoked` runs,
     /// then LeaveGroup goes out (dynamic members; static ones only with
-    /// `leave_group_on_close_static`). Returns at once if the member already stopped.
+    /// `leave_group_on_close_static`). Returns at once if the member already stopped or its
+    /// driver was dropped; waits for as long as a driver that exists is not polled.
     pub async fn leave(&self, reason: impl Into<String>) {
         let (reply, done) = oneshot::channel();
         let reason = reason.into();
