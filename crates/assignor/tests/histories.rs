@@ -287,6 +287,20 @@ fn consecutive_revoking_rounds_back_off() {
     assert_eq!(ids(&plan, 1), vec![3, 4, 5]);
     assert_eq!(plan.state, CooperativeState::default());
     assert_eq!(plan.rebalance_delay, None);
+
+    // So does a pending pause once the group is balanced without it.
+    let paused = CooperativeState {
+        revoking_rounds: 3,
+        backoff_deadline: Some(now + Duration::from_secs(60)),
+        ..CooperativeState::default()
+    };
+    let members = owning(&plan, 3);
+    let input = AssignmentInput::new(&tasks, &members)
+        .with_state(paused)
+        .at(now);
+    let plan = assignor.assign(&input).unwrap();
+    assert_eq!(plan.state, CooperativeState::default());
+    assert_eq!(plan.rebalance_delay, None);
 }
 
 #[test]

@@ -87,8 +87,9 @@ impl Assignor for Cooperative {
         let initial = (hold_lost || state.revoking_rounds > 0).then(|| target.clone());
         place(input, &p, &mut target, Mode::Balance);
         let mut moving = moving_tasks(&p.owner, &target);
-        let mut balancing = !moving.is_empty();
-        if balancing && (hold_lost || !self.may_revoke(&mut state, now, &mut delay)) {
+        let wanted = !moving.is_empty();
+        let mut balancing = wanted;
+        if wanted && (hold_lost || !self.may_revoke(&mut state, now, &mut delay)) {
             if let Some(initial) = initial {
                 target = initial;
             }
@@ -120,8 +121,10 @@ impl Assignor for Cooperative {
         }
         if balancing {
             state.revoking_rounds += 1;
-        } else if state.backoff_deadline.is_none() {
+        } else if !wanted {
+            // Balanced without revoking: the storm, if any, is over.
             state.revoking_rounds = 0;
+            state.backoff_deadline = None;
         }
         if p.capacity_limited && place_in_freed_room(input, &p.owner, &mut target, &mut held) {
             delay = Some(Duration::ZERO);
