@@ -12,8 +12,8 @@ pub enum MemberError {
     /// The membership configuration or the protocol's metadata is invalid.
     #[error(transparent)]
     InvalidConfig(#[from] ConfigError),
-    /// The cluster configuration is invalid.
-    #[error("invalid cluster configuration: `{field}` {reason}")]
+    /// The cluster configuration (or another setting of the driver) is invalid.
+    #[error("invalid member configuration: `{field}` {reason}")]
     InvalidClusterConfig {
         /// The field at fault.
         field: &'static str,
