@@ -72,6 +72,27 @@ const MAX_ROUNDS: usize = 4;
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    let report = measure(args)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{} {} {} tasks × {} workers: {:.3} ms, {} moves (lower bound {}), max−min {}",
+            report.assignor,
+            format!("{:?}", report.scenario).to_lowercase(),
+            report.tasks,
+            report.workers,
+            report.ms,
+            report.moves,
+            report.min_moves,
+            report.max_minus_min
+        );
+    }
+    Ok(())
+}
+
+/// Builds the group, runs the measured round(s) and reports.
+fn measure(args: &Args) -> Result<Report, Box<dyn Error>> {
     let assignor = by_name(&args.assignor)?;
     let tasks = TaskSet::uniform(args.tasks, "task");
     let id = |i: u32| MemberId::from(format!("worker-{i:07}"));
@@ -108,7 +129,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let counts = plan.assignments.iter().map(|a| a.assigned.len());
     let max_minus_min = counts.clone().max().unwrap_or(0) - counts.min().unwrap_or(0);
 
-    let report = Report {
+    Ok(Report {
         assignor: args.assignor.clone(),
         tasks: args.tasks,
         workers: args.workers,
@@ -117,23 +138,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         moves,
         min_moves,
         max_minus_min,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        println!(
-            "{} {} {} tasks × {} workers: {:.3} ms, {} moves (lower bound {}), max−min {}",
-            report.assignor,
-            format!("{:?}", report.scenario).to_lowercase(),
-            report.tasks,
-            report.workers,
-            report.ms,
-            report.moves,
-            report.min_moves,
-            report.max_minus_min
-        );
-    }
-    Ok(())
+    })
 }
 
 /// Members that own what `plan` gave them (granted in generation 1).
@@ -172,4 +177,73 @@ fn rounds(
         plan = next;
     }
     Ok((plan, elapsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(line: &str) -> Result<Args, clap::Error> {
+        Cli::try_parse_from(std::iter::once("assign").chain(line.split_whitespace()))
+            .map(|c| c.args)
+    }
+
+    #[test]
+    fn join_moves_the_lower_bound() {
+        for assignor in ["sticky", "cooperative"] {
+            let line =
+                format!("--assignor {assignor} --tasks 1000 --workers 10 --scenario join --runs 1");
+            let report = measure(&args(&line).unwrap()).unwrap();
+            assert_eq!(report.moves, 1000 / 11, "{assignor}");
+            assert_eq!(report.min_moves, 1000 / 11, "{assignor}");
+            assert!(report.max_minus_min <= 1, "{assignor}");
+        }
+    }
+
+    #[test]
+    fn json_has_exactly_the_contract_keys() {
+        let line = "--assignor round-robin --tasks 100 --workers 3 --scenario leave --json";
+        let report = measure(&args(line).unwrap()).unwrap();
+        let json = serde_json::to_value(&report).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut expected = vec![
+            "assignor",
+            "tasks",
+            "workers",
+            "scenario",
+            "ms",
+            "moves",
+            "min_moves",
+            "max_minus_min",
+        ];
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        assert_eq!(json["scenario"], "leave");
+    }
+
+    #[test]
+    fn bad_arguments_are_clap_errors() {
+        for line in [
+            "--assignor range --tasks 10 --workers 2 --scenario cold",
+            "--assignor sticky --tasks 10 --workers 0 --scenario cold",
+            "--assignor sticky --tasks -1 --workers 2 --scenario cold",
+            "--assignor sticky --tasks 10 --workers 2 --scenario rolling",
+            "--assignor sticky --tasks 10 --workers 2",
+        ] {
+            let error = args(line).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{line}");
+        }
+    }
 }
