@@ -272,10 +272,8 @@ async fn rebalance_rules() {
         // B prefers rr: the vote is a tie; both are supported by both, so any of the two is fine,
         // but both members must see the same one.
         let b_sent = join_v9(&mut b, join(&group, "", &[("rr", b"b"), ("range", b"b")])).await;
-        assert_eq!(
-            a.call(&heartbeat(&group, &a_id, g1), 4).await.error_code,
-            REBALANCE_IN_PROGRESS
-        );
+        // Requests on different connections race: wait until B's join is in before A rejoins.
+        heartbeat_until(&mut a, &group, &a_id, g1, REBALANCE_IN_PROGRESS).await;
         let ja = a
             .call(&join(&group, &a_id, &[("range", b"a"), ("rr", b"a")]), 9)
             .await;
@@ -393,6 +391,14 @@ async fn static_members() {
         let a_id = ja.member_id.to_string();
         a.call(&sync(&group, &a_id, ja.generation_id, &[]), 5).await;
         let b_sent = b.send(&join_static(&group, "i1", ""), 9).await;
+        heartbeat_until(
+            &mut a,
+            &group,
+            &a_id,
+            ja.generation_id,
+            REBALANCE_IN_PROGRESS,
+        )
+        .await;
         let ja = a.call(&join_static(&group, "i0", &a_id), 9).await;
         let jb = b.receive::<JoinGroupRequest>(b_sent).await;
         let (b_id, generation) = (jb.member_id.to_string(), jb.generation_id);
@@ -475,6 +481,14 @@ async fn session_expiry_and_join_deadline() {
         let a_id = ja.member_id.to_string();
         a.call(&sync(&group, &a_id, ja.generation_id, &[]), 5).await;
         let b_sent = b.send(&slow("", 1_000), 3).await;
+        heartbeat_until(
+            &mut a,
+            &group,
+            &a_id,
+            ja.generation_id,
+            REBALANCE_IN_PROGRESS,
+        )
+        .await;
         let ja = a.call(&slow(&a_id, 30_000), 3).await;
         let jb = b.receive::<JoinGroupRequest>(b_sent).await;
         let generation = ja.generation_id;
@@ -563,6 +577,54 @@ async fn member_ids_hosts_and_old_versions() {
             l.groups.iter().any(|g| g.group_id.as_str() == group),
             "state filters ignore case"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn members_that_never_sync_are_removed_at_the_sync_deadline() {
+    on_both("sync-deadline", |addr, group| async move {
+        let (mut a, mut b) = (Client::connect(&addr).await, Client::connect(&addr).await);
+        let quick =
+            |member: &str| join(&group, member, &[("p", b"")]).with_rebalance_timeout_ms(2_000);
+        let ja = a.call(&quick(""), 3).await;
+        let a_id = ja.member_id.to_string();
+        a.call(&sync(&group, &a_id, ja.generation_id, &[]), 5).await;
+        let b_sent = b.send(&quick(""), 3).await;
+        heartbeat_until(
+            &mut a,
+            &group,
+            &a_id,
+            ja.generation_id,
+            REBALANCE_IN_PROGRESS,
+        )
+        .await;
+        let ja = a.call(&quick(&a_id), 3).await;
+        let jb = b.receive::<JoinGroupRequest>(b_sent).await;
+        // A rejoining during CompletingRebalance with the same metadata gets the generation again.
+        let again = a.call(&quick(&a_id), 3).await;
+        assert_eq!(
+            (again.error_code, again.generation_id, again.members.len()),
+            (NONE, ja.generation_id, 2)
+        );
+        // A syncs; B heartbeats but never syncs: at the 2 s deadline B is removed.
+        a.call(&sync(&group, &a_id, ja.generation_id, &[]), 5).await;
+        heartbeat_until(
+            &mut b,
+            &group,
+            jb.member_id.as_str(),
+            jb.generation_id,
+            UNKNOWN_MEMBER_ID,
+        )
+        .await;
+        heartbeat_until(
+            &mut a,
+            &group,
+            &a_id,
+            ja.generation_id,
+            REBALANCE_IN_PROGRESS,
+        )
+        .await;
     })
     .await;
 }

@@ -164,6 +164,25 @@ fn heartbeat(member_id: &str, generation: i32) -> HeartbeatRequest {
         .with_member_id(s(member_id))
 }
 
+/// Heartbeats until the answer is REBALANCE_IN_PROGRESS (every other answer must be NONE).
+async fn until_rebalance(c: &mut Client, member_id: &str, generation: i32) {
+    let seen = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match c
+                .call(&heartbeat(member_id, generation), 4)
+                .await
+                .error_code
+            {
+                REBALANCE_IN_PROGRESS => return,
+                code => assert_eq!(code, 0),
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(seen.is_ok(), "the rebalance should start");
+}
+
 /// Joins with KIP-394 (v9): MEMBER_ID_REQUIRED first, then the real join is sent (not awaited).
 async fn join_v9(c: &mut Client, metadata: &'static [u8], session_ms: i32) -> (String, i32) {
     let first = c.call(&join_request("", metadata, session_ms), 9).await;
@@ -189,8 +208,8 @@ async fn two_members_join_sync_heartbeat_and_leave() {
 
     // B joins: its JoinGroup parks on its own connection; A's connection keeps being served.
     let (b_id, b_corr) = join_v9(&mut b, b"meta-b", 10_000).await;
-    let hb = a.call(&heartbeat(&a_id, 1), 4).await;
-    assert_eq!(hb.error_code, REBALANCE_IN_PROGRESS);
+    // Requests on different connections race: A learns of the rebalance once B's join is in.
+    until_rebalance(&mut a, &a_id, 1).await;
     let a_join = a.call(&join_request(&a_id, b"meta-a", 10_000), 9).await;
     let b_join = b.receive::<JoinGroupRequest>(b_corr, 9).await;
     assert_eq!((a_join.generation_id, b_join.generation_id), (2, 2));
@@ -339,6 +358,7 @@ async fn session_expiry_removes_a_dropped_member() {
     let a_id = a_join.member_id.to_string();
     a.call(&sync_request(&a_id, 1, &[]), 3).await;
     let b_corr = b.send(&join_request("", b"b", 1_000), 3).await;
+    until_rebalance(&mut a, &a_id, 1).await;
     let a_join = a.call(&join_request(&a_id, b"a", 60_000), 3).await;
     assert_eq!(a_join.members.len(), 2);
     let b_join = b.receive::<JoinGroupRequest>(b_corr, 3).await;
