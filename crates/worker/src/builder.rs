@@ -1,7 +1,8 @@
 //! [`WorkerBuilder`]: registry + catalogue + config, validated together.
 //!
-//! Joining the group (driving `kroupier-coordinator`'s membership with a `kroupier-assignor`
-//! assignor) is the group driver's job; the builder hands it a ready [`Runtime`].
+//! [`WorkerBuilder::build_runtime`] gives the [`Runtime`] alone (tests, custom drivers);
+//! [`WorkerBuilder::spawn`] and [`WorkerBuilder::run`] also join the Kafka group (see
+//! [`group`](crate::group)).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::catalogue::{Catalogue, CatalogueError, TaskSpec};
 use crate::config::WorkerConfig;
+use crate::group::{WorkerError, WorkerExit, WorkerHandle};
 use crate::runtime::Runtime;
 use crate::status::{StatusBoard, TaskTable};
 use crate::supervisor::{InvalidConfig, Supervisor};
@@ -141,5 +143,22 @@ impl WorkerBuilder {
             Runtime::new(Arc::new(supervisor), board, self.config.worker_id, kinds)
                 .with_placement(self.config.capacity, self.config.rack),
         )
+    }
+
+    /// Builds the worker, binds its status API, joins the group and runs the worker loop in
+    /// the background. Stop it with [`WorkerHandle::shutdown`].
+    pub async fn spawn(self) -> Result<WorkerHandle, WorkerError> {
+        let config = self.config.clone();
+        let runtime = self.build_runtime()?;
+        crate::group::spawn(config, runtime).await
+    }
+
+    /// [`spawn`](Self::spawn), then runs until SIGTERM or ctrl-c: stops every task, sends
+    /// LeaveGroup and returns [`WorkerExit::Shutdown`]; a second signal cuts that short
+    /// ([`WorkerExit::Interrupted`]). Returns an error if the member is fenced or fails, after
+    /// stopping every task.
+    pub async fn run(self) -> Result<WorkerExit, WorkerError> {
+        let handle = self.spawn().await?;
+        crate::group::run_until_signal(handle).await
     }
 }

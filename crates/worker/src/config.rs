@@ -142,6 +142,19 @@ impl WorkerConfig {
                 "offer at least one assignor name",
             ));
         }
+        if let Some(name) = self
+            .assignors
+            .iter()
+            .find(|name| !kroupier_assignor::ASSIGNOR_NAMES.contains(&name.as_str()))
+        {
+            return Err(InvalidConfig::new(
+                "assignors",
+                format!(
+                    "`{name}` is not an assignor; use {}",
+                    kroupier_assignor::ASSIGNOR_NAMES.join(", ")
+                ),
+            ));
+        }
         if let Some(name) = duplicate(&self.assignors) {
             return Err(InvalidConfig::new(
                 "assignors",
@@ -242,6 +255,7 @@ mod tests {
         assert_eq!(field(|c| c.group_id.clear()), "group_id");
         assert_eq!(field(|c| c.worker_id.clear()), "worker_id");
         assert_eq!(field(|c| c.assignors.clear()), "assignors");
+        assert_eq!(field(|c| c.assignors = vec!["range".into()]), "assignors");
         assert_eq!(
             field(|c| c.assignors = vec!["sticky".into(), "sticky".into()]),
             "assignors"

@@ -68,12 +68,14 @@
 //! - [`protocol`]: the kroupier wire format (member metadata, assignments);
 //! - [`config`] and [`builder`]: the worker's config and its builder;
 //! - [`runtime`]: the seam the group driver calls with each assignment change;
+//! - [`group`]: the kroupier group protocol and the worker loop that joins the Kafka group;
 //! - [`status`]: task states and the status HTTP API.
 
 pub mod builder;
 pub mod catalogue;
 pub mod config;
 pub mod context;
+pub mod group;
 pub mod protocol;
 pub mod runtime;
 pub mod status;
@@ -84,6 +86,7 @@ pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
 pub use config::WorkerConfig;
 pub use context::{FencingToken, Lease, LeaseError, MemberLease, TaskContext};
+pub use group::{WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerProtocol};
 pub use runtime::{ApplyReport, AssignmentChange, Runtime};
 pub use status::{StatusBoard, TaskState, TaskStatus, TaskTable, WorkerStatus};
 pub use supervisor::{

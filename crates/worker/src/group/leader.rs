@@ -1,0 +1,250 @@
+//! The leader's step of a kroupier group: decode every member's metadata, map it to the
+//! assignor's input, run the assignor, encode each member's [`Assignment`].
+//!
+//! Pure and synchronous: the clock reading (`now`) and the memory of the previous round come in
+//! as values, so the same input gives the same assignments on every leader.
+//!
+//! - The tasks are the leader's catalogue, pushed in id order with their kind and weight.
+//! - A member may run a task only if its metadata lists the task's kind; tasks whose kind no
+//!   member knows stay unplaced (and logged) instead of bouncing between workers.
+//! - Claims are resolved per task by the generation each claimant was granted it in: the higher
+//!   generation keeps it; a tie is a double claim, which the assignor revokes from both.
+//! - Claims of tasks the leader's catalogue does not know are dropped: the claimant stops them.
+//! - A member whose metadata does not decode gets an empty assignment (and an error log).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kroupier_assignor::{
+    AssignmentInput, Assignor, CooperativeState, Kinds, Member, MemberId, PreviousAssignment,
+    PreviousOwner, TaskIndex, TaskSet, UnplacedReason,
+};
+use kroupier_coordinator::membership::{MemberAssignment, MemberMetadata as GroupMember};
+
+use crate::catalogue::Catalogue;
+use crate::protocol::{Assignment, MemberMetadata};
+
+/// What the leader remembers of its last round, by task id (indices change with catalogues).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Memory {
+    /// Who was given what, including lost tasks still waiting under their departed owner.
+    pub(crate) previous: Vec<(MemberId, Vec<String>)>,
+    /// The cooperative assignor's cross-round state.
+    pub(crate) state: CooperativeState,
+}
+
+/// One round's input besides the members.
+pub(crate) struct Round<'a> {
+    /// The leader's catalogue.
+    pub(crate) catalogue: &'a Catalogue,
+    /// The assignor the group selected.
+    pub(crate) assignor: &'a dyn Assignor,
+    /// The last round's memory, if this member led it.
+    pub(crate) memory: Option<&'a Memory>,
+    /// Now, on the epoch of the deadlines in the memory (Unix time).
+    pub(crate) now: Duration,
+    /// The leader's member id, written into every assignment.
+    pub(crate) leader: String,
+    /// The generation being assigned, as far as the leader knows it.
+    pub(crate) generation: i32,
+}
+
+/// What a round produced.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// One assignment per member, in input order.
+    pub(crate) assignments: Vec<MemberAssignment>,
+    /// The memory for the next round.
+    pub(crate) memory: Memory,
+    /// Tasks held back this round (they get an owner in the follow-up round).
+    pub(crate) held_back: usize,
+    /// Tasks no member could run, with why.
+    pub(crate) unplaced: Vec<(String, UnplacedReason)>,
+    /// Members whose catalogue fingerprint differs from the leader's (worker id, fingerprint).
+    pub(crate) mismatched: Vec<(String, u64)>,
+}
+
+/// Why a round failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct RoundError(String);
+
+/// A member as the round sees it: its assignor key and its metadata.
+struct Decoded {
+    key: MemberId,
+    metadata: Option<MemberMetadata>,
+}
+
+/// Runs one round over `members` (sorted by member id, as the coordinator hands them over).
+pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outcome, RoundError> {
+    let fail = |e: kroupier_assignor::AssignError| RoundError(e.to_string());
+    let mut tasks = TaskSet::new();
+    for spec in round.catalogue.iter() {
+        tasks
+            .push(spec.id.as_str(), &spec.kind, spec.weight.max(1))
+            .map_err(fail)?;
+    }
+    let own_fingerprint = round.catalogue.fingerprint();
+
+    let mut decoded: Vec<Decoded> = members
+        .iter()
+        .map(|m| Decoded {
+            key: MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id)),
+            metadata: match MemberMetadata::decode(&m.metadata) {
+                Ok(metadata) => Some(metadata),
+                Err(error) => {
+                    tracing::error!(
+                        member = %m.member_id, %error,
+                        "member metadata does not decode; the member gets no tasks"
+                    );
+                    None
+                }
+            },
+        })
+        .collect();
+    // The assignor wants members sorted by their stable key (instance id for static members).
+    decoded.sort_by(|a, b| a.key.cmp(&b.key));
+    decoded.dedup_by(|b, a| a.key == b.key);
+
+    let mismatched: Vec<(String, u64)> = decoded
+        .iter()
+        .filter_map(|d| d.metadata.as_ref())
+        .filter(|m| m.catalogue_fingerprint != own_fingerprint)
+        .map(|m| (m.worker_id.clone(), m.catalogue_fingerprint))
+        .collect();
+
+    let owned = resolve_claims(&tasks, &decoded);
+    let mut input_members = Vec::with_capacity(decoded.len());
+    for (d, owned) in decoded.iter().zip(owned) {
+        let mut member = Member::new(d.key.clone());
+        match &d.metadata {
+            None => member.kinds = Kinds::Only(Vec::new()),
+            Some(metadata) => {
+                let mut kinds = Vec::with_capacity(metadata.kinds.len());
+                for kind in &metadata.kinds {
+                    kinds.push(tasks.intern_kind(kind).map_err(fail)?);
+                }
+                member.kinds = Kinds::Only(kinds);
+                member.capacity = metadata.capacity;
+                member.rack = metadata.rack.as_deref().map(Into::into);
+            }
+        }
+        // Claims are resolved already: one generation for all, so only ties stay double claims.
+        input_members.push(member.with_owned(0, owned));
+    }
+
+    let previous = round.memory.map(|memory| PreviousAssignment {
+        owners: memory
+            .previous
+            .iter()
+            .map(|(member_id, ids)| PreviousOwner {
+                member_id: member_id.clone(),
+                tasks: ids.iter().filter_map(|id| tasks.index_of(id)).collect(),
+            })
+            .collect(),
+    });
+    let mut input = AssignmentInput::new(&tasks, &input_members).at(round.now);
+    if let Some(previous) = &previous {
+        input = input.with_previous(previous);
+    }
+    if let Some(memory) = round.memory {
+        input = input.with_state(memory.state);
+    }
+    let plan = round.assignor.assign(&input).map_err(fail)?;
+
+    let ids = |list: &[TaskIndex]| -> Vec<String> {
+        list.iter()
+            .filter_map(|t| tasks.id(*t))
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut by_key: BTreeMap<&MemberId, Assignment> = BTreeMap::new();
+    for part in &plan.assignments {
+        let mut assignment = Assignment::new(round.leader.clone(), round.generation);
+        assignment.catalogue_fingerprint = own_fingerprint;
+        assignment.rebalance_delay = plan.rebalance_delay;
+        assignment.tasks = ids(&part.assigned).into_iter().collect();
+        assignment.revoked = ids(&part.revoked).into_iter().collect();
+        by_key.insert(&part.member_id, assignment);
+    }
+    let assignments = members
+        .iter()
+        .map(|m| {
+            let key = MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id));
+            let bytes = by_key.get(&key).map_or_else(
+                || {
+                    let mut empty = Assignment::new(round.leader.clone(), round.generation);
+                    empty.catalogue_fingerprint = own_fingerprint;
+                    empty.encode()
+                },
+                Assignment::encode,
+            );
+            MemberAssignment::new(m.member_id.clone(), Bytes::from(bytes))
+        })
+        .collect();
+
+    let memory = Memory {
+        previous: plan
+            .to_previous()
+            .owners
+            .iter()
+            .map(|owner| (owner.member_id.clone(), ids(&owner.tasks)))
+            .collect(),
+        state: plan.state,
+    };
+    let unplaced = plan
+        .unplaced
+        .iter()
+        .filter_map(|u| Some((tasks.id(u.task)?.to_owned(), u.reason)))
+        .collect();
+    Ok(Outcome {
+        assignments,
+        memory,
+        held_back: plan.held_back.len(),
+        unplaced,
+        mismatched,
+    })
+}
+
+/// Per member (in `decoded` order), the tasks whose claim it keeps: for each task the claims
+/// of the highest generation win; several winners remain a double claim.
+fn resolve_claims(tasks: &TaskSet, decoded: &[Decoded]) -> Vec<Vec<TaskIndex>> {
+    // task -> (best generation, claimants with it)
+    let mut best: BTreeMap<TaskIndex, (i32, Vec<usize>)> = BTreeMap::new();
+    let mut unknown = 0usize;
+    for (m, d) in decoded.iter().enumerate() {
+        let Some(metadata) = &d.metadata else {
+            continue;
+        };
+        for (id, &generation) in &metadata.owned {
+            let Some(task) = tasks.index_of(id) else {
+                unknown += 1;
+                continue;
+            };
+            let entry = best.entry(task).or_insert((generation, Vec::new()));
+            if generation > entry.0 {
+                *entry = (generation, vec![m]);
+            } else if generation == entry.0 {
+                entry.1.push(m);
+            }
+        }
+    }
+    if unknown > 0 {
+        tracing::warn!(
+            claims = unknown,
+            "members claim tasks the leader's catalogue does not have; they will stop them \
+             (give every worker the same catalogue)"
+        );
+    }
+    let mut owned = vec![Vec::new(); decoded.len()];
+    for (task, (_, claimants)) in best {
+        for m in claimants {
+            owned[m].push(task);
+        }
+    }
+    owned
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+use std::collections::BTreeSet;
+
+use kroupier_assignor::{Cooperative, Sticky};
+
+use super::*;
+use crate::catalogue::TaskSpec;
+
+fn catalogue(specs: &[(&str, &str)]) -> Catalogue {
+    Catalogue::from_specs(
+        specs
+            .iter()
+            .map(|(id, kind)| TaskSpec::new(*id, *kind, serde_json::Value::Null)),
+    )
+    .unwrap()
+}
+
+fn beats(n: usize) -> Catalogue {
+    let ids: Vec<String> = (0..n).map(|i| format!("task-{i}")).collect();
+    let specs: Vec<(&str, &str)> = ids.iter().map(|id| (id.as_str(), "beat")).collect();
+    catalogue(&specs)
+}
+
+fn member(id: &str, kinds: &[&str], owned: &[(&str, i32)], fingerprint: u64) -> GroupMember {
+    let mut metadata = MemberMetadata::new(format!("worker-{id}"));
+    metadata.kinds = kinds.iter().map(|k| k.to_string()).collect();
+    metadata.owned = owned.iter().map(|(t, g)| (t.to_string(), *g)).collect();
+    metadata.catalogue_fingerprint = fingerprint;
+    GroupMember {
+        member_id: id.to_owned(),
+        group_instance_id: None,
+        metadata: Bytes::from(metadata.encode()),
+    }
+}
+
+fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> {
+    Round {
+        catalogue,
+        assignor,
+        memory: None,
+        now: Duration::from_secs(1_000),
+        leader: "a".into(),
+        generation: 1,
+    }
+}
+
+fn decode(outcome: &Outcome) -> Vec<(String, Assignment)> {
+    outcome
+        .assignments
+        .iter()
+        .map(|a| {
+            (
+                a.member_id.clone(),
+                Assignment::decode(&a.assignment).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn set(ids: &[&str]) -> BTreeSet<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn cold_start_spreads_every_task_once() {
+    let cat = beats(12);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let members: Vec<GroupMember> = ["a", "b", "c"]
+        .iter()
+        .map(|id| member(id, &["beat"], &[], fp))
+        .collect();
+    let outcome = assign(&round(&cat, &assignor), &members).unwrap();
+    let decoded = decode(&outcome);
+    let mut all = BTreeSet::new();
+    for (_, a) in &decoded {
+        assert_eq!(a.tasks.len(), 4);
+        assert!(a.revoked.is_empty());
+        assert_eq!(a.leader, "a");
+        assert_eq!(a.catalogue_fingerprint, fp);
+        for t in &a.tasks {
+            assert!(all.insert(t.clone()), "{t} assigned twice");
+        }
+    }
+    assert_eq!(all.len(), 12);
+    assert!(outcome.mismatched.is_empty());
+    assert_eq!(outcome.memory.previous.len(), 3);
+}
+
+#[test]
+fn a_joining_member_gets_its_share_only_in_the_follow_up_round() {
+    let cat = beats(6);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let a_owned: Vec<(&str, i32)> = ["task-0", "task-1", "task-2"]
+        .iter()
+        .map(|t| (*t, 1))
+        .collect();
+    let b_owned: Vec<(&str, i32)> = ["task-3", "task-4", "task-5"]
+        .iter()
+        .map(|t| (*t, 1))
+        .collect();
+    let members = vec![
+        member("a", &["beat"], &a_owned, fp),
+        member("b", &["beat"], &b_owned, fp),
+        member("c", &["beat"], &[], fp),
+    ];
+    let outcome = assign(&round(&cat, &assignor), &members).unwrap();
+    let decoded = decode(&outcome);
+    assert_eq!(decoded[0].1.revoked.len() + decoded[1].1.revoked.len(), 2);
+    assert!(
+        decoded[2].1.tasks.is_empty(),
+        "never in the round it is revoked"
+    );
+    assert_eq!(decoded[0].1.rebalance_delay, Some(Duration::ZERO));
+
+    // Follow-up: a and b report what they kept; c gets the two revoked tasks.
+    let keep =
+        |a: &Assignment| -> Vec<(String, i32)> { a.tasks.iter().map(|t| (t.clone(), 1)).collect() };
+    let (ka, kb) = (keep(&decoded[0].1), keep(&decoded[1].1));
+    let ka: Vec<(&str, i32)> = ka.iter().map(|(t, g)| (t.as_str(), *g)).collect();
+    let kb: Vec<(&str, i32)> = kb.iter().map(|(t, g)| (t.as_str(), *g)).collect();
+    let members = vec![
+        member("a", &["beat"], &ka, fp),
+        member("b", &["beat"], &kb, fp),
+        member("c", &["beat"], &[], fp),
+    ];
+    let mut next = round(&cat, &assignor);
+    next.memory = Some(&outcome.memory);
+    next.generation = 2;
+    let outcome = assign(&next, &members).unwrap();
+    let decoded = decode(&outcome);
+    assert_eq!(decoded[2].1.tasks.len(), 2);
+    assert!(decoded.iter().all(|(_, a)| a.revoked.is_empty()));
+    assert_eq!(decoded[0].1.tasks.len(), 2);
+}
+
+#[test]
+fn tasks_go_only_to_workers_that_know_their_kind() {
+    // The leader knows kind `new`; worker b runs an older build without it.
+    let cat = catalogue(&[("old-0", "old"), ("old-1", "old"), ("new-0", "new")]);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let members = vec![
+        member("a", &["old", "new"], &[], fp),
+        member("b", &["old"], &[("new-0", 4)], fp ^ 1),
+    ];
+    let outcome = assign(&round(&cat, &assignor), &members).unwrap();
+    let decoded = decode(&outcome);
+    assert!(!decoded[1].1.tasks.contains("new-0"));
+    assert_eq!(outcome.mismatched, vec![("worker-b".to_owned(), fp ^ 1)]);
+    // b's ineligible claim is revoked; a gets the task in the follow-up round.
+    assert_eq!(decoded[1].1.revoked, set(&["new-0"]));
+    assert!(!decoded[0].1.tasks.contains("new-0"));
+    // A kind nobody runs stays unplaced rather than bouncing.
+    let cat = catalogue(&[("x-0", "x")]);
+    let outcome = assign(&round(&cat, &assignor), &[member("a", &["old"], &[], 0)]).unwrap();
+    assert_eq!(outcome.unplaced.len(), 1);
+}
+
+#[test]
+fn double_claims_are_resolved_by_generation() {
+    let cat = beats(2);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    // task-0: b's claim (generation 5) beats a's (3). task-1: a tie, revoked from both.
+    let members = vec![
+        member("a", &["beat"], &[("task-0", 3), ("task-1", 5)], fp),
+        member("b", &["beat"], &[("task-0", 5), ("task-1", 5)], fp),
+    ];
+    let outcome = assign(&round(&cat, &assignor), &members).unwrap();
+    let decoded = decode(&outcome);
+    assert!(decoded[1].1.tasks.contains("task-0"));
+    assert!(!decoded[0].1.tasks.contains("task-0"));
+    assert!(decoded.iter().all(|(_, a)| !a.tasks.contains("task-1")));
+    assert!(decoded.iter().all(|(_, a)| a.revoked.contains("task-1")));
+}
+
+#[test]
+fn broken_metadata_and_unknown_claims_never_fail_the_round() {
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    let assignor = Sticky;
+    let broken = GroupMember {
+        member_id: "b".into(),
+        group_instance_id: None,
+        metadata: Bytes::from_static(b"\xff\xff garbage"),
+    };
+    let members = vec![member("a", &["beat"], &[("gone-7", 2)], fp), broken];
+    let outcome = assign(&round(&cat, &assignor), &members).unwrap();
+    let decoded = decode(&outcome);
+    assert_eq!(decoded[0].1.tasks.len(), 4);
+    assert!(decoded[1].1.tasks.is_empty());
+}
+
+#[test]
+fn static_members_are_keyed_by_instance_id() {
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    // Member ids sort b < z, instance ids the other way round: assignments still match.
+    let mut x = member("z", &["beat"], &[("task-0", 1), ("task-1", 1)], fp);
+    x.group_instance_id = Some("alpha".into());
+    let mut y = member("b", &["beat"], &[("task-2", 1), ("task-3", 1)], fp);
+    y.group_instance_id = Some("omega".into());
+    let outcome = assign(&round(&cat, &assignor), &[y, x]).unwrap();
+    let decoded = decode(&outcome);
+    assert_eq!(decoded[0].0, "b");
+    assert_eq!(decoded[0].1.tasks, set(&["task-2", "task-3"]));
+    assert_eq!(decoded[1].1.tasks, set(&["task-0", "task-1"]));
+}

@@ -1,0 +1,250 @@
+//! [`WorkerProtocol`]: the kroupier [`GroupProtocol`] — what a worker offers at JoinGroup, how
+//! the leader assigns, and what happens at once when a generation is revoked or lost.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use kroupier_assignor::{Assignor, Cooperative, CooperativeConfig, RebalanceProtocol};
+use kroupier_coordinator::membership::{
+    AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
+    MemberMetadata as GroupMember, ProtocolMetadata,
+};
+use tokio::time::Instant;
+
+use super::leader::{self, Memory, Round};
+use crate::protocol::PROTOCOL_TYPE;
+use crate::runtime::Runtime;
+
+/// The assignor called `name`, with the worker's lost-task delay for `cooperative`.
+pub(crate) fn assignor_for(
+    name: &str,
+    lost_task_delay: Duration,
+) -> Result<Box<dyn Assignor>, kroupier_assignor::AssignError> {
+    if name == "cooperative" {
+        let config = CooperativeConfig {
+            lost_task_delay,
+            ..CooperativeConfig::default()
+        };
+        return Ok(Box::new(Cooperative::new(config)?));
+    }
+    kroupier_assignor::by_name(name)
+}
+
+/// What the protocol remembers between callbacks.
+#[derive(Debug, Default)]
+struct State {
+    /// This member's id and generation, as last seen in a callback.
+    member_id: Option<String>,
+    generation: i32,
+    /// The leader's memory of the round it last completed (committed on `on_assigned`).
+    memory: Option<Memory>,
+    /// The memory of the round computed but not yet confirmed by SyncGroup.
+    pending: Option<Memory>,
+    /// With an eager assignor: what this member held before it revoked everything, so that
+    /// its next metadata still tells the (sticky) leader what it ran.
+    eager_previous: Option<BTreeMap<String, i32>>,
+}
+
+/// The kroupier group protocol of one worker.
+///
+/// - `protocols`: one entry per configured assignor, in preference order, each carrying the
+///   worker's [`MemberMetadata`](crate::protocol::MemberMetadata) (owned tasks with their
+///   generation, kinds, catalogue fingerprint, capacity, rack).
+/// - `assign` (leader): see [`leader`](super::leader); the cooperative cross-round state stays
+///   here between the rounds this member leads.
+/// - `on_revoked`: marks the status as rebalancing; with an eager assignor also stops every
+///   task before the rejoin.
+/// - `on_lost`: stops every task at once (lease checks fail from the call), within the
+///   self-fencing margin.
+///
+/// Assignments themselves are applied by the worker loop, which also knows the lease.
+#[derive(Debug)]
+pub struct WorkerProtocol {
+    runtime: Arc<Runtime>,
+    assignors: Vec<String>,
+    lost_task_delay: Duration,
+    self_fence_margin: Duration,
+    abort_timeout: Duration,
+    state: Mutex<State>,
+}
+
+impl WorkerProtocol {
+    /// The protocol for `runtime`, offering `assignors` (most preferred first).
+    pub fn new(
+        runtime: Arc<Runtime>,
+        assignors: Vec<String>,
+        lost_task_delay: Duration,
+        self_fence_margin: Duration,
+        abort_timeout: Duration,
+    ) -> Self {
+        WorkerProtocol {
+            runtime,
+            assignors,
+            lost_task_delay,
+            self_fence_margin,
+            abort_timeout,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The runtime this protocol drives.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_eager(name: &str) -> bool {
+        kroupier_assignor::by_name(name).is_ok_and(|a| a.protocol() == RebalanceProtocol::Eager)
+    }
+
+    /// The leader's own member id: the last one a callback saw, if it is in the group; else
+    /// the only member with this worker's id.
+    fn leader_id(&self, members: &[GroupMember], last: Option<&str>) -> String {
+        if let Some(id) = last.filter(|id| members.iter().any(|m| m.member_id == *id)) {
+            return id.to_owned();
+        }
+        let own = self.runtime.metadata().worker_id;
+        let mut mine = members.iter().filter(|m| {
+            crate::protocol::MemberMetadata::decode(&m.metadata).is_ok_and(|d| d.worker_id == own)
+        });
+        match (mine.next(), mine.next()) {
+            (Some(m), None) => m.member_id.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
+impl GroupProtocol for WorkerProtocol {
+    fn protocol_type(&self) -> &str {
+        PROTOCOL_TYPE
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        let mut metadata = self.runtime.metadata();
+        if let Some(previous) = &self.state().eager_previous {
+            for (task, generation) in previous {
+                metadata.owned.entry(task.clone()).or_insert(*generation);
+            }
+        }
+        let bytes = Bytes::from(metadata.encode());
+        self.assignors
+            .iter()
+            .map(|name| ProtocolMetadata::new(name.clone(), bytes.clone()))
+            .collect()
+    }
+
+    fn assign(
+        &self,
+        protocol_name: &str,
+        members: &[GroupMember],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        if !self.assignors.iter().any(|a| a == protocol_name) {
+            return Err(AssignError::UnknownProtocol(protocol_name.to_owned()));
+        }
+        let assignor = assignor_for(protocol_name, self.lost_task_delay)
+            .map_err(|e| AssignError::Failed(e.to_string()))?;
+        let (memory, generation, last_id) = {
+            let state = self.state();
+            (
+                state.memory.clone(),
+                state.generation,
+                state.member_id.clone(),
+            )
+        };
+        let catalogue = self.runtime.supervisor().catalogue();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let round = Round {
+            catalogue: &catalogue,
+            assignor: assignor.as_ref(),
+            memory: memory.as_ref(),
+            now,
+            leader: self.leader_id(members, last_id.as_deref()),
+            // Kafka numbers generations one by one; the SyncGroup's own generation is what
+            // members act on.
+            generation: generation.saturating_add(1),
+        };
+        let outcome =
+            leader::assign(&round, members).map_err(|e| AssignError::Failed(e.to_string()))?;
+        for (worker, fingerprint) in &outcome.mismatched {
+            tracing::warn!(
+                worker = %worker,
+                fingerprint = format_args!("{fingerprint:016x}"),
+                leader = format_args!("{:016x}", catalogue.fingerprint()),
+                "worker's catalogue differs from the leader's; it gets only tasks of kinds it \
+                 registers (finish the rolling upgrade)"
+            );
+        }
+        for (task, reason) in &outcome.unplaced {
+            tracing::warn!(task = %task, ?reason, "task not assigned to any worker");
+        }
+        tracing::info!(
+            protocol = protocol_name,
+            members = members.len(),
+            held_back = outcome.held_back,
+            unplaced = outcome.unplaced.len(),
+            "leader computed the assignment"
+        );
+        self.state().pending = Some(outcome.memory);
+        Ok(outcome.assignments)
+    }
+
+    fn on_assigned(&self, generation: &Generation, _assignment: &Bytes) {
+        let mut state = self.state();
+        state.member_id = Some(generation.member_id.clone());
+        state.generation = generation.generation_id;
+        state.eager_previous = None;
+        if generation.is_leader() {
+            if let Some(pending) = state.pending.take() {
+                state.memory = Some(pending);
+            }
+        } else {
+            // Another member led: this one's memory is stale from now on.
+            state.memory = None;
+            state.pending = None;
+        }
+    }
+
+    fn on_revoked(&self, generation: &Generation) {
+        self.runtime.rebalance_started();
+        let mut state = self.state();
+        state.member_id = Some(generation.member_id.clone());
+        state.generation = generation.generation_id;
+        if Self::is_eager(&generation.protocol_name) {
+            // Eager: stop everything before the rejoin (lease checks fail from this call).
+            state.eager_previous = Some(self.runtime.owned());
+            drop(state);
+            drop(self.runtime.revoke_all());
+        }
+    }
+
+    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
+        {
+            let mut state = self.state();
+            state.memory = None;
+            state.pending = None;
+            state.eager_previous = None;
+        }
+        // The group may hand the tasks to others once the margin after the self-fencing
+        // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
+        let deadline = match reason {
+            LostReason::HeartbeatTimeout { deadline } => {
+                Instant::from_std(*deadline) + self.self_fence_margin
+            }
+            _ => Instant::now() + self.abort_timeout,
+        };
+        tracing::warn!(
+            generation = generation.map(|g| g.generation_id),
+            ?reason,
+            "membership lost; stopping every task"
+        );
+        // The stop runs in its own tokio task; the wait is not needed here.
+        drop(self.runtime.lost(deadline));
+    }
+}
