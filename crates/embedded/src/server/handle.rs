@@ -78,20 +78,18 @@ impl Builder {
     /// # Errors
     /// [`EmbeddedError::Config`] for a configuration that cannot work, [`EmbeddedError::Bind`]
     /// when the address cannot be bound.
-    pub async fn bind(self, addr: impl ToSocketAddrs) -> Result<CoordinatorHandle, EmbeddedError> {
+    pub async fn bind(
+        self,
+        addr: impl ToSocketAddrs + std::fmt::Debug,
+    ) -> Result<CoordinatorHandle, EmbeddedError> {
         self.config.validate()?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| EmbeddedError::Bind {
-                addr: "the requested address".to_string(),
-                source,
-            })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| EmbeddedError::Bind {
-                addr: "the requested address".to_string(),
-                source,
-            })?;
+        let shown = format!("{addr:?}");
+        let bind_error = |source| EmbeddedError::Bind {
+            addr: shown.clone(),
+            source,
+        };
+        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let local_addr = listener.local_addr().map_err(bind_error)?;
         let host = match &self.config.advertised_host {
             Some(host) => host.clone(),
             None if local_addr.ip().is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST).to_string(),

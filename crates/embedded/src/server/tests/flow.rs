@@ -387,3 +387,95 @@ async fn session_expiry_removes_a_dropped_member() {
     assert_eq!(d.members.len(), 1);
     handle.shutdown().await;
 }
+
+/// Every version of every group API, on its success path, answers with a frame the guarded
+/// decoder accepts at that version (`Client::receive` decodes it).
+#[tokio::test]
+async fn every_served_version_answers_decodably() {
+    let handle = start().await;
+    let mut c = Client::connect(&handle).await;
+    for join_version in 0..=9i16 {
+        let group = format!("g-{join_version}");
+        let with_group = |r: JoinGroupRequest| r.with_group_id(GroupId(s(&group)));
+        let mut req = with_group(join_request("", b"m", 10_000));
+        if join_version >= 5 {
+            req = req.with_group_instance_id(Some(s("i-1")));
+        }
+        let mut joined = c.call(&req, join_version).await;
+        if joined.error_code == MEMBER_ID_REQUIRED {
+            joined = c
+                .call(&req.with_member_id(joined.member_id), join_version)
+                .await;
+        }
+        assert_eq!(joined.error_code, 0, "JoinGroup v{join_version}");
+        assert_eq!(joined.members.len(), 1);
+        let id = joined.member_id.to_string();
+        let instance = (join_version >= 5).then(|| s("i-1"));
+        // SyncGroup at a version that can carry the instance id, then the others in Stable.
+        for sync_version in (if join_version >= 5 { 3 } else { 0 })..=5 {
+            let mut sync = sync_request(&id, joined.generation_id, &[(&id, b"x")])
+                .with_group_id(GroupId(s(&group)))
+                .with_group_instance_id(instance.clone());
+            if sync_version < 5 {
+                sync.protocol_type = None;
+                sync.protocol_name = None;
+            }
+            let r = c.call(&sync, sync_version).await;
+            assert_eq!(
+                (r.error_code, &r.assignment[..]),
+                (0, &b"x"[..]),
+                "SyncGroup v{sync_version}"
+            );
+        }
+        for hb_version in (if join_version >= 5 { 3 } else { 0 })..=4 {
+            let hb = heartbeat(&id, joined.generation_id)
+                .with_group_id(GroupId(s(&group)))
+                .with_group_instance_id(instance.clone());
+            assert_eq!(
+                c.call(&hb, hb_version).await.error_code,
+                0,
+                "Heartbeat v{hb_version}"
+            );
+        }
+        for describe_version in 0..=6 {
+            let d = c
+                .call(
+                    &DescribeGroupsRequest::default().with_groups(vec![GroupId(s(&group))]),
+                    describe_version,
+                )
+                .await;
+            assert_eq!(
+                d.groups[0].members.len(),
+                1,
+                "DescribeGroups v{describe_version}"
+            );
+        }
+    }
+    for list_version in 0..=5 {
+        let l = c.call(&ListGroupsRequest::default(), list_version).await;
+        assert_eq!(l.groups.len(), 10, "ListGroups v{list_version}");
+    }
+    for leave_version in 0..=5i16 {
+        let group = format!("g-{leave_version}");
+        let leave = if leave_version >= 3 {
+            let who = MemberIdentity::default()
+                .with_member_id(s("nobody"))
+                .with_reason(None);
+            LeaveGroupRequest::default()
+                .with_group_id(GroupId(s(&group)))
+                .with_members(vec![who])
+        } else {
+            LeaveGroupRequest::default()
+                .with_group_id(GroupId(s(&group)))
+                .with_member_id(s("nobody"))
+        };
+        let r = c.call(&leave, leave_version).await;
+        let code = r.members.first().map_or(r.error_code, |m| m.error_code);
+        assert_eq!(
+            code,
+            ResponseError::UnknownMemberId.code(),
+            "LeaveGroup v{leave_version}"
+        );
+    }
+    handle.shutdown().await;
+}

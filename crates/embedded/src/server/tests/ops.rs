@@ -100,3 +100,29 @@ async fn stop_closes_connections_and_restart_serves_the_same_port_and_groups() {
     assert_eq!(rejoined.generation_id, joined.generation_id);
     handle.shutdown().await;
 }
+
+#[tokio::test]
+async fn bind_errors_name_the_address_and_bad_configs_are_refused() {
+    let handle = start().await;
+    let taken = handle.local_addr();
+    let err = crate::EmbeddedCoordinator::builder()
+        .bind(taken)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EmbeddedError::Bind { .. }));
+    assert!(err.to_string().contains(&taken.to_string()), "{err}");
+    let err = crate::EmbeddedCoordinator::builder()
+        .min_session_timeout(Duration::from_secs(10))
+        .max_session_timeout(Duration::from_secs(5))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EmbeddedError::Config(_)), "{err}");
+    let err = crate::EmbeddedCoordinator::builder()
+        .max_request_frame(8)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EmbeddedError::Config(_)), "{err}");
+    handle.shutdown().await;
+}
