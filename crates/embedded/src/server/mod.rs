@@ -16,6 +16,13 @@
 //! does; any other unknown version, unknown API key or API it does not serve closes the
 //! connection (Kafka cannot answer a version it cannot encode either).
 //!
+//! Request checks Kafka makes before any group sees a request, mirrored here (and checked
+//! against Apache Kafka 4.1 by `tests/kafka_semantics.rs`): ApiVersions v3+ must name the client
+//! software (else INVALID_REQUEST and no ranges); SyncGroup v5+ must carry the protocol type and
+//! name (else INCONSISTENT_GROUP_PROTOCOL). One deliberate difference: FindCoordinator for a
+//! transaction or share key answers COORDINATOR_NOT_AVAILABLE, as there is no such coordinator
+//! here.
+//!
 //! # Examples
 //!
 //! ```
