@@ -325,6 +325,25 @@ async fn rebalance_rules() {
             )
             .await;
         assert_eq!(d.groups[0].group_state.as_str(), "Stable");
+        assert_eq!(Some(&d.groups[0].protocol_data), chosen.as_ref());
+        let described_a = d.groups[0]
+            .members
+            .iter()
+            .find(|m| m.member_id.as_str() == a_id)
+            .expect("A is described");
+        assert_eq!(
+            (
+                &described_a.member_metadata[..],
+                &described_a.member_assignment[..]
+            ),
+            (&b"a"[..], &b"A2"[..])
+        );
+        let consumers = ListGroupsRequest::default().with_types_filter(vec![s("consumer")]);
+        let l = a.call(&consumers, 5).await;
+        assert!(
+            l.groups.iter().all(|g| g.group_id.as_str() != group),
+            "a classic group is not a consumer group"
+        );
         let l = a
             .call(
                 &ListGroupsRequest::default().with_states_filter(vec![s("Stable")]),
