@@ -93,6 +93,19 @@ impl WorkerBuilder {
         self
     }
 
+    /// Registers kind `kind` with a custom constructor (for tasks that also need something
+    /// from the worker, such as a client or a directory); its error message becomes the task's
+    /// `FAILED` reason. See [`Registry::register_with`].
+    pub fn register_with<T, F, E>(mut self, kind: &str, constructor: F) -> Self
+    where
+        T: Task,
+        F: Fn(&serde_json::Value) -> Result<T, E> + Send + Sync + 'static,
+        E: std::fmt::Display,
+    {
+        self.registry.register_with(kind, constructor);
+        self
+    }
+
     /// Replaces the registry.
     pub fn registry(mut self, registry: Registry) -> Self {
         self.registry = registry;
@@ -158,7 +171,6 @@ impl WorkerBuilder {
     /// ([`WorkerExit::Interrupted`]). Returns an error if the member is fenced or fails, after
     /// stopping every task.
     pub async fn run(self) -> Result<WorkerExit, WorkerError> {
-        let handle = self.spawn().await?;
-        crate::group::run_until_signal(handle).await
+        self.spawn().await?.until_signal().await
     }
 }

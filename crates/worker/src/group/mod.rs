@@ -193,6 +193,15 @@ impl WorkerHandle {
     }
 }
 
+impl WorkerHandle {
+    /// Runs until SIGTERM or ctrl-c: then stops every task, sends LeaveGroup and returns
+    /// [`WorkerExit::Shutdown`]; a second signal cuts that short ([`WorkerExit::Interrupted`]).
+    /// Returns early if the member ends by itself.
+    pub async fn until_signal(self) -> Result<WorkerExit, WorkerError> {
+        run_until_signal(self).await
+    }
+}
+
 /// The member config for a worker config.
 pub(crate) fn member_config(config: &WorkerConfig) -> MemberConfig {
     let mut member = MemberConfig::new(&config.bootstrap_servers.join(","), &config.group_id)
@@ -270,7 +279,7 @@ pub(crate) async fn spawn(
 
 /// Runs a spawned worker until SIGTERM or ctrl-c (graceful), a second signal (cut short), or
 /// the member's end.
-pub(crate) async fn run_until_signal(handle: WorkerHandle) -> Result<WorkerExit, WorkerError> {
+async fn run_until_signal(handle: WorkerHandle) -> Result<WorkerExit, WorkerError> {
     let mut signals = Signals::new();
     let shutdown = handle.shutdown.clone();
     let mut wait = std::pin::pin!(handle.wait());

@@ -14,7 +14,7 @@ use kroupier_coordinator::membership::{
 use tokio::time::Instant;
 
 use super::leader::{self, Memory, Round};
-use crate::protocol::PROTOCOL_TYPE;
+use crate::protocol::{Assignment, PROTOCOL_TYPE};
 use crate::runtime::Runtime;
 
 /// The assignor called `name`, with the worker's lost-task delay for `cooperative`.
@@ -42,6 +42,10 @@ struct State {
     memory: Option<Memory>,
     /// The memory of the round computed but not yet confirmed by SyncGroup.
     pending: Option<Memory>,
+    /// What this member holds once its last assignment is applied (task → generation granted).
+    /// The driver reads `protocols` right after `on_assigned`, before the worker loop has
+    /// applied the assignment, and sends that metadata with the next JoinGroup.
+    expected_owned: Option<BTreeMap<String, i32>>,
     /// With an eager assignor: what this member held before it revoked everything, so that
     /// its next metadata still tells the (sticky) leader what it ran.
     eager_previous: Option<BTreeMap<String, i32>>,
@@ -126,11 +130,16 @@ impl GroupProtocol for WorkerProtocol {
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
         let mut metadata = self.runtime.metadata();
-        if let Some(previous) = &self.state().eager_previous {
+        let state = self.state();
+        if let Some(expected) = &state.expected_owned {
+            metadata.owned = expected.clone();
+        }
+        if let Some(previous) = &state.eager_previous {
             for (task, generation) in previous {
                 metadata.owned.entry(task.clone()).or_insert(*generation);
             }
         }
+        drop(state);
         let bytes = Bytes::from(metadata.encode());
         self.assignors
             .iter()
@@ -195,8 +204,21 @@ impl GroupProtocol for WorkerProtocol {
         Ok(outcome.assignments)
     }
 
-    fn on_assigned(&self, generation: &Generation, _assignment: &Bytes) {
+    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
+        let target = match Assignment::decode(assignment) {
+            Ok(a) if !assignment.is_empty() => a.tasks.difference(&a.revoked).cloned().collect(),
+            _ => Vec::new(),
+        };
+        let held = self.runtime.owned();
+        let expected = target
+            .into_iter()
+            .map(|task| {
+                let granted = held.get(&task).copied().unwrap_or(generation.generation_id);
+                (task, granted)
+            })
+            .collect();
         let mut state = self.state();
+        state.expected_owned = Some(expected);
         state.member_id = Some(generation.member_id.clone());
         state.generation = generation.generation_id;
         state.eager_previous = None;
@@ -219,6 +241,7 @@ impl GroupProtocol for WorkerProtocol {
         if Self::is_eager(&generation.protocol_name) {
             // Eager: stop everything before the rejoin (lease checks fail from this call).
             state.eager_previous = Some(self.runtime.owned());
+            state.expected_owned = None;
             drop(state);
             drop(self.runtime.revoke_all());
         }
@@ -230,6 +253,7 @@ impl GroupProtocol for WorkerProtocol {
             state.memory = None;
             state.pending = None;
             state.eager_previous = None;
+            state.expected_owned = None;
         }
         // The group may hand the tasks to others once the margin after the self-fencing
         // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).

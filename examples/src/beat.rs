@@ -1,0 +1,89 @@
+//! The `beat` task of the quickstart: a Rust struct whose config comes from the catalogue
+//! through serde. Copy it and put your own work where the journal line is written.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kroupier::worker::{Task, TaskContext, TaskError};
+use serde::Deserialize;
+
+/// One `beat` task's config, as written in the catalogue (the same on every worker).
+#[derive(Debug, Clone, Deserialize)]
+pub struct BeatConfig {
+    /// How often the task beats, in milliseconds.
+    pub every_ms: u64,
+    /// Panic instead of beating (to watch restarts with backoff, then `FAILED`).
+    #[serde(default)]
+    pub panic: bool,
+}
+
+/// What a `beat` task needs from its worker (not part of the catalogue: it differs per worker).
+#[derive(Debug, Clone)]
+pub struct BeatEnv {
+    /// This worker's id, written into every journal line.
+    pub worker_id: Arc<str>,
+    /// Where each task appends `<unix_ms> <worker-id> <generation>` lines, if anywhere.
+    pub journal_dir: Option<PathBuf>,
+}
+
+/// A task that beats every `every_ms` while this worker holds it.
+#[derive(Debug)]
+pub struct Beat {
+    /// Its config from the catalogue.
+    pub config: BeatConfig,
+    /// Its worker's environment.
+    pub env: BeatEnv,
+}
+
+impl Task for Beat {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        if self.config.panic {
+            panic!("task {} is configured to panic", ctx.task_id());
+        }
+        // One file per task, opened for appending: each line is a single write.
+        let mut journal = match &self.env.journal_dir {
+            Some(dir) => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join(format!("{}.log", ctx.task_id())))
+                    .map_err(TaskError::failed)?,
+            ),
+            None => None,
+        };
+        let mut ticks = tokio::time::interval(Duration::from_millis(self.config.every_ms));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut beats = 0u64;
+        loop {
+            tokio::select! {
+                // Revoked, or the worker is shutting down: return at once.
+                _ = ctx.cancelled() => return Ok(()),
+                _ = ticks.tick() => {}
+            }
+            // The side effect happens only while this worker surely holds the task: the check
+            // fails once the task is revoked or the membership may be lost (self-fencing).
+            let token = ctx.check_lease()?;
+            if let Some(file) = journal.as_mut() {
+                let line = format!(
+                    "{} {} {}\n",
+                    unix_ms(),
+                    self.env.worker_id,
+                    token.generation
+                );
+                file.write_all(line.as_bytes()).map_err(TaskError::failed)?;
+            }
+            beats += 1;
+            ctx.report_progress(format!("{beats} beats"));
+        }
+    }
+}
+
+/// The Unix time in milliseconds.
+pub fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}

@@ -1,0 +1,189 @@
+//! Tasks as Rust structs, shared among N worker processes by a Kafka group.
+//!
+//! ```text
+//! quickstart --bootstrap ADDR --group G --worker-id ID --tasks N [--status-addr ADDR]
+//!            [--journal-dir DIR] [--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--static]
+//! ```
+//!
+//! Start it several times with the same `--group`: the tasks `task-0` .. `task-{N-1}` spread over
+//! the workers and move when one dies, leaves, joins or restarts. With `--journal-dir`, each
+//! running task appends `<unix_ms> <worker-id> <generation>` to `DIR/<task-id>.log` every 100 ms,
+//! only after its lease check passes. Prints one JSON line per change on stdout; logs go to
+//! stderr (`RUST_LOG`). SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
+//! signal exits at once.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use kroupier::worker::{TaskSpec, WorkerBuilder, WorkerConfig, WorkerEvent, WorkerExit};
+use kroupier_examples::beat::{Beat, BeatConfig, BeatEnv, unix_ms};
+use serde::Deserialize;
+
+/// Run `beat` tasks in a Kafka group.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Kafka bootstrap servers, `host:port[,host:port...]`.
+    #[arg(long)]
+    bootstrap: String,
+    /// The group id the workers share.
+    #[arg(long)]
+    group: String,
+    /// This worker's id (shown in status and journals).
+    #[arg(long)]
+    worker_id: String,
+    /// How many tasks the group runs: `task-0` .. `task-{N-1}`.
+    #[arg(long)]
+    tasks: usize,
+    /// Where the status API listens (`/status`, `/metrics`, `/healthz`, `/readyz`); port 0 picks one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    status_addr: SocketAddr,
+    /// Write each task's beats to `DIR/<task-id>.log`.
+    #[arg(long)]
+    journal_dir: Option<PathBuf>,
+    /// Kafka's `session.timeout.ms`: how soon a dead worker's tasks move.
+    #[arg(long, default_value_t = 10_000)]
+    session_timeout_ms: u64,
+    /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
+    #[arg(long, default_value_t = 3_000)]
+    heartbeat_interval_ms: u64,
+    /// Static membership: `group.instance.id` = the worker id, so a restart moves nothing.
+    #[arg(long = "static")]
+    static_membership: bool,
+    /// Make this task panic on every run (to watch restarts with backoff, then FAILED).
+    /// Give it to every worker: it is part of the catalogue.
+    #[arg(long)]
+    panic_task: Option<String>,
+    /// Failed runs in a row before a task is FAILED.
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
+    /// Delay before the first restart of a failed task (doubles with each failure).
+    #[arg(long, default_value_t = 1_000)]
+    restart_backoff_ms: u64,
+}
+
+/// Prints one JSON line on stdout, flushed at once.
+fn print(line: serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout must not stop the worker.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn print_event(worker: &str, event: &WorkerEvent) {
+    let line = match event {
+        WorkerEvent::Assigned {
+            generation,
+            leader,
+            tasks,
+            started,
+            stopped,
+            ..
+        } => serde_json::json!({
+            "ts_ms": unix_ms(), "worker": worker, "event": "assigned",
+            "generation": generation, "leader": leader, "tasks": tasks,
+            "started": started, "stopped": stopped,
+        }),
+        WorkerEvent::Lost { generation } => serde_json::json!({
+            "ts_ms": unix_ms(), "worker": worker, "event": "lost", "generation": generation,
+        }),
+        WorkerEvent::Stopped => serde_json::json!({
+            "ts_ms": unix_ms(), "worker": worker, "event": "stopped",
+        }),
+        _ => return,
+    };
+    print(line);
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let args = Args::parse();
+
+    // The worker: where Kafka is, which group, how fast to fail over.
+    let mut config = WorkerConfig::new(&args.group);
+    config.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    config.worker_id = args.worker_id.clone();
+    config.client_id = format!("quickstart-{}", args.worker_id);
+    config.session_timeout = Duration::from_millis(args.session_timeout_ms);
+    config.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
+    config.group_instance_id = args.static_membership.then(|| args.worker_id.clone());
+    config.status_addr = Some(args.status_addr);
+    // A dead worker's tasks move at once (Kafka Connect waits 5 minutes by default).
+    config.lost_task_delay = Duration::ZERO;
+    // A lost worker must stop its tasks within the self-fencing margin.
+    config.abort_timeout = config
+        .abort_timeout
+        .min(config.effective_self_fence_margin() / 2);
+    config.restart.max_attempts = args.max_attempts;
+    config.restart.initial_backoff = Duration::from_millis(args.restart_backoff_ms);
+
+    if let Some(dir) = &args.journal_dir
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("quickstart: cannot create {}: {e}", dir.display());
+        return ExitCode::from(2);
+    }
+    let env = BeatEnv {
+        worker_id: args.worker_id.as_str().into(),
+        journal_dir: args.journal_dir.clone(),
+    };
+
+    // The task kind, built from each task's config with serde, plus the worker's environment.
+    let mut builder = WorkerBuilder::new(config).register_with(
+        "beat",
+        move |config: &serde_json::Value| -> Result<Beat, serde_json::Error> {
+            Ok(Beat {
+                config: BeatConfig::deserialize(config)?,
+                env: env.clone(),
+            })
+        },
+    );
+    // The catalogue: the same on every worker of the group.
+    for i in 0..args.tasks {
+        let id = format!("task-{i}");
+        let panic = args.panic_task.as_deref() == Some(id.as_str());
+        let config = serde_json::json!({ "every_ms": 100, "panic": panic });
+        builder = builder.task(TaskSpec::new(id, "beat", config));
+    }
+
+    let worker = match builder.spawn().await {
+        Ok(worker) => worker,
+        Err(e) => {
+            eprintln!("quickstart: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print(serde_json::json!({
+        "ts_ms": unix_ms(), "worker": args.worker_id, "event": "started",
+        "status_addr": worker.status_addr().map(|a| a.to_string()),
+        "pid": std::process::id(),
+    }));
+    let mut events = worker.events();
+    let worker_id = args.worker_id.clone();
+    let printer = tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            print_event(&worker_id, &event);
+        }
+    });
+
+    let exit = worker.until_signal().await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
+    match exit {
+        Ok(WorkerExit::Interrupted) => ExitCode::from(130),
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quickstart: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! The worker runtime through the `quickstart` example: real processes in a real Kafka group,
+//! with the task journals as the witness that no task ever runs on two workers at once.
+//!
+//! Every test uses its own group and journal directory, so they run concurrently. Timeouts:
+//! session 3 s, heartbeat 500 ms (the static-membership test: session 6 s, heartbeat 1 s, so a
+//! restart fits in a session). Needs the example built (`scripts/test` builds all targets;
+//! locally `cargo build -p kroupier-examples`). Prints `MEASURE name=ms` lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kroupier_integration_tests::journal::{self, Beat};
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::process::{Process, Signal};
+use serde_json::Value;
+
+const SESSION_MS: u64 = 3_000;
+const HEARTBEAT_MS: u64 = 500;
+/// Scheduling, JoinGroup and SyncGroup round trips on a busy 2-core machine.
+const SLACK_MS: u64 = 1_000;
+/// Beats come every 100 ms; a longer silence ends a worker's tenure of a task.
+const TENURE_GAP_MS: u64 = 300;
+/// A task counts as running if its last beat is this recent.
+const RECENT_MS: u64 = 600;
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A name no other test run uses.
+fn unique(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), unix_ms())
+}
+
+/// A fresh journal directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(unique(&format!("kroupier-{name}")));
+        std::fs::create_dir_all(&path).expect("create the journal dir");
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One quickstart process.
+struct Worker {
+    id: String,
+    process: Process,
+    lines: Receiver<String>,
+    /// Every stdout line seen so far, parsed.
+    seen: Vec<Value>,
+    status_addr: String,
+}
+
+/// How to start workers of one group.
+#[derive(Clone)]
+struct Group {
+    bootstrap: String,
+    group: String,
+    tasks: usize,
+    journal: PathBuf,
+    session_ms: u64,
+    heartbeat_ms: u64,
+    extra: Vec<String>,
+}
+
+impl Group {
+    fn new(bootstrap: &str, name: &str, tasks: usize, journal: &Path) -> Self {
+        Group {
+            bootstrap: bootstrap.to_owned(),
+            group: unique(name),
+            tasks,
+            journal: journal.to_owned(),
+            session_ms: SESSION_MS,
+            heartbeat_ms: HEARTBEAT_MS,
+            extra: Vec::new(),
+        }
+    }
+
+    fn start(&self, id: &str) -> Worker {
+        let mut args: Vec<String> = vec![
+            "--bootstrap".into(),
+            self.bootstrap.clone(),
+            "--group".into(),
+            self.group.clone(),
+            "--worker-id".into(),
+            id.into(),
+            "--tasks".into(),
+            self.tasks.to_string(),
+            "--journal-dir".into(),
+            self.journal.display().to_string(),
+            "--session-timeout-ms".into(),
+            self.session_ms.to_string(),
+            "--heartbeat-interval-ms".into(),
+            self.heartbeat_ms.to_string(),
+        ];
+        args.extend(self.extra.iter().cloned());
+        let mut process = Process::spawn("quickstart", &args);
+        let lines = process.stdout_lines();
+        let mut worker = Worker {
+            id: id.to_owned(),
+            process,
+            lines,
+            seen: Vec::new(),
+            status_addr: String::new(),
+        };
+        let started = worker
+            .wait_line(Duration::from_secs(20), |v| v["event"] == "started")
+            .unwrap_or_else(|| panic!("{id} did not start"));
+        worker.status_addr = started["status_addr"]
+            .as_str()
+            .expect("status address")
+            .to_owned();
+        worker
+    }
+}
+
+impl Worker {
+    /// Reads lines until one matches (returns it) or `timeout` passes.
+    fn wait_line(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        if let Some(v) = self.seen.iter().find(|v| pred(v)) {
+            return Some(v.clone());
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(raw) => {
+                    let v: Value = serde_json::from_str(&raw)
+                        .unwrap_or_else(|e| panic!("{}: not a JSON line ({e}): {raw}", self.id));
+                    self.seen.push(v.clone());
+                    if pred(&v) {
+                        return Some(v);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Takes every line printed so far.
+    fn drain(&mut self) {
+        while let Ok(raw) = self.lines.try_recv() {
+            if let Ok(v) = serde_json::from_str(&raw) {
+                self.seen.push(v);
+            }
+        }
+    }
+
+    /// `GET path` on the worker's status API: the body.
+    fn get(&self, path: &str) -> String {
+        let mut stream = TcpStream::connect(&self.status_addr).expect("connect to the status API");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("read timeout");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.status_addr
+        )
+        .expect("send the request");
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .expect("read the response");
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Polls `check` every 100 ms until it returns `Some` or `timeout` passes.
+fn poll<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn journals(dir: &Path) -> BTreeMap<String, Vec<Beat>> {
+    journal::read_dir(dir).expect("journals parse")
+}
+
+/// Each task's current owner: the worker of its recent beats (after `since_ms`), if exactly one
+/// worker beat for it recently. `None` unless all `tasks` tasks run, each on exactly one worker.
+fn running(dir: &Path, tasks: usize, since_ms: u64) -> Option<BTreeMap<String, String>> {
+    let now = unix_ms();
+    let mut owners = BTreeMap::new();
+    for (task, beats) in journals(dir) {
+        let recent: BTreeSet<&str> = beats
+            .iter()
+            .filter(|b| b.unix_ms + RECENT_MS >= now && b.unix_ms > since_ms)
+            .map(|b| b.worker.as_str())
+            .collect();
+        if recent.len() != 1 {
+            return None;
+        }
+        owners.insert(task, recent.into_iter().next()?.to_owned());
+    }
+    (owners.len() == tasks).then_some(owners)
+}
+
+fn counts(owners: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for worker in owners.values() {
+        *counts.entry(worker.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Waits until every task runs on exactly one worker (beating after `since_ms`) and the counts
+/// are balanced over `workers` workers.
+fn wait_balanced_since(
+    dir: &Path,
+    tasks: usize,
+    workers: usize,
+    since_ms: u64,
+) -> BTreeMap<String, String> {
+    poll(Duration::from_secs(30), || {
+        let owners = running(dir, tasks, since_ms)?;
+        let counts = counts(&owners);
+        let (min, max) = (counts.values().min()?, counts.values().max()?);
+        (counts.len() == workers && max - min <= 1).then_some(owners)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "{tasks} tasks never ran balanced over {workers} workers; last view: {:?}",
+            running(dir, tasks, since_ms)
+        )
+    })
+}
+
+/// [`wait_balanced_since`] the start of time.
+fn wait_balanced(dir: &Path, tasks: usize, workers: usize) -> BTreeMap<String, String> {
+    wait_balanced_since(dir, tasks, workers, 0)
+}
+
+/// Asserts that no task's journal shows two workers beating in overlapping time.
+fn assert_no_overlap(dir: &Path) {
+    for (task, beats) in journals(dir) {
+        if let Some((a, b)) = journal::overlap(&beats, TENURE_GAP_MS) {
+            panic!("{task} ran on two workers at once: {a:?} and {b:?}");
+        }
+    }
+}
+
+/// Waits until every task in `moved` beats on another worker than `from` after `since_ms`;
+/// returns the latest such first beat, in ms after `since_ms`.
+fn moved_after(dir: &Path, moved: &[String], from: &str, since_ms: u64, bound: u64) -> u64 {
+    poll(Duration::from_millis(bound + 10_000), || {
+        let all = journals(dir);
+        let mut latest = 0;
+        for task in moved {
+            let first = all
+                .get(task)?
+                .iter()
+                .filter(|b| b.worker != from && b.unix_ms > since_ms)
+                .map(|b| b.unix_ms)
+                .min()?;
+            latest = latest.max(first - since_ms);
+        }
+        Some(latest)
+    })
+    .unwrap_or_else(|| panic!("the tasks of {from} never ran elsewhere: {moved:?}"))
+}
+
+fn tasks_of(owners: &BTreeMap<String, String>, worker: &str) -> Vec<String> {
+    owners
+        .iter()
+        .filter(|(_, w)| w.as_str() == worker)
+        .map(|(t, _)| t.clone())
+        .collect()
+}
+
+#[test]
+fn three_workers_run_every_task_once_and_a_fourth_gets_its_share_without_stopping_others() {
+    let Some(bootstrap) = kafka_bootstrap("worker: three workers, then a fourth") else {
+        return;
+    };
+    let dir = TempDir::new("join");
+    let group = Group::new(&bootstrap, "worker-join", 12, &dir.0);
+    let mut workers: Vec<Worker> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|id| group.start(id))
+        .collect();
+    let before = wait_balanced(&dir.0, 12, 3);
+    assert!(counts(&before).values().all(|&n| n == 4), "{before:?}");
+
+    let joined_ms = unix_ms();
+    workers.push(group.start("w4"));
+    let after = wait_balanced(&dir.0, 12, 4);
+    let counts_after = counts(&after);
+    assert!(
+        counts_after.values().all(|&n| n == 3),
+        "not balanced: {counts_after:?}"
+    );
+    println!(
+        "MEASURE join_to_balanced_ms={}",
+        unix_ms().saturating_sub(joined_ms)
+    );
+    // Let the unmoved tasks beat on for a while, then look at their journals.
+    std::thread::sleep(Duration::from_millis(1_000));
+    let all = journals(&dir.0);
+    let unmoved: Vec<&String> = after
+        .iter()
+        .filter(|(task, worker)| before.get(*task) == Some(worker))
+        .map(|(task, _)| task)
+        .collect();
+    assert_eq!(unmoved.len(), 9, "exactly the 3 tasks for w4 move");
+    for task in &unmoved {
+        let gap = journal::longest_gap(&all[*task], joined_ms.saturating_sub(1_000));
+        assert!(gap < 1_000, "{task} did not move but stopped for {gap} ms");
+    }
+    for worker in &mut workers {
+        worker.drain();
+        for line in worker.seen.iter().filter(|v| v["event"] == "assigned") {
+            let stopped = line["stopped"].as_array().expect("stopped");
+            for task in &unmoved {
+                assert!(
+                    !stopped.iter().any(|t| t == task.as_str()),
+                    "{} stopped {task}, which did not move",
+                    worker.id
+                );
+            }
+        }
+    }
+    assert_no_overlap(&dir.0);
+}
+
+#[test]
+fn a_killed_workers_tasks_run_elsewhere_within_session_plus_two_heartbeats() {
+    let Some(bootstrap) = kafka_bootstrap("worker: SIGKILL") else {
+        return;
+    };
+    let dir = TempDir::new("kill");
+    let group = Group::new(&bootstrap, "worker-kill", 12, &dir.0);
+    let workers: Vec<Worker> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|id| group.start(id))
+        .collect();
+    let owners = wait_balanced(&dir.0, 12, 3);
+    let victim = &workers[1];
+    let moved = tasks_of(&owners, &victim.id);
+    let killed_ms = unix_ms();
+    victim.process.signal(Signal::Kill);
+    let bound = SESSION_MS + 2 * HEARTBEAT_MS + SLACK_MS;
+    let latency = moved_after(&dir.0, &moved, &victim.id, killed_ms, bound);
+    println!(
+        "MEASURE kill_to_running_elsewhere_ms={latency} (session {SESSION_MS} ms, heartbeat {HEARTBEAT_MS} ms)"
+    );
+    assert!(latency <= bound, "took {latency} ms, bound {bound} ms");
+    wait_balanced(&dir.0, 12, 2);
+    assert_no_overlap(&dir.0);
+}
+
+#[test]
+fn a_terminated_workers_tasks_run_elsewhere_within_two_seconds() {
+    let Some(bootstrap) = kafka_bootstrap("worker: SIGTERM") else {
+        return;
+    };
+    let dir = TempDir::new("term");
+    let group = Group::new(&bootstrap, "worker-term", 12, &dir.0);
+    let mut workers: Vec<Worker> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|id| group.start(id))
+        .collect();
+    let owners = wait_balanced(&dir.0, 12, 3);
+    let moved = tasks_of(&owners, &workers[2].id);
+    let termed_ms = unix_ms();
+    workers[2].process.signal(Signal::Term);
+    let latency = moved_after(&dir.0, &moved, &workers[2].id, termed_ms, 2_000);
+    println!("MEASURE leave_to_running_elsewhere_ms={latency}");
+    assert!(latency <= 2_000, "took {latency} ms, bound 2000 ms");
+    assert_eq!(
+        workers[2].process.wait(),
+        Some(0),
+        "exit code after SIGTERM"
+    );
+    wait_balanced(&dir.0, 12, 2);
+    assert_no_overlap(&dir.0);
+}
+
+#[test]
+fn a_rolling_restart_of_static_workers_moves_nothing() {
+    let Some(bootstrap) = kafka_bootstrap("worker: static rolling restart") else {
+        return;
+    };
+    let dir = TempDir::new("static");
+    let mut group = Group::new(&bootstrap, "worker-static", 12, &dir.0);
+    group.session_ms = 6_000;
+    group.heartbeat_ms = 1_000;
+    group.extra.push("--static".into());
+    let ids = ["w1", "w2", "w3"];
+    let mut workers: Vec<Worker> = ids.iter().map(|id| group.start(id)).collect();
+    let before = wait_balanced(&dir.0, 12, 3);
+    let generation_of = |dir: &Path| -> BTreeSet<i32> {
+        let now = unix_ms();
+        journals(dir)
+            .values()
+            .flat_map(|beats| beats.iter().filter(|b| b.unix_ms + RECENT_MS >= now))
+            .map(|b| b.generation)
+            .collect()
+    };
+    // Once the group has settled (the follow-up round after the last join is done), every
+    // task beats in one generation.
+    let generations = poll(Duration::from_secs(10), || {
+        let generations = generation_of(&dir.0);
+        (generations.len() == 1).then_some(generations)
+    })
+    .expect("the group settles in one generation");
+    assert_eq!(wait_balanced(&dir.0, 12, 3), before);
+
+    for (i, id) in ids.iter().enumerate() {
+        workers[i].process.signal(Signal::Term);
+        assert_eq!(workers[i].process.wait(), Some(0), "{id} exit code");
+        let restarted_ms = unix_ms();
+        workers[i] = group.start(id);
+        let assigned = workers[i]
+            .wait_line(Duration::from_secs(10), |v| v["event"] == "assigned")
+            .unwrap_or_else(|| panic!("{id} got no assignment after its restart"));
+        assert_eq!(
+            BTreeSet::from([assigned["generation"].as_i64().expect("generation") as i32]),
+            generations,
+            "{id} came back in another generation"
+        );
+        // Back on its own tasks, in the same generation: nothing moved, no rebalance.
+        let owners = wait_balanced_since(&dir.0, 12, 3, restarted_ms);
+        assert_eq!(owners, before, "a task moved when {id} restarted");
+        assert_eq!(generation_of(&dir.0), generations, "a rebalance happened");
+    }
+    assert_no_overlap(&dir.0);
+}
+
+#[test]
+fn a_frozen_worker_fences_itself_and_rejoins_without_overlap() {
+    let Some(bootstrap) = kafka_bootstrap("worker: SIGSTOP") else {
+        return;
+    };
+    let dir = TempDir::new("stop");
+    let group = Group::new(&bootstrap, "worker-stop", 12, &dir.0);
+    let mut workers: Vec<Worker> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|id| group.start(id))
+        .collect();
+    let owners = wait_balanced(&dir.0, 12, 3);
+    let frozen = 0;
+    let held = tasks_of(&owners, &workers[frozen].id);
+    let generation = journals(&dir.0)[&held[0]]
+        .last()
+        .expect("a beat")
+        .generation;
+
+    let stopped_ms = unix_ms();
+    workers[frozen].process.signal(Signal::Stop);
+    std::thread::sleep(Duration::from_millis(2 * SESSION_MS));
+    // Meanwhile the others took its tasks over.
+    moved_after(&dir.0, &held, &workers[frozen].id, stopped_ms, 0);
+    workers[frozen].process.signal(Signal::Cont);
+
+    let lost = workers[frozen]
+        .wait_line(Duration::from_secs(5), |v| v["event"] == "lost")
+        .expect("the frozen worker reports that it lost its membership");
+    assert_eq!(lost["generation"], generation);
+    workers[frozen]
+        .wait_line(Duration::from_secs(15), |v| {
+            v["event"] == "assigned" && v["generation"].as_i64() > Some(i64::from(generation))
+        })
+        .expect("the frozen worker rejoins");
+    wait_balanced(&dir.0, 12, 3);
+    // Nothing written by the frozen worker in its old generation after the freeze.
+    for (task, beats) in journals(&dir.0) {
+        let late: Vec<&Beat> = beats
+            .iter()
+            .filter(|b| {
+                b.worker == workers[frozen].id
+                    && b.generation <= generation
+                    && b.unix_ms > stopped_ms
+            })
+            .collect();
+        assert!(late.is_empty(), "{task}: beats after the freeze: {late:?}");
+    }
+    assert_no_overlap(&dir.0);
+}
+
+#[test]
+fn a_panicking_task_restarts_with_backoff_then_is_failed_in_status() {
+    let Some(bootstrap) = kafka_bootstrap("worker: panicking task") else {
+        return;
+    };
+    let dir = TempDir::new("panic");
+    let mut group = Group::new(&bootstrap, "worker-panic", 3, &dir.0);
+    group.extra = [
+        "--panic-task",
+        "task-1",
+        "--max-attempts",
+        "3",
+        "--restart-backoff-ms",
+        "100",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let worker = group.start("w1");
+    let task = poll(Duration::from_secs(20), || {
+        let status: Value = serde_json::from_str(&worker.get("/status")).ok()?;
+        let task = status["tasks"]
+            .as_array()?
+            .iter()
+            .find(|t| t["task_id"] == "task-1")?
+            .clone();
+        (task["state"] == "FAILED").then_some(task)
+    })
+    .expect("task-1 becomes FAILED");
+    assert_eq!(task["restarts"], 2, "{task}");
+    let error = task["last_error"].as_str().expect("last error");
+    assert!(error.contains("panicked"), "{error}");
+    let status: Value = serde_json::from_str(&worker.get("/status")).expect("status JSON");
+    for other in ["task-0", "task-2"] {
+        let state = status["tasks"]
+            .as_array()
+            .and_then(|tasks| tasks.iter().find(|t| t["task_id"] == other))
+            .map(|t| t["state"].clone());
+        assert_eq!(state, Some(Value::from("RUNNING")), "{other}");
+    }
+    let metrics = worker.get("/metrics");
+    assert!(
+        metrics.contains("kroupier_tasks{state=\"FAILED\"} 1"),
+        "{metrics}"
+    );
+}
