@@ -1,0 +1,188 @@
+//! Workers in a group, in one process, against the embedded coordinator (Kafka's wire
+//! protocol on a local socket): a rolling upgrade with different catalogues, and an eager
+//! (`sticky`) group that hands tasks over on shutdown.
+//!
+//! Real sockets and real time, with generous waits; no assertion depends on how long
+//! anything takes.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kroupier_embedded::{CoordinatorHandle, EmbeddedCoordinator};
+use kroupier_worker::{
+    Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerHandle, WorkerStatus,
+};
+use serde::Deserialize;
+
+/// Beats until revoked, checking its lease each time.
+#[derive(Deserialize)]
+struct Beat {}
+
+impl Task for Beat {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        loop {
+            tokio::select! {
+                _ = ctx.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+            ctx.check_lease()?;
+        }
+    }
+}
+
+async fn coordinator() -> CoordinatorHandle {
+    EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the embedded coordinator starts")
+}
+
+fn config(bootstrap: &str, group: &str, worker: &str, assignor: &str) -> WorkerConfig {
+    let mut config = WorkerConfig::new(group);
+    config.bootstrap_servers = vec![bootstrap.to_owned()];
+    config.worker_id = worker.to_owned();
+    config.client_id = worker.to_owned();
+    config.assignors = vec![assignor.to_owned()];
+    config.session_timeout = Duration::from_secs(3);
+    config.heartbeat_interval = Duration::from_millis(500);
+    config.abort_timeout = Duration::from_millis(200);
+    config.status_addr = None;
+    config
+}
+
+fn specs(kind: &str, n: usize) -> Vec<TaskSpec> {
+    (0..n)
+        .map(|i| TaskSpec::new(format!("{kind}-{i}"), kind, serde_json::json!({})))
+        .collect()
+}
+
+fn running(status: &WorkerStatus) -> BTreeSet<String> {
+    status
+        .tasks
+        .iter()
+        .filter(|t| t.status.state == kroupier_worker::TaskState::Running)
+        .map(|t| t.status.task_id.clone())
+        .collect()
+}
+
+/// Polls the workers' status until `done` holds for all of them together.
+async fn until(
+    workers: &[&WorkerHandle],
+    done: impl Fn(&[WorkerStatus]) -> bool,
+) -> Vec<WorkerStatus> {
+    for _ in 0..400 {
+        let statuses: Vec<WorkerStatus> = workers
+            .iter()
+            .map(|w| w.runtime().board().snapshot())
+            .collect();
+        if done(&statuses) {
+            return statuses;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let statuses: Vec<WorkerStatus> = workers
+        .iter()
+        .map(|w| w.runtime().board().snapshot())
+        .collect();
+    panic!("never settled: {statuses:#?}");
+}
+
+/// Every task of `all` runs on exactly one of the workers.
+fn exactly_once(statuses: &[WorkerStatus], all: &BTreeSet<String>) -> bool {
+    let mut seen = BTreeSet::new();
+    for status in statuses {
+        for task in running(status) {
+            if !seen.insert(task) {
+                return false;
+            }
+        }
+    }
+    &seen == all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_upgrade_gives_new_kinds_only_to_workers_that_know_them() {
+    let coordinator = coordinator().await;
+    let bootstrap = coordinator.bootstrap();
+    // The upgraded worker knows kind `new`; it starts first, so it leads.
+    let upgraded = WorkerBuilder::new(config(&bootstrap, "upgrade", "upgraded", "cooperative"))
+        .register::<Beat>("old")
+        .register::<Beat>("new")
+        .catalogue(
+            &kroupier_worker::Catalogue::from_specs(
+                specs("old", 4).into_iter().chain(specs("new", 2)),
+            )
+            .unwrap(),
+        )
+        .spawn()
+        .await
+        .unwrap();
+    let all: BTreeSet<String> = (0..4)
+        .map(|i| format!("old-{i}"))
+        .chain((0..2).map(|i| format!("new-{i}")))
+        .collect();
+    until(&[&upgraded], |s| exactly_once(s, &all)).await;
+
+    let mut older = WorkerBuilder::new(config(&bootstrap, "upgrade", "older", "cooperative"))
+        .register::<Beat>("old");
+    for spec in specs("old", 4) {
+        older = older.task(spec);
+    }
+    let older = older.spawn().await.unwrap();
+    let settled = until(&[&upgraded, &older], |s| {
+        exactly_once(s, &all)
+            && !running(&s[1]).is_empty()
+            && !s[0].rebalancing
+            && !s[1].rebalancing
+    })
+    .await;
+    assert!(
+        running(&settled[1]).iter().all(|t| t.starts_with("old-")),
+        "{settled:#?}"
+    );
+    assert!(
+        settled[1].group.catalogue_mismatch,
+        "the older worker sees the mismatch"
+    );
+    assert!(!settled[0].group.catalogue_mismatch);
+
+    // No ping-pong: the group stays in its generation with the same tasks.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later: Vec<WorkerStatus> = [&upgraded, &older]
+        .iter()
+        .map(|w| w.runtime().board().snapshot())
+        .collect();
+    for (before, after) in settled.iter().zip(&later) {
+        assert_eq!(before.group.generation, after.group.generation);
+        assert_eq!(running(before), running(after));
+    }
+    older.shutdown().await.unwrap();
+    upgraded.shutdown().await.unwrap();
+    coordinator.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eager_group_spreads_tasks_and_takes_them_over_on_shutdown() {
+    let coordinator = coordinator().await;
+    let bootstrap = coordinator.bootstrap();
+    let start = |id: &str| {
+        let mut builder =
+            WorkerBuilder::new(config(&bootstrap, "eager", id, "sticky")).register::<Beat>("beat");
+        for spec in specs("beat", 6) {
+            builder = builder.task(spec);
+        }
+        builder.spawn()
+    };
+    let all: BTreeSet<String> = (0..6).map(|i| format!("beat-{i}")).collect();
+    let a = start("a").await.unwrap();
+    until(&[&a], |s| exactly_once(s, &all)).await;
+    let b = start("b").await.unwrap();
+    until(&[&a, &b], |s| {
+        exactly_once(s, &all) && running(&s[0]).len() == 3 && running(&s[1]).len() == 3
+    })
+    .await;
+    b.shutdown().await.unwrap();
+    until(&[&a], |s| exactly_once(s, &all)).await;
+    a.shutdown().await.unwrap();
+    coordinator.shutdown().await;
+}
