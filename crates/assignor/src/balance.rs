@@ -233,6 +233,27 @@ mod weighted {
                 &mut loads, kind_tasks, &keep, level, eligible, target, min_weight,
             );
             repair(&mut loads, eligible, max_weight, target);
+            // Repair frees room on the most loaded members: retry what did not fit.
+            loop {
+                let left: Vec<u32> = kind_tasks
+                    .iter()
+                    .map(|t| t.0)
+                    .filter(|&t| target[t as usize] == NO_CAPACITY)
+                    .collect();
+                let before = left.len();
+                if before == 0 {
+                    break;
+                }
+                greedy(&mut loads, left, eligible, target, min_weight);
+                let after = kind_tasks
+                    .iter()
+                    .filter(|t| target[t.get()] == NO_CAPACITY)
+                    .count();
+                if after == before {
+                    break;
+                }
+                repair(&mut loads, eligible, max_weight, target);
+            }
         }
         let added: Vec<u64> = eligible.iter().map(|&m| loads.load[m as usize]).collect();
         for (&m, add) in eligible.iter().zip(added) {
@@ -270,6 +291,20 @@ mod weighted {
             target[t] = NONE;
             pool.push(task.0);
         }
+        greedy(loads, pool, eligible, target, min_weight);
+    }
+
+    /// Places `pool`, heaviest first, each on the least-loaded member with room for it
+    /// (`NO_CAPACITY` if none has). Once a weight fits nowhere, heavier or equal ones are not
+    /// tried again: rooms only shrink.
+    fn greedy(
+        loads: &mut Loads<'_, '_>,
+        mut pool: Vec<u32>,
+        eligible: &[u32],
+        target: &mut [u32],
+        min_weight: u64,
+    ) {
+        let tasks = loads.input.tasks;
         pool.sort_by_key(|&t| (Reverse(tasks.weight_of(t as usize)), t));
         let mut heap: BinaryHeap<Reverse<(u64, u64, usize, u32)>> = BinaryHeap::new();
         for (pos, &m) in eligible.iter().enumerate() {
@@ -279,9 +314,14 @@ mod weighted {
             }
         }
         let mut aside = Vec::new();
+        let mut fits_nowhere = u64::MAX;
         for t in pool {
             let w = u64::from(tasks.weight_of(t as usize));
             target[t as usize] = NO_CAPACITY;
+            if w >= fits_nowhere {
+                continue;
+            }
+            fits_nowhere = w;
             while let Some(Reverse(entry)) = heap.pop() {
                 let m = entry.3 as usize;
                 let room = loads.room(m);
@@ -291,6 +331,7 @@ mod weighted {
                 }
                 loads.take(m, t);
                 target[t as usize] = entry.3;
+                fits_nowhere = u64::MAX;
                 if room - w >= min_weight {
                     heap.push(Reverse((loads.load[m], loads.total[m], entry.2, entry.3)));
                 }
