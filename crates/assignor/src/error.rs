@@ -56,13 +56,13 @@ pub enum AssignError {
         task: Arc<str>,
     },
     /// More than about 4 billion tasks.
-    #[error("too many tasks: a task set holds at most u32::MAX - 8 tasks")]
+    #[error("too many tasks: a task set holds at most u32::MAX - 9 tasks")]
     TooManyTasks,
     /// More than 65536 kinds.
     #[error("too many task kinds: a task set holds at most 65536 kinds")]
     TooManyKinds,
     /// More than about 4 billion members.
-    #[error("too many members: at most u32::MAX - 8 members")]
+    #[error("too many members: a group holds at most u32::MAX - 16 members")]
     TooManyMembers,
     /// No assignor has this name.
     #[error("unknown assignor {name:?}: use one of round-robin, sticky, cooperative")]

@@ -149,7 +149,7 @@ impl TaskSet {
         self.kind_names.get(kind.get()).map(|s| &**s)
     }
 
-    /// The kind of `task`. Panics-free: callers pass indices they validated.
+    /// The kind of `task`; callers pass indices already checked against `len()`.
     pub(crate) fn kind_of(&self, task: usize) -> KindIndex {
         self.kinds[task]
     }
@@ -159,6 +159,7 @@ impl TaskSet {
         self.weights.get(task.get()).copied()
     }
 
+    /// The weight of `task`; callers pass indices already checked against `len()`.
     pub(crate) fn weight_of(&self, task: usize) -> u32 {
         self.weights[task]
     }
