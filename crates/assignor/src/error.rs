@@ -56,7 +56,7 @@ pub enum AssignError {
         task: Arc<str>,
     },
     /// More than about 4 billion tasks.
-    #[error("too many tasks: a task set holds at most u32::MAX - 9 tasks")]
+    #[error("too many tasks: a task set holds at most u32::MAX - 8 tasks")]
     TooManyTasks,
     /// More than 65536 kinds.
     #[error("too many task kinds: a task set holds at most 65536 kinds")]
