@@ -143,6 +143,9 @@ pub enum WorkerEvent {
 }
 
 /// A running worker: its runtime, its group member, and the way to stop it.
+///
+/// Dropping the handle leaves the worker running in the background (like a dropped
+/// `JoinHandle`); call [`shutdown`](Self::shutdown) to stop it.
 #[derive(Debug)]
 pub struct WorkerHandle {
     runtime: Arc<Runtime>,
@@ -150,6 +153,7 @@ pub struct WorkerHandle {
     status_addr: Option<SocketAddr>,
     events: broadcast::Sender<WorkerEvent>,
     shutdown: CancellationToken,
+    server_stop: CancellationToken,
     task: JoinHandle<Result<(), WorkerError>>,
 }
 
@@ -188,7 +192,7 @@ impl WorkerHandle {
             Ok(result) => result,
             Err(error) => Err(WorkerError::Panicked(error.to_string())),
         };
-        self.shutdown.cancel();
+        self.server_stop.cancel();
         result
     }
 }
@@ -248,9 +252,11 @@ pub(crate) async fn spawn(
     let member_events = member.events();
     tokio::spawn(driver);
 
+    // The status API serves until the worker has ended, shutdown included.
+    let server_stop = CancellationToken::new();
     if let Some(listener) = listener {
         let router = runtime.status_router();
-        let stop = shutdown.clone();
+        let stop = server_stop.clone();
         tokio::spawn(async move {
             let stopped = async move { stop.cancelled().await };
             if let Err(error) = crate::status::http::serve(listener, router, stopped).await {
@@ -273,6 +279,7 @@ pub(crate) async fn spawn(
         status_addr,
         events,
         shutdown,
+        server_stop,
         task,
     })
 }

@@ -48,6 +48,7 @@ impl Loop {
         let mut status = self.member.status();
         let mut revoking: Option<(i32, Waiting)> = None;
         let mut follow_up: Option<FollowUp> = None;
+        let mut last_applied: Option<GroupToken> = None;
         loop {
             let follow_up_at = follow_up.as_ref().map(|f| f.not_before);
             tokio::select! {
@@ -55,7 +56,12 @@ impl Loop {
                 () = shutdown.cancelled() => return self.stop_and_leave().await,
                 changed = status.changed() => {
                     if changed.is_err() {
-                        return self.member_ended(None).await;
+                        // The driver ended; its last event says why.
+                        let last = std::iter::from_fn(|| member_events.try_recv().ok())
+                            .filter(|e| matches!(e, MemberEvent::Fenced { .. }
+                                | MemberEvent::Fatal { .. } | MemberEvent::Left))
+                            .last();
+                        return self.member_ended(last).await;
                     }
                     let snapshot = status.borrow_and_update().clone();
                     self.extend_lease(&snapshot);
@@ -65,6 +71,7 @@ impl Loop {
                         let Some(applied) = self.assigned(&token, &assignment).await else {
                             continue;
                         };
+                        last_applied = Some(token.clone());
                         let (waiting, next) = applied;
                         if let Some(waiting) = waiting {
                             revoking = Some((token.generation_id, waiting));
@@ -90,6 +97,20 @@ impl Loop {
                     Ok(_) => {}
                     Err(RecvError::Lagged(skipped)) => {
                         tracing::warn!(skipped, "worker fell behind the member's events");
+                        // An assignment may be among the skipped events: apply the current one.
+                        let now = self.member.current();
+                        let current = now.generation.as_ref().map(|g| g.token());
+                        if let (MemberState::Stable, Some(token), Some(bytes)) =
+                            (now.state, current, now.assignment.as_ref())
+                            && last_applied.as_ref() != Some(&token)
+                            && let Some((waiting, next)) = self.assigned(&token, bytes).await
+                        {
+                            last_applied = Some(token.clone());
+                            if let Some(waiting) = waiting {
+                                revoking = Some((token.generation_id, waiting));
+                            }
+                            follow_up = next;
+                        }
                     }
                     Err(RecvError::Closed) => return self.member_ended(None).await,
                 },
