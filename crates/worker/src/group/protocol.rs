@@ -272,3 +272,164 @@ impl GroupProtocol for WorkerProtocol {
         drop(self.runtime.lost(deadline));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::protocol::MemberMetadata;
+    use crate::{
+        AssignmentChange, FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder,
+        WorkerConfig,
+    };
+
+    #[derive(serde::Deserialize)]
+    struct Idle {}
+
+    impl Task for Idle {
+        async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+            ctx.cancelled().await;
+            Ok(())
+        }
+    }
+
+    fn protocol(assignors: &[&str]) -> WorkerProtocol {
+        let mut builder = WorkerBuilder::new(WorkerConfig::new("g"))
+            .configure(|c| c.worker_id = "w1".into())
+            .register::<Idle>("idle");
+        for i in 0..3 {
+            builder = builder.task(TaskSpec::new(
+                format!("t-{i}"),
+                "idle",
+                serde_json::json!({}),
+            ));
+        }
+        WorkerProtocol::new(
+            Arc::new(builder.build_runtime().unwrap()),
+            assignors.iter().map(|s| s.to_string()).collect(),
+            Duration::ZERO,
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        )
+    }
+
+    fn generation(id: i32, protocol: &str) -> Generation {
+        Generation {
+            generation_id: id,
+            member_id: "m1".into(),
+            protocol_name: protocol.into(),
+            leader_id: "m1".into(),
+        }
+    }
+
+    fn owned(p: &WorkerProtocol) -> Vec<(String, i32)> {
+        let offered = p.protocols();
+        MemberMetadata::decode(&offered[0].metadata)
+            .unwrap()
+            .owned
+            .into_iter()
+            .collect()
+    }
+
+    fn ids(ids: &[&str]) -> BTreeSet<String> {
+        ids.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn offers_every_assignor_in_order_with_the_same_metadata() {
+        let p = protocol(&["cooperative", "sticky"]);
+        assert_eq!(p.protocol_type(), "kroupier");
+        let offered = p.protocols();
+        let names: Vec<&str> = offered.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["cooperative", "sticky"]);
+        assert_eq!(offered[0].metadata, offered[1].metadata);
+        let metadata = MemberMetadata::decode(&offered[0].metadata).unwrap();
+        assert_eq!(metadata.worker_id, "w1");
+        assert_eq!(metadata.kinds, ids(&["idle"]));
+        assert_eq!(
+            metadata.catalogue_fingerprint,
+            p.runtime().supervisor().catalogue().fingerprint()
+        );
+        assert!(matches!(
+            p.assign("round-robin", &[]),
+            Err(AssignError::UnknownProtocol(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn metadata_claims_the_new_assignment_before_the_loop_applies_it() {
+        let p = protocol(&["cooperative"]);
+        let mut assignment = Assignment::new("m1", 5);
+        assignment.tasks = ids(&["t-0", "t-1"]);
+        assignment.revoked = ids(&["t-2"]);
+        p.on_assigned(
+            &generation(5, "cooperative"),
+            &Bytes::from(assignment.encode()),
+        );
+        assert_eq!(owned(&p), [("t-0".into(), 5), ("t-1".into(), 5)]);
+
+        // Kept tasks keep the generation they were granted in.
+        let runtime = p.runtime().clone();
+        let _ = runtime
+            .apply(AssignmentChange {
+                token: FencingToken::new(5, "m1"),
+                leader: "m1".into(),
+                valid_until: Instant::now() + Duration::from_secs(30),
+                run: ids(&["t-0", "t-1"]),
+                revoke: BTreeSet::new(),
+                leader_catalogue_fingerprint: None,
+            })
+            .await;
+        let mut next = Assignment::new("m1", 6);
+        next.tasks = ids(&["t-0", "t-2"]);
+        p.on_assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
+        assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
+
+        // Lost: every task stops at once and the metadata claims nothing.
+        p.on_lost(
+            Some(&generation(6, "cooperative")),
+            &LostReason::HeartbeatTimeout {
+                deadline: std::time::Instant::now(),
+            },
+        );
+        assert!(runtime.owned().is_empty());
+        assert!(owned(&p).is_empty());
+    }
+
+    #[tokio::test]
+    async fn eager_revocation_stops_every_task_but_keeps_the_claims_for_sticky() {
+        let p = protocol(&["sticky"]);
+        let runtime = p.runtime().clone();
+        let _ = runtime
+            .apply(AssignmentChange {
+                token: FencingToken::new(3, "m1"),
+                leader: "m1".into(),
+                valid_until: Instant::now() + Duration::from_secs(30),
+                run: ids(&["t-0", "t-1"]),
+                revoke: BTreeSet::new(),
+                leader_catalogue_fingerprint: None,
+            })
+            .await;
+        p.on_revoked(&generation(3, "sticky"));
+        assert!(runtime.owned().is_empty(), "eager: everything stops");
+        assert!(runtime.board().is_rebalancing());
+        assert_eq!(owned(&p), [("t-0".into(), 3), ("t-1".into(), 3)]);
+
+        // A cooperative group keeps its tasks through a rebalance.
+        let p = protocol(&["cooperative"]);
+        let runtime = p.runtime().clone();
+        let _ = runtime
+            .apply(AssignmentChange {
+                token: FencingToken::new(3, "m1"),
+                leader: "m1".into(),
+                valid_until: Instant::now() + Duration::from_secs(30),
+                run: ids(&["t-0"]),
+                revoke: BTreeSet::new(),
+                leader_catalogue_fingerprint: None,
+            })
+            .await;
+        p.on_revoked(&generation(3, "cooperative"));
+        assert_eq!(runtime.owned().len(), 1);
+    }
+}
