@@ -1,14 +1,45 @@
 //! # kroupier-coordinator
 //!
 //! A generic member of a Kafka group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-//! LeaveGroup) for any protocol, plus leader election on top of it.
+//! LeaveGroup) for any protocol, and leader election on top of it: the capability Java's
+//! internal `AbstractCoordinator` gives Kafka Connect, Kafka Streams and Schema Registry, as a
+//! public, typed Rust API.
 //!
-//! It knows nothing of tasks: a protocol plugs in its metadata and its assignment function.
-//! The connection layer, the sans-IO membership state machine and its tokio driver will live here.
+//! It knows nothing of tasks: a protocol ([`membership::GroupProtocol`]) plugs in its
+//! metadata and the leader's assignment function.
+//!
+//! ```no_run
+//! use kroupier_coordinator::driver::MemberConfig;
+//! use kroupier_coordinator::election::{ElectionEvent, Elector};
+//!
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // One of N replicas; the same group id everywhere, a stable id per replica.
+//! let config = MemberConfig::new("127.0.0.1:9092", "schema-registry-leader");
+//! let elector = Elector::spawn(config, "replica-1", true)?;
+//! let mut events = elector.events();
+//! while let Ok(event) = events.recv().await {
+//!     match event {
+//!         // Act as leader only while `is_leader()` holds: it turns false as soon as this
+//!         // member may have lost the generation (self-fencing), before anyone else leads.
+//!         ElectionEvent::Leader { token } => println!("leading with {token:?}"),
+//!         ElectionEvent::Follower { leader_id, .. } => println!("following {leader_id:?}"),
+//!         ElectionEvent::Lost { .. } => println!("lost the generation; stop acting"),
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The layers, bottom up (each module's guide says why it is shaped as it is):
+//! - [`wire`]: Kafka framing and decoding guarded against hostile frames, both directions;
+//! - [`connection`]: broker connections, ApiVersions negotiation, coordinator discovery;
+//! - [`membership`]: the sans-IO group membership state machine and the error table;
+//! - [`driver`]: the tokio driver that owns IO and time around it;
+//! - [`election`]: sticky leader election as a group protocol on the driver;
+//! - [`observer`]: DescribeGroups and ListGroups, to see a group without joining it.
 
 pub mod connection;
+pub mod driver;
+pub mod election;
+pub mod membership;
 pub mod observer;
 pub mod wire;
-pub mod membership;
-pub mod election;
-pub mod driver;
