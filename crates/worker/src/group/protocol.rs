@@ -56,8 +56,10 @@ struct State {
 /// - `protocols`: one entry per configured assignor, in preference order, each carrying the
 ///   worker's [`MemberMetadata`](crate::protocol::MemberMetadata) (owned tasks with their
 ///   generation, kinds, catalogue fingerprint, capacity, rack).
-/// - `assign` (leader): see [`leader`](super::leader); the cooperative cross-round state stays
-///   here between the rounds this member leads.
+/// - `assign` (leader): decodes every member's metadata, gives tasks only to members that list
+///   their kind, resolves claims by generation, runs the selected assignor and encodes each
+///   member's full target set and revocations; the cooperative cross-round state stays here
+///   between the rounds this member leads.
 /// - `on_revoked`: marks the status as rebalancing; with an eager assignor also stops every
 ///   task before the rejoin.
 /// - `on_lost`: stops every task at once (lease checks fail from the call), within the
