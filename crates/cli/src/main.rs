@@ -4,6 +4,12 @@
 //! `main` only parses and dispatches.
 
 mod assign;
+mod coordinator;
+mod demo;
+mod describe;
+mod signal;
+mod watch;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -21,12 +27,28 @@ struct Cli {
 enum Command {
     /// Run an assignor on a synthetic group and report time, moves and balance.
     Assign(assign::Args),
+    /// Run the embedded coordinator (Kafka's group coordinator, in one process).
+    Coordinator(coordinator::Args),
+    /// Show a group's members, leader, generation and each member's tasks.
+    Describe(describe::Args),
+    /// A live terminal view of a group's members and tasks, highlighting each move.
+    Watch(watch::Args),
+    /// Start workers, kill one, and watch its tasks move (needs nothing but this binary).
+    Demo(demo::Args),
+    /// A small kroupier worker running `beat` tasks (used by the demo).
+    #[command(hide = true)]
+    Worker(worker::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Assign(args) => assign::run(&args),
+        Command::Coordinator(args) => coordinator::run(&args),
+        Command::Describe(args) => describe::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Worker(args) => worker::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

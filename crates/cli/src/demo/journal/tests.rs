@@ -1,0 +1,107 @@
+use super::*;
+
+fn beats(spec: &[(u64, &str)]) -> Vec<Beat> {
+    spec.iter()
+        .map(|(ms, worker)| Beat {
+            ms: *ms,
+            worker: worker.to_string(),
+            generation: 1,
+        })
+        .collect()
+}
+
+fn every_100(worker: &str, from: u64, to: u64) -> Vec<(u64, String)> {
+    (from..=to)
+        .step_by(100)
+        .map(|ms| (ms, worker.to_string()))
+        .collect()
+}
+
+fn journal(parts: &[Vec<(u64, String)>]) -> Vec<Beat> {
+    let mut all: Vec<Beat> = parts
+        .iter()
+        .flatten()
+        .map(|(ms, w)| Beat {
+            ms: *ms,
+            worker: w.clone(),
+            generation: 1,
+        })
+        .collect();
+    all.sort_by_key(|b| b.ms);
+    all
+}
+
+#[test]
+fn parse_reads_lines_and_ignores_a_cut_last_line() {
+    let parsed = parse("100 w0 3\n200 w1 4\n30").unwrap();
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(parsed[1].worker, "w1");
+    assert_eq!(parsed[1].generation, 4);
+    assert!(parse("100 w0\n").is_err());
+    assert!(parse("abc w0 1\n").is_err());
+    assert!(parse("").unwrap().is_empty());
+}
+
+#[test]
+fn tenures_split_at_gaps_and_overlap_finds_concurrent_owners() {
+    let handover = beats(&[(0, "a"), (100, "a"), (200, "a"), (900, "b"), (1000, "b")]);
+    let t = tenures(&handover, 300);
+    assert_eq!(t.len(), 2);
+    assert_eq!(overlap(&t), None);
+
+    let concurrent = beats(&[(0, "a"), (50, "b"), (100, "a"), (150, "b"), (200, "a")]);
+    assert!(overlap(&tenures(&concurrent, 300)).is_some());
+
+    let back_later = beats(&[(0, "a"), (100, "a"), (1000, "b"), (1100, "b"), (2000, "a")]);
+    assert_eq!(tenures(&back_later, 300).len(), 3);
+    assert_eq!(overlap(&tenures(&back_later, 300)), None);
+}
+
+#[test]
+fn a_clean_failover_passes_and_is_timed() {
+    let mut journals = BTreeMap::new();
+    journals.insert(
+        "task-0".to_string(),
+        journal(&[every_100("a", 0, 5000), every_100("b", 8400, 12000)]),
+    );
+    journals.insert("task-1".to_string(), journal(&[every_100("b", 0, 12000)]));
+    let moved = BTreeSet::from(["task-0".to_string()]);
+    let finals = BTreeMap::from([
+        ("task-0".to_string(), "b".to_string()),
+        ("task-1".to_string(), "b".to_string()),
+    ]);
+    let failover = check(&journals, "a", 5050, &moved, &finals, 11000, 300).unwrap();
+    assert_eq!(failover.resumed["task-0"], ("b".to_string(), 3350));
+    assert_eq!(failover.time_ms(), 3350);
+}
+
+#[test]
+fn violations_are_all_reported() {
+    let mut journals = BTreeMap::new();
+    // Ran on two workers at once, and twice after the kill.
+    journals.insert(
+        "task-0".to_string(),
+        journal(&[
+            every_100("a", 0, 5000),
+            every_100("b", 4000, 12000),
+            every_100("c", 9000, 9500),
+        ]),
+    );
+    // Never ran again.
+    journals.insert("task-1".to_string(), journal(&[every_100("a", 0, 5000)]));
+    let moved = BTreeSet::from(["task-0".to_string(), "task-1".to_string()]);
+    let finals = BTreeMap::from([("task-1".to_string(), "b".to_string())]);
+    let problems = check(&journals, "a", 4500, &moved, &finals, 11000, 300).unwrap_err();
+    let text = problems.join("\n");
+    assert!(text.contains("task-0 ran on a"), "{text}");
+    assert!(text.contains("after the kill at 4500"), "{text}");
+    assert!(
+        text.contains("task-0 ran on 2 workers after the kill"),
+        "{text}"
+    );
+    assert!(text.contains("task-1 did not run again"), "{text}");
+    assert!(
+        text.contains("task-1 should be running on b only"),
+        "{text}"
+    );
+}

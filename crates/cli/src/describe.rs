@@ -1,0 +1,302 @@
+//! `kroupier describe`: one group's members, leader, generation, protocol and each member's
+//! tasks, from DescribeGroups alone (no worker is asked anything).
+//!
+//! DescribeGroups carries no generation and no leader; for kroupier groups both are decoded
+//! from the members' assignments (see `docs/protocol.md`), and each member's tasks are the full
+//! target set its assignment carries. The JSON object is the contract in `DESIGN.md`:
+//!
+//! ```text
+//! {"group","state","generation","protocol_type","protocol","leader",
+//!  "members":[{"member_id","instance_id","client_id","host","tasks":[...]}]}
+//! ```
+//!
+//! - `generation` and `leader` (a member id) are `null` when no assignment records them: the
+//!   group rebalances, is empty, or is not a kroupier group.
+//! - `protocol_type` and `protocol` are `null` when the coordinator reports them empty (a group
+//!   that does not exist, or one that is rebalancing).
+//! - `tasks` is a sorted list for each member of a kroupier group (`[]` while the group
+//!   rebalances: Kafka shows assignments only once the group is stable), and `null` when the
+//!   tasks are unknown: a group of another protocol type (not decoded), or a member whose bytes
+//!   do not decode as kroupier's.
+//! - A group that does not exist is described with state `Dead` and no members.
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+use kroupier_coordinator::observer::{AssignmentDecoder, GroupDescription, Observer};
+use kroupier_worker::protocol::{Assignment, DecodeError, MemberMetadata, PROTOCOL_TYPE};
+use serde::Serialize;
+
+/// Arguments of `kroupier describe`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
+    #[arg(long)]
+    bootstrap: String,
+    /// The group id.
+    #[arg(long)]
+    group: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Give up when the cluster has not answered within this many milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+}
+
+/// A group as `kroupier describe` shows it (the JSON contract).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupView {
+    /// The group id.
+    pub group: String,
+    /// Kafka's spelling of the group state (`Stable`, `PreparingRebalance`, `Dead`, ...).
+    pub state: String,
+    /// The newest generation the members' assignments record.
+    pub generation: Option<i32>,
+    /// The group's protocol type (`kroupier` for kroupier groups).
+    pub protocol_type: Option<String>,
+    /// The chosen protocol (for kroupier groups, the assignor).
+    pub protocol: Option<String>,
+    /// The leader's member id, as the assignments of the newest generation record it.
+    pub leader: Option<String>,
+    /// The members, sorted by worker id (kroupier groups) or member id.
+    pub members: Vec<MemberView>,
+}
+
+/// One member as `kroupier describe` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberView {
+    /// The member id the coordinator gave it.
+    pub member_id: String,
+    /// Its static instance id (`group.instance.id`), if any.
+    pub instance_id: Option<String>,
+    /// The client id it connected with.
+    pub client_id: String,
+    /// The host it connected from.
+    pub host: String,
+    /// Its tasks, sorted; `None` when unknown (not a kroupier member, or undecodable).
+    pub tasks: Option<Vec<String>>,
+    /// The worker id from its kroupier metadata (not part of the JSON contract).
+    #[serde(skip)]
+    pub worker_id: Option<String>,
+}
+
+impl MemberView {
+    /// The name to show for this member: its worker id, else its member id.
+    pub fn name(&self) -> &str {
+        self.worker_id.as_deref().unwrap_or(&self.member_id)
+    }
+}
+
+/// Reads kroupier member metadata and assignments for the observer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KroupierDecoder;
+
+/// A kroupier member's decoded bytes; either may be absent (empty bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedMember {
+    /// What the member sent in JoinGroup.
+    pub metadata: Option<MemberMetadata>,
+    /// What the leader gave it in SyncGroup.
+    pub assignment: Option<Assignment>,
+}
+
+impl AssignmentDecoder for KroupierDecoder {
+    type Member = DecodedMember;
+    type Error = DecodeError;
+
+    fn decode(
+        &self,
+        _protocol: &str,
+        metadata: &[u8],
+        assignment: &[u8],
+    ) -> Result<DecodedMember, DecodeError> {
+        Ok(DecodedMember {
+            metadata: (!metadata.is_empty())
+                .then(|| MemberMetadata::decode(metadata))
+                .transpose()?,
+            assignment: (!assignment.is_empty())
+                .then(|| Assignment::decode(assignment))
+                .transpose()?,
+        })
+    }
+
+    fn leader(&self, member: &DecodedMember) -> Option<String> {
+        member.assignment.as_ref().map(|a| a.leader.clone())
+    }
+
+    fn generation(&self, member: &DecodedMember) -> Option<i32> {
+        member.assignment.as_ref().map(|a| a.generation)
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+/// Builds the view of a described group, decoding kroupier groups' members.
+pub fn build_view(description: GroupDescription) -> GroupView {
+    let kroupier = description.protocol_type == PROTOCOL_TYPE;
+    let mut view = GroupView {
+        group: description.group_id.clone(),
+        state: description.state.as_str().to_owned(),
+        generation: None,
+        protocol_type: non_empty(&description.protocol_type),
+        protocol: non_empty(&description.protocol),
+        leader: None,
+        members: Vec::new(),
+    };
+    let base = |m: &kroupier_coordinator::observer::MemberDescription| MemberView {
+        member_id: m.member_id.clone(),
+        instance_id: m.group_instance_id.clone(),
+        client_id: m.client_id.clone(),
+        host: m.client_host.clone(),
+        tasks: None,
+        worker_id: None,
+    };
+    if kroupier {
+        let decoded = description.decode(&KroupierDecoder);
+        view.generation = decoded.generation;
+        view.leader = decoded.leader;
+        for (raw, member) in decoded.description.members.iter().zip(decoded.members) {
+            let mut member_view = base(raw);
+            if let Ok(member) = member {
+                member_view.worker_id = member.metadata.map(|m| m.worker_id);
+                member_view.tasks = Some(
+                    member
+                        .assignment
+                        .map(|a| a.tasks.into_iter().collect())
+                        .unwrap_or_default(),
+                );
+            }
+            view.members.push(member_view);
+        }
+    } else {
+        view.members = description.members.iter().map(base).collect();
+    }
+    view.members
+        .sort_by(|a, b| (a.name(), a.member_id.as_str()).cmp(&(b.name(), b.member_id.as_str())));
+    view
+}
+
+/// An observer of the cluster at `bootstrap` that gives up on a coordinator after `timeout`.
+///
+/// # Errors
+/// When `bootstrap` names no server.
+pub fn observer(bootstrap: &str, timeout: Duration) -> Result<Observer, Box<dyn Error>> {
+    let mut config = ClusterConfig::new(bootstrap);
+    config.connection.client_id = "kroupier-cli".to_owned();
+    config.coordinator_lookup_timeout = timeout;
+    config.connection.connect_timeout = config.connection.connect_timeout.min(timeout);
+    config.connection.request_timeout = config.connection.request_timeout.min(timeout);
+    Ok(Observer::new(Arc::new(Cluster::new(config)?)))
+}
+
+/// Describes `group` through `observer`, within `timeout`.
+///
+/// # Errors
+/// A clear message when the cluster does not answer in time or answers with an error.
+pub async fn fetch(
+    observer: &Observer,
+    bootstrap: &str,
+    group: &str,
+    timeout: Duration,
+) -> Result<GroupView, String> {
+    match tokio::time::timeout(timeout, observer.describe_group(group)).await {
+        Ok(Ok(description)) => Ok(build_view(description)),
+        Ok(Err(e)) => Err(format!(
+            "cannot describe group `{group}` at {bootstrap}: {e}"
+        )),
+        Err(_) => Err(format!(
+            "no answer from {bootstrap} within {} ms: is a Kafka broker (or `kroupier \
+             coordinator`) running there?",
+            timeout.as_millis()
+        )),
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let view = runtime.block_on(async {
+        let observer = observer(&args.bootstrap, timeout)?;
+        fetch(&observer, &args.bootstrap, &args.group, timeout)
+            .await
+            .map_err(Box::<dyn Error>::from)
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&view)?);
+    } else {
+        print!("{}", table(&view));
+    }
+    Ok(())
+}
+
+/// The human-readable form of a view.
+pub fn table(view: &GroupView) -> String {
+    let dash = |v: Option<&str>| v.unwrap_or("-").to_owned();
+    let mut out = format!(
+        "group {}  state {}  protocol {}/{}  generation {}  leader {}\n",
+        view.group,
+        view.state,
+        dash(view.protocol_type.as_deref()),
+        dash(view.protocol.as_deref()),
+        view.generation.map_or("-".to_owned(), |g| g.to_string()),
+        dash(view.leader.as_deref()),
+    );
+    if view.members.is_empty() {
+        out.push_str("no members\n");
+        return out;
+    }
+    let rows: Vec<[String; 5]> = view
+        .members
+        .iter()
+        .map(|m| {
+            let leader = view.leader.as_deref() == Some(m.member_id.as_str());
+            [
+                format!("{}{}", m.name(), if leader { " *" } else { "" }),
+                m.member_id.clone(),
+                format!("{} {}", m.client_id, m.host),
+                m.instance_id.clone().unwrap_or_else(|| "-".into()),
+                match &m.tasks {
+                    Some(tasks) if tasks.is_empty() => "(none)".to_owned(),
+                    Some(tasks) => format!("{} {}", tasks.len(), tasks.join(",")),
+                    None => "(not decoded)".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    let header = ["WORKER", "MEMBER ID", "CLIENT HOST", "INSTANCE", "TASKS"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        let mut s = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i == 4 {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    out.push_str(&line(header));
+    for row in &rows {
+        out.push_str(&line([&row[0], &row[1], &row[2], &row[3], &row[4]]));
+    }
+    out.push_str("(* leader)\n");
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! Drawing the watch view with ratatui: a header (group, state, generation, leader), one row
+//! per member with its tasks (tasks that moved recently highlighted), and the list of moves
+//! with how long each task was unowned.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, List, ListItem, Paragraph, Row, Table, Wrap};
+use ratatui::{DefaultTerminal, Frame};
+
+use super::model::Move;
+use crate::describe::GroupView;
+
+/// How long a moved task stays highlighted.
+const HIGHLIGHT: Duration = Duration::from_secs(5);
+
+/// What one frame shows.
+#[derive(Debug)]
+pub struct Screen<'a> {
+    /// The first line (what is being watched).
+    pub title: String,
+    /// The latest description, if any arrived.
+    pub view: Option<&'a GroupView>,
+    /// The latest error describing the group, if the last attempt failed.
+    pub error: Option<&'a str>,
+    /// Every move so far, oldest first.
+    pub moves: &'a [Move],
+    /// Tasks without an owner now, with the time since.
+    pub unowned: &'a [(String, Duration)],
+    /// Extra lines under the header (the demo's progress).
+    pub notes: &'a [String],
+    /// The instant the frame is drawn at.
+    pub now: Instant,
+}
+
+/// The terminal while the view is shown; restored when dropped.
+#[derive(Debug)]
+pub struct Ui {
+    terminal: DefaultTerminal,
+}
+
+impl Ui {
+    /// Switches the terminal to the full-screen view.
+    ///
+    /// # Errors
+    /// When the terminal cannot be put in raw mode (not a terminal).
+    pub fn start() -> io::Result<Self> {
+        Ok(Self {
+            terminal: ratatui::try_init()?,
+        })
+    }
+
+    /// Draws one frame.
+    ///
+    /// # Errors
+    /// When writing to the terminal fails.
+    pub fn draw(&mut self, screen: &Screen<'_>) -> io::Result<()> {
+        self.terminal
+            .draw(|frame| render(frame, screen))
+            .map(|_| ())
+    }
+
+    /// Whether the user asked to quit (q, Esc or ctrl-c) since the last call; never blocks.
+    ///
+    /// # Errors
+    /// When reading terminal events fails.
+    pub fn quit_requested(&mut self) -> io::Result<bool> {
+        while event::poll(Duration::ZERO)? {
+            if let Event::Key(key) = event::read()?
+                && key.kind == KeyEventKind::Press
+            {
+                let ctrl_c =
+                    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+                if ctrl_c || matches!(key.code, KeyCode::Char('q') | KeyCode::Esc) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+/// Renders `screen` into `frame`.
+pub fn render(frame: &mut Frame<'_>, screen: &Screen<'_>) {
+    let header_lines = 2 + screen.notes.len() as u16 + u16::from(screen.error.is_some());
+    let [header, members, moves, footer] = Layout::vertical([
+        Constraint::Length(header_lines + 2),
+        Constraint::Min(5),
+        Constraint::Length(10),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+
+    let mut lines = vec![Line::from(Span::styled(
+        screen.title.clone(),
+        Style::new().add_modifier(Modifier::BOLD),
+    ))];
+    lines.push(Line::from(match screen.view {
+        Some(v) => format!(
+            "state {}   protocol {}/{}   generation {}   members {}",
+            v.state,
+            v.protocol_type.as_deref().unwrap_or("-"),
+            v.protocol.as_deref().unwrap_or("-"),
+            v.generation.map_or("-".into(), |g| g.to_string()),
+            v.members.len()
+        ),
+        None => "waiting for the first description…".into(),
+    }));
+    lines.extend(screen.notes.iter().map(|n| Line::from(n.as_str())));
+    if let Some(error) = screen.error {
+        lines.push(Line::from(Span::styled(
+            error.to_owned(),
+            Style::new().fg(Color::Red),
+        )));
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .block(Block::bordered().title(" kroupier watch ")),
+        header,
+    );
+
+    let recent = |task: &str| {
+        screen
+            .moves
+            .iter()
+            .any(|m| m.task == task && screen.now.saturating_duration_since(m.at) < HIGHLIGHT)
+    };
+    let rows = screen.view.into_iter().flat_map(|v| {
+        v.members.iter().map(move |m| {
+            let leader = v.leader.as_deref() == Some(m.member_id.as_str());
+            let mut spans = Vec::new();
+            match &m.tasks {
+                None => spans.push(Span::raw("(not decoded)")),
+                Some(tasks) => {
+                    for task in tasks {
+                        let style = if recent(task) {
+                            Style::new()
+                                .fg(Color::Black)
+                                .bg(Color::Yellow)
+                                .add_modifier(Modifier::BOLD)
+                        } else {
+                            Style::new()
+                        };
+                        spans.push(Span::styled(task.clone(), style));
+                        spans.push(Span::raw(" "));
+                    }
+                }
+            }
+            Row::new(vec![
+                Line::from(format!("{}{}", m.name(), if leader { " ★" } else { "" })),
+                Line::from(m.tasks.as_ref().map_or("-".into(), |t| t.len().to_string())),
+                Line::from(spans),
+            ])
+        })
+    });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(24),
+            Constraint::Length(6),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(
+        Row::new(vec!["worker (★ leader)", "tasks", ""])
+            .style(Style::new().add_modifier(Modifier::BOLD)),
+    )
+    .block(Block::bordered().title(" members "));
+    frame.render_widget(table, members);
+
+    let mut items: Vec<ListItem<'_>> = screen
+        .unowned
+        .iter()
+        .map(|(task, for_)| {
+            ListItem::new(format!("{task}: no owner for {}", secs(*for_)))
+                .style(Style::new().fg(Color::Red))
+        })
+        .collect();
+    items.extend(screen.moves.iter().rev().map(|m| {
+        let style = if screen.now.saturating_duration_since(m.at) < HIGHLIGHT {
+            Style::new().fg(Color::Yellow)
+        } else {
+            Style::new()
+        };
+        ListItem::new(format!(
+            "{}: {} → {} (unowned {})",
+            m.task,
+            m.from,
+            m.to,
+            secs(m.unowned_for)
+        ))
+        .style(style)
+    }));
+    frame.render_widget(
+        List::new(items).block(Block::bordered().title(" moves (newest first) ")),
+        moves,
+    );
+    frame.render_widget(Paragraph::new("q quits"), footer);
+}

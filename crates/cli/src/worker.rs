@@ -1,0 +1,164 @@
+//! `kroupier worker` (hidden): a small kroupier worker, so that `kroupier demo` needs nothing
+//! but this binary. It runs `beat` tasks `task-0` .. `task-{N-1}`; with `--journal-dir`, each
+//! running task appends `<unix_ms> <worker-id> <generation>\n` to `DIR/<task-id>.log` every
+//! 100 ms, each time only after its lease check passes (the same journal as the quickstart
+//! example's, the witness that no task runs on two workers at once).
+//!
+//! With `--exit-with-stdin` the worker exits at once when its standard input closes: the demo
+//! holds the other end, so workers never outlive it, however it ends.
+
+use std::error::Error;
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kroupier_worker::{
+    Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerExit,
+};
+use serde::Deserialize;
+
+/// Arguments of `kroupier worker`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
+    #[arg(long)]
+    pub bootstrap: String,
+    /// The group id the workers share.
+    #[arg(long)]
+    pub group: String,
+    /// This worker's id (shown by describe and in journals).
+    #[arg(long)]
+    pub worker_id: String,
+    /// How many tasks the group runs: `task-0` .. `task-{N-1}`.
+    #[arg(long)]
+    pub tasks: usize,
+    /// Write each task's beats to `DIR/<task-id>.log`.
+    #[arg(long)]
+    pub journal_dir: Option<PathBuf>,
+    /// Kafka's `session.timeout.ms`: how soon a dead worker's tasks move.
+    #[arg(long, default_value_t = 3_000)]
+    pub session_timeout_ms: u64,
+    /// Kafka's `heartbeat.interval.ms`.
+    #[arg(long, default_value_t = 500)]
+    pub heartbeat_interval_ms: u64,
+    /// Exit at once when standard input closes (the parent is gone).
+    #[arg(long)]
+    pub exit_with_stdin: bool,
+}
+
+/// A `beat` task's config, from the catalogue.
+#[derive(Debug, Clone, Deserialize)]
+struct BeatConfig {
+    every_ms: u64,
+}
+
+/// A task that writes a journal line every `every_ms` while this worker holds it.
+#[derive(Debug)]
+struct Beat {
+    config: BeatConfig,
+    worker_id: Arc<str>,
+    journal_dir: Option<PathBuf>,
+}
+
+impl Task for Beat {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        let mut journal = match &self.journal_dir {
+            Some(dir) => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join(format!("{}.log", ctx.task_id())))?,
+            ),
+            None => None,
+        };
+        let mut ticks = tokio::time::interval(Duration::from_millis(self.config.every_ms.max(1)));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = ctx.cancelled() => return Ok(()),
+                _ = ticks.tick() => {}
+            }
+            let token = ctx.check_lease()?;
+            if let Some(file) = journal.as_mut() {
+                let line = format!("{} {} {}\n", unix_ms(), self.worker_id, token.generation);
+                file.write_all(line.as_bytes())?;
+            }
+        }
+    }
+}
+
+/// The Unix time in milliseconds.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group).
+pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    if args.exit_with_stdin {
+        std::thread::spawn(|| {
+            let mut sink = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+            // The parent is gone: die like a crashed worker; the group fails over.
+            std::process::exit(3);
+        });
+    }
+    if let Some(dir) = &args.journal_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the journal dir {}: {e}", dir.display()))?;
+    }
+    let mut config = WorkerConfig::new(&args.group);
+    config.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    config.worker_id = args.worker_id.clone();
+    config.client_id = format!("kroupier-{}", args.worker_id);
+    config.session_timeout = Duration::from_millis(args.session_timeout_ms);
+    config.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
+    config.status_addr = None;
+    // A dead worker's tasks move at once.
+    config.lost_task_delay = Duration::ZERO;
+    // A lost worker must stop its tasks within the self-fencing margin.
+    config.abort_timeout = config
+        .abort_timeout
+        .min(config.effective_self_fence_margin() / 2);
+
+    let worker_id: Arc<str> = args.worker_id.as_str().into();
+    let journal_dir = args.journal_dir.clone();
+    let mut builder = WorkerBuilder::new(config).register_with(
+        "beat",
+        move |config: &serde_json::Value| -> Result<Beat, serde_json::Error> {
+            Ok(Beat {
+                config: BeatConfig::deserialize(config)?,
+                worker_id: worker_id.clone(),
+                journal_dir: journal_dir.clone(),
+            })
+        },
+    );
+    for i in 0..args.tasks {
+        builder = builder.task(TaskSpec::new(
+            format!("task-{i}"),
+            "beat",
+            serde_json::json!({ "every_ms": 100 }),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let worker = builder.spawn().await?;
+        match worker.until_signal().await? {
+            WorkerExit::Interrupted => Err("interrupted during the graceful shutdown".into()),
+            _ => Ok(()),
+        }
+    })
+}
