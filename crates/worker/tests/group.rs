@@ -186,3 +186,43 @@ async fn an_eager_group_spreads_tasks_and_takes_them_over_on_shutdown() {
     a.shutdown().await.unwrap();
     coordinator.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_workers_tasks_wait_the_lost_task_delay_then_move() {
+    let coordinator = coordinator().await;
+    let bootstrap = coordinator.bootstrap();
+    let start = |id: &str| {
+        let mut config = config(&bootstrap, "lost-delay", id, "cooperative");
+        // Static: its shutdown sends no LeaveGroup, so the group sees it vanish, as a crash.
+        config.group_instance_id = Some(id.to_owned());
+        config.lost_task_delay = Duration::from_secs(2);
+        let mut builder = WorkerBuilder::new(config).register::<Beat>("beat");
+        for spec in specs("beat", 4) {
+            builder = builder.task(spec);
+        }
+        builder.spawn()
+    };
+    let all: BTreeSet<String> = (0..4).map(|i| format!("beat-{i}")).collect();
+    let survivor = start("a").await.unwrap();
+    until(&[&survivor], |s| exactly_once(s, &all)).await;
+    let vanishing = start("b").await.unwrap();
+    let settled = until(&[&survivor, &vanishing], |s| {
+        exactly_once(s, &all) && running(&s[0]).len() == 2 && running(&s[1]).len() == 2
+    })
+    .await;
+    let generation = settled[0].group.generation;
+    vanishing.shutdown().await.unwrap();
+
+    // After the session timeout the group rebalances without b; its tasks wait for it first.
+    let waiting = until(&[&survivor], |s| s[0].group.generation > generation).await;
+    // (Tasks of an assignment are on the board, in whatever state, before its generation is.)
+    assert_eq!(
+        waiting[0].tasks.len(),
+        2,
+        "b's tasks wait the lost-task delay"
+    );
+    // Then the leader's scheduled follow-up rebalance hands them over.
+    until(&[&survivor], |s| exactly_once(s, &all)).await;
+    survivor.shutdown().await.unwrap();
+    coordinator.shutdown().await;
+}
