@@ -73,9 +73,8 @@ impl Loop {
                         };
                         last_applied = Some(token.clone());
                         let (waiting, next) = applied;
-                        if let Some(waiting) = waiting {
-                            revoking = Some((token.generation_id, waiting));
-                        }
+                        // A newer assignment supersedes what the last one asked for.
+                        revoking = waiting.map(|waiting| (token.generation_id, waiting));
                         follow_up = next;
                     }
                     Ok(MemberEvent::Lost { generation, reason }) => {
@@ -106,9 +105,7 @@ impl Loop {
                             && let Some((waiting, next)) = self.assigned(&token, bytes).await
                         {
                             last_applied = Some(token.clone());
-                            if let Some(waiting) = waiting {
-                                revoking = Some((token.generation_id, waiting));
-                            }
+                            revoking = waiting.map(|waiting| (token.generation_id, waiting));
                             follow_up = next;
                         }
                     }
