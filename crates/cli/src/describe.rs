@@ -181,17 +181,25 @@ pub fn build_view(description: GroupDescription) -> GroupView {
     view
 }
 
-/// An observer of the cluster at `bootstrap` that gives up on a coordinator after `timeout`.
+/// A connection to the cluster at `bootstrap` that gives up on a coordinator after `timeout`.
 ///
 /// # Errors
 /// When `bootstrap` names no server.
-pub fn observer(bootstrap: &str, timeout: Duration) -> Result<Observer, Box<dyn Error>> {
+pub fn cluster(bootstrap: &str, timeout: Duration) -> Result<Arc<Cluster>, Box<dyn Error>> {
     let mut config = ClusterConfig::new(bootstrap);
     config.connection.client_id = "kroupier-cli".to_owned();
     config.coordinator_lookup_timeout = timeout;
     config.connection.connect_timeout = config.connection.connect_timeout.min(timeout);
     config.connection.request_timeout = config.connection.request_timeout.min(timeout);
-    Ok(Observer::new(Arc::new(Cluster::new(config)?)))
+    Ok(Arc::new(Cluster::new(config)?))
+}
+
+/// An observer of the cluster at `bootstrap` (see [`cluster`]).
+///
+/// # Errors
+/// When `bootstrap` names no server.
+pub fn observer(bootstrap: &str, timeout: Duration) -> Result<Observer, Box<dyn Error>> {
+    Ok(Observer::new(cluster(bootstrap, timeout)?))
 }
 
 /// Describes `group` through `observer`, within `timeout`.
@@ -224,7 +232,21 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         .enable_all()
         .build()?;
     let view = runtime.block_on(async {
-        let observer = observer(&args.bootstrap, timeout)?;
+        let cluster = cluster(&args.bootstrap, timeout)?;
+        // One round over the bootstrap servers first: an unreachable cluster fails at once
+        // instead of after the coordinator lookup's retries.
+        match tokio::time::timeout(timeout, cluster.any_broker()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("cannot reach {}: {e}", args.bootstrap).into()),
+            Err(_) => {
+                return Err(format!(
+                    "no answer from {} within {} ms",
+                    args.bootstrap, args.timeout_ms
+                )
+                .into());
+            }
+        }
+        let observer = Observer::new(cluster);
         fetch(&observer, &args.bootstrap, &args.group, timeout)
             .await
             .map_err(Box::<dyn Error>::from)

@@ -1,0 +1,276 @@
+//! The `kroupier` binary end to end: `describe --json` against an in-process embedded
+//! coordinator with two workers, `demo` with small settings, and the exit codes of bad
+//! arguments (2) and of an unreachable broker (1).
+
+use std::collections::BTreeSet;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use kroupier_embedded::EmbeddedCoordinator;
+use kroupier_worker::{Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig};
+use serde_json::Value;
+
+const KROUPIER: &str = env!("CARGO_BIN_EXE_kroupier");
+
+fn kroupier(args: &[&str]) -> Output {
+    Command::new(KROUPIER)
+        .args(args)
+        .output()
+        .expect("run the kroupier binary")
+}
+
+/// A task that runs until it is revoked.
+#[derive(Debug, serde::Deserialize)]
+struct Idle {}
+
+impl Task for Idle {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+async fn describe_json(bootstrap: String, group: &'static str) -> Value {
+    let output = tokio::task::spawn_blocking(move || {
+        kroupier(&[
+            "describe",
+            "--bootstrap",
+            &bootstrap,
+            "--group",
+            group,
+            "--json",
+        ])
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("describe --json prints one JSON object")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_json_shows_two_workers_and_their_tasks_on_the_embedded_coordinator() {
+    let coordinator = EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let bootstrap = coordinator.bootstrap();
+    let mut workers = Vec::new();
+    for id in ["worker-a", "worker-b"] {
+        let mut config = WorkerConfig::new("cli-describe");
+        config.bootstrap_servers = vec![bootstrap.clone()];
+        config.worker_id = id.into();
+        config.client_id = format!("client-{id}");
+        config.session_timeout = Duration::from_secs(3);
+        config.heartbeat_interval = Duration::from_millis(500);
+        config.status_addr = None;
+        config.abort_timeout = config
+            .abort_timeout
+            .min(config.effective_self_fence_margin() / 2);
+        let mut builder = WorkerBuilder::new(config).register::<Idle>("idle");
+        for i in 0..4 {
+            builder = builder.task(TaskSpec::new(
+                format!("task-{i}"),
+                "idle",
+                serde_json::json!({}),
+            ));
+        }
+        workers.push(builder.spawn().await.unwrap());
+    }
+
+    // Wait (bounded) until the group is stable with both members holding every task.
+    let mut last = Value::Null;
+    for _ in 0..80 {
+        last = describe_json(bootstrap.clone(), "cli-describe").await;
+        let tasks: usize = last["members"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|m| m["tasks"].as_array().map_or(0, Vec::len))
+                    .sum()
+            })
+            .unwrap_or(0);
+        if last["state"] == "Stable"
+            && last["members"].as_array().map(Vec::len) == Some(2)
+            && tasks == 4
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let object = last.as_object().expect("an object");
+    let keys: BTreeSet<&str> = object.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from([
+            "group",
+            "state",
+            "generation",
+            "protocol_type",
+            "protocol",
+            "leader",
+            "members"
+        ]),
+        "{last}"
+    );
+    assert_eq!(last["group"], "cli-describe");
+    assert_eq!(last["state"], "Stable", "{last}");
+    assert_eq!(last["protocol_type"], "kroupier");
+    assert!(last["protocol"].is_string(), "{last}");
+    assert!(
+        last["generation"].as_i64().is_some_and(|g| g >= 1),
+        "{last}"
+    );
+    let members = last["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2, "{last}");
+    let member_ids: Vec<&str> = members
+        .iter()
+        .map(|m| m["member_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        member_ids.contains(&last["leader"].as_str().unwrap()),
+        "{last}"
+    );
+    let mut all_tasks = Vec::new();
+    for member in members {
+        let keys: BTreeSet<&str> = member
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from(["member_id", "instance_id", "client_id", "host", "tasks"])
+        );
+        assert_eq!(member["instance_id"], Value::Null);
+        assert!(
+            member["client_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("client-worker-")
+        );
+        all_tasks.extend(
+            member["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_owned()),
+        );
+    }
+    all_tasks.sort();
+    assert_eq!(all_tasks, ["task-0", "task-1", "task-2", "task-3"]);
+
+    // The human table shows the same group.
+    let table = {
+        let bootstrap = bootstrap.clone();
+        tokio::task::spawn_blocking(move || {
+            kroupier(&[
+                "describe",
+                "--bootstrap",
+                &bootstrap,
+                "--group",
+                "cli-describe",
+            ])
+        })
+        .await
+        .unwrap()
+    };
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("state Stable") && text.contains("worker-a") && text.contains("worker-b"),
+        "{text}"
+    );
+
+    // A group that does not exist is Dead, with no members.
+    let missing = describe_json(bootstrap.clone(), "no-such-group").await;
+    assert_eq!(missing["state"], "Dead");
+    assert_eq!(missing["members"], serde_json::json!([]));
+
+    for worker in workers {
+        worker.shutdown().await.unwrap();
+    }
+    coordinator.shutdown().await;
+}
+
+#[test]
+fn demo_kills_a_worker_and_its_tasks_run_again_exactly_once() {
+    let output = kroupier(&[
+        "demo",
+        "--workers",
+        "2",
+        "--tasks",
+        "4",
+        "--kill-after",
+        "1",
+        "--session-timeout-ms",
+        "1500",
+        "--heartbeat-interval-ms",
+        "300",
+        "--timeout",
+        "60",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("SIGKILL worker-"), "{stdout}");
+    assert!(stdout.contains("failover time:"), "{stdout}");
+    assert!(stdout.contains("running again"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("OK"), "{stdout}");
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for args in [
+        &["describe", "--group", "g"][..],
+        &["describe", "--bootstrap", "127.0.0.1:9092"][..],
+        &["demo", "--workers", "1"][..],
+        &["demo", "--tasks", "lots"][..],
+        &["watch"][..],
+        &["no-such-command"][..],
+    ] {
+        let output = kroupier(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            !output.stderr.is_empty(),
+            "{args:?}: clap explains the error"
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_broker_exits_1_with_a_clear_message() {
+    // Bind then drop a listener: nothing listens on that port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bootstrap = format!("127.0.0.1:{port}");
+    let output = kroupier(&[
+        "describe",
+        "--bootstrap",
+        &bootstrap,
+        "--group",
+        "g",
+        "--json",
+        "--timeout-ms",
+        "3000",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot reach {bootstrap}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
