@@ -1,0 +1,225 @@
+//! `kroupier describe --json` against the broker in `KROUPIER_KAFKA_BOOTSTRAP` (real Kafka, or
+//! the embedded coordinator in `scripts/test`'s conformance phase): two kroupier workers (the
+//! `kroupier` binary's own worker) and their tasks, a group of another protocol type described
+//! without task decoding, and a group that does not exist.
+//!
+//! Needs the `kroupier` binary built (`scripts/test` builds all targets; locally
+//! `cargo build -p kroupier-cli`).
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use kroupier_coordinator::driver::{Member, MemberConfig};
+use kroupier_coordinator::membership::{
+    AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState, ProtocolMetadata,
+};
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::process::{Process, binary};
+use serde_json::Value;
+
+fn unique(name: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kroupier-it-cli-{name}-{}-{nanos}", std::process::id())
+}
+
+fn describe(bootstrap: &str, group: &str) -> Value {
+    let output = Command::new(binary("kroupier"))
+        .args([
+            "describe",
+            "--bootstrap",
+            bootstrap,
+            "--group",
+            group,
+            "--json",
+        ])
+        .output()
+        .expect("run kroupier describe");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "kroupier describe: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+fn keys(value: &Value) -> BTreeSet<&str> {
+    value
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+const GROUP_KEYS: [&str; 7] = [
+    "group",
+    "state",
+    "generation",
+    "protocol_type",
+    "protocol",
+    "leader",
+    "members",
+];
+const MEMBER_KEYS: [&str; 5] = ["member_id", "instance_id", "client_id", "host", "tasks"];
+
+#[test]
+fn describe_json_shows_kroupier_workers_and_their_tasks() {
+    let Some(bootstrap) = kafka_bootstrap("describe_json_shows_kroupier_workers_and_their_tasks")
+    else {
+        return;
+    };
+    let group = unique("describe");
+    let _workers: Vec<Process> = ["worker-a", "worker-b"]
+        .iter()
+        .map(|id| {
+            Process::spawn(
+                "kroupier",
+                &[
+                    "worker",
+                    "--bootstrap",
+                    &bootstrap,
+                    "--group",
+                    &group,
+                    "--worker-id",
+                    id,
+                    "--tasks",
+                    "6",
+                ]
+                .map(str::to_owned),
+            )
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let view = loop {
+        let view = describe(&bootstrap, &group);
+        let tasks: usize = view["members"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|m| m["tasks"].as_array().map_or(0, Vec::len))
+                    .sum()
+            })
+            .unwrap_or(0);
+        if view["state"] == "Stable"
+            && view["members"].as_array().map(Vec::len) == Some(2)
+            && tasks == 6
+        {
+            break view;
+        }
+        assert!(Instant::now() < deadline, "the group never settled: {view}");
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(keys(&view), BTreeSet::from(GROUP_KEYS), "{view}");
+    assert_eq!(view["group"], group.as_str());
+    assert_eq!(view["protocol_type"], "kroupier");
+    assert!(view["protocol"].is_string(), "{view}");
+    assert!(
+        view["generation"].as_i64().is_some_and(|g| g >= 1),
+        "{view}"
+    );
+    let members = view["members"].as_array().unwrap();
+    let ids: Vec<&str> = members
+        .iter()
+        .map(|m| m["member_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&view["leader"].as_str().unwrap()), "{view}");
+    let mut tasks = Vec::new();
+    for member in members {
+        assert_eq!(keys(member), BTreeSet::from(MEMBER_KEYS), "{view}");
+        assert!(
+            member["client_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("kroupier-worker-")
+        );
+        assert!(!member["host"].as_str().unwrap().is_empty());
+        tasks.extend(
+            member["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_owned()),
+        );
+    }
+    tasks.sort();
+    let mut expected: Vec<String> = (0..6).map(|i| format!("task-{i}")).collect();
+    expected.sort();
+    assert_eq!(tasks, expected, "every task on exactly one member: {view}");
+}
+
+/// A protocol that is not kroupier's: its bytes must not be decoded as tasks.
+struct Other;
+
+impl GroupProtocol for Other {
+    fn protocol_type(&self) -> &str {
+        "kroupier-it-other"
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        vec![ProtocolMetadata::new(
+            "plain",
+            b"not kroupier metadata".to_vec(),
+        )]
+    }
+
+    fn assign(
+        &self,
+        _protocol_name: &str,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        Ok(members
+            .iter()
+            .map(|m| MemberAssignment::new(m.member_id.clone(), Bytes::from_static(b"\xff\xff")))
+            .collect())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_json_leaves_other_protocol_types_undecoded_and_missing_groups_dead() {
+    let Some(bootstrap) = kafka_bootstrap(
+        "describe_json_leaves_other_protocol_types_undecoded_and_missing_groups_dead",
+    ) else {
+        return;
+    };
+    let group = unique("other");
+    let mut config = MemberConfig::new(&bootstrap, group.as_str())
+        .with_timeouts(Duration::from_secs(3), Duration::from_millis(500));
+    config.membership.min_session_timeout = Duration::from_secs(1);
+    let (handle, driver) = Member::new(config, Arc::new(Other)).expect("valid member");
+    let driver = tokio::spawn(driver);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while handle.current().state != MemberState::Stable {
+        assert!(Instant::now() < deadline, "the member never became stable");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let view = {
+        let (bootstrap, group) = (bootstrap.clone(), group.clone());
+        tokio::task::spawn_blocking(move || describe(&bootstrap, &group))
+            .await
+            .unwrap()
+    };
+    assert_eq!(keys(&view), BTreeSet::from(GROUP_KEYS), "{view}");
+    assert_eq!(view["protocol_type"], "kroupier-it-other", "{view}");
+    assert_eq!(view["generation"], Value::Null, "{view}");
+    assert_eq!(view["leader"], Value::Null, "{view}");
+    let members = view["members"].as_array().unwrap();
+    assert_eq!(members.len(), 1, "{view}");
+    assert_eq!(members[0]["tasks"], Value::Null, "not decoded: {view}");
+    handle.leave("test done").await;
+    driver.abort();
+
+    let missing = {
+        let bootstrap = bootstrap.clone();
+        tokio::task::spawn_blocking(move || describe(&bootstrap, &unique("missing")))
+            .await
+            .unwrap()
+    };
+    assert_eq!(missing["state"], "Dead", "{missing}");
+    assert_eq!(missing["members"], serde_json::json!([]), "{missing}");
+}
