@@ -54,6 +54,10 @@ struct Args {
     /// Static membership: `group.instance.id` = the worker id, so a restart moves nothing.
     #[arg(long = "static")]
     static_membership: bool,
+    /// Assignors offered to the group, most preferred first (`cooperative`, `sticky`,
+    /// `round-robin`); offer the old and the new one to change assignors in a rolling restart.
+    #[arg(long, value_delimiter = ',', default_value = "cooperative")]
+    assignors: Vec<String>,
     /// Make this task panic on every run (to watch restarts with backoff, then FAILED).
     /// Give it to every worker: it is part of the catalogue.
     #[arg(long)]
@@ -118,6 +122,7 @@ async fn main() -> ExitCode {
     config.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
     config.group_instance_id = args.static_membership.then(|| args.worker_id.clone());
     config.status_addr = Some(args.status_addr);
+    config.assignors = args.assignors.clone();
     // A dead worker's tasks move at once (Kafka Connect waits 5 minutes by default).
     config.lost_task_delay = Duration::ZERO;
     // A lost worker must stop its tasks within the self-fencing margin.

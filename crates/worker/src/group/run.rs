@@ -145,7 +145,7 @@ impl Loop {
         token: &GroupToken,
         bytes: &[u8],
     ) -> Option<(Option<Waiting>, Option<FollowUp>)> {
-        let Some((lease, leader_id)) = self.lease_for(token).await else {
+        let Some((lease, leader_id, protocol)) = self.lease_for(token).await else {
             tracing::debug!(
                 generation = token.generation_id,
                 "assignment superseded before it applied"
@@ -201,7 +201,11 @@ impl Loop {
             not_before: Instant::now() + d,
             reason: "scheduled follow-up rebalance",
         });
-        if revoke.is_empty() {
+        // Eager assignors revoked everything when the rebalance started and hand tasks to their
+        // new owners in the same round: their revocations need no follow-up round.
+        let eager = kroupier_assignor::by_name(&protocol)
+            .is_ok_and(|a| a.protocol() == kroupier_assignor::RebalanceProtocol::Eager);
+        if revoke.is_empty() || eager {
             // Revoking members rejoin once their tasks stopped; a leader without revocations
             // rejoins only after a delay, or as a guard if nobody else started the follow-up.
             follow_up = if leader {
@@ -221,8 +225,9 @@ impl Loop {
         Some((Some(Box::pin(waiting)), follow_up))
     }
 
-    /// Waits (briefly) until the member's status shows the lease of `token`; with the leader.
-    async fn lease_for(&self, token: &GroupToken) -> Option<(Lease, String)> {
+    /// Waits (briefly) until the member's status shows the lease of `token`; with the leader's
+    /// member id and the protocol (assignor) the group selected.
+    async fn lease_for(&self, token: &GroupToken) -> Option<(Lease, String, String)> {
         let mut status = self.member.status();
         let settled = |s: &MemberStatus| {
             s.stopped
@@ -235,13 +240,15 @@ impl Loop {
         let _ = tokio::time::timeout(Duration::from_secs(1), status.wait_for(settled)).await;
         let s = status.borrow();
         let lease = s.lease.clone().filter(|l| &l.token == token)?;
-        let leader = s
+        let generation = s
             .generation
             .as_ref()
-            .filter(|g| g.generation_id == token.generation_id)
-            .map(|g| g.leader_id.clone())
+            .filter(|g| g.generation_id == token.generation_id);
+        let leader = generation.map(|g| g.leader_id.clone()).unwrap_or_default();
+        let protocol = generation
+            .map(|g| g.protocol_name.clone())
             .unwrap_or_default();
-        Some((lease, leader))
+        Some((lease, leader, protocol))
     }
 
     /// A heartbeat (or join, or sync) succeeded: the tasks' lease follows the membership's.
