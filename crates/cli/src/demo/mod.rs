@@ -68,6 +68,8 @@ pub struct Args {
 const MAX_GAP_MS: u64 = 300;
 /// How long the group must look settled, and the journals beat, before the final checks.
 const SETTLE: Duration = Duration::from_secs(1);
+/// How long the terminal view stays up after the checks passed.
+const HOLD: Duration = Duration::from_secs(4);
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
@@ -390,6 +392,15 @@ async fn demo(
         MAX_GAP_MS,
     )
     .map_err(|problems| format!("the checks failed:\n  {}", problems.join("\n  ")))?;
+    if follow.progress.ui.is_some() {
+        follow.progress.note(format!(
+            "all checks passed, failover {:.2} s; the summary follows (q: now)",
+            failover.time_ms() as f64 / 1000.0
+        ));
+        let hold = Instant::now();
+        // q (an error from poll) only cuts the hold short: the demo has succeeded.
+        while hold.elapsed() < HOLD && follow.poll("the summary").await.is_ok() {}
+    }
     drop(follow);
 
     let mut out = String::new();

@@ -212,3 +212,97 @@ pub fn render(frame: &mut Frame<'_>, screen: &Screen<'_>) {
     );
     frame.render_widget(Paragraph::new("q quits"), footer);
 }
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::describe::MemberView;
+
+    fn member(id: &str, tasks: &[&str]) -> MemberView {
+        MemberView {
+            member_id: format!("m-{id}"),
+            instance_id: None,
+            client_id: format!("kroupier-{id}"),
+            host: "/127.0.0.1".into(),
+            tasks: Some(tasks.iter().map(|t| t.to_string()).collect()),
+            worker_id: Some(id.to_owned()),
+        }
+    }
+
+    #[test]
+    fn renders_members_leader_moves_and_unowned_tasks() {
+        let now = Instant::now();
+        let view = GroupView {
+            group: "g".into(),
+            state: "Stable".into(),
+            generation: Some(3),
+            protocol_type: Some("kroupier".into()),
+            protocol: Some("cooperative".into()),
+            leader: Some("m-worker-1".into()),
+            members: vec![
+                member("worker-1", &["task-0", "task-1"]),
+                member("worker-2", &["task-2"]),
+            ],
+        };
+        let moves = [Move {
+            task: "task-1".into(),
+            from: "worker-0".into(),
+            to: "worker-1".into(),
+            at: now,
+            unowned_for: Duration::from_millis(3010),
+        }];
+        let unowned = [("task-3".to_string(), Duration::from_millis(1500))];
+        let notes = ["+  5.1s SIGKILL worker-0".to_string()];
+        let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+        terminal
+            .draw(|frame| {
+                render(
+                    frame,
+                    &Screen {
+                        title: "group g at 127.0.0.1:9092".into(),
+                        view: Some(&view),
+                        error: None,
+                        moves: &moves,
+                        unowned: &unowned,
+                        notes: &notes,
+                        now,
+                    },
+                )
+            })
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let text: String = (0..buffer.area.height)
+            .map(|y| {
+                (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect();
+        for expected in [
+            "state Stable   protocol kroupier/cooperative   generation 3   members 2",
+            "SIGKILL worker-0",
+            "worker-1 ★",
+            "task-1: worker-0 → worker-1 (unowned 3.01 s)",
+            "task-3: no owner for 1.50 s",
+            "q quits",
+        ] {
+            assert!(text.contains(expected), "missing `{expected}` in\n{text}");
+        }
+        // The moved task is highlighted, a task that stayed is not.
+        let find = |needle: &str| {
+            let (y, line) = text
+                .lines()
+                .enumerate()
+                .find(|(_, l)| l.contains("worker-1 ★"))
+                .unwrap();
+            let x = line[..line.find(needle).unwrap()].chars().count();
+            buffer[(x as u16, y as u16)].bg
+        };
+        assert_eq!(find("task-1"), Color::Yellow);
+        assert_ne!(find("task-0"), Color::Yellow);
+    }
+}
