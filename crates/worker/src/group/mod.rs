@@ -248,7 +248,7 @@ pub(crate) async fn spawn(
         config.effective_self_fence_margin(),
         config.abort_timeout,
     ));
-    let (member, driver) = Member::new(member_config(&config), protocol)?;
+    let (member, driver) = Member::new(member_config(&config), protocol.clone())?;
     let member_events = member.events();
     tokio::spawn(driver);
 
@@ -268,6 +268,7 @@ pub(crate) async fn spawn(
     let (events, _) = broadcast::channel(64);
     let worker_loop = run::Loop {
         runtime: runtime.clone(),
+        protocol,
         member: member.clone(),
         config,
         events: events.clone(),

@@ -42,6 +42,9 @@ struct State {
     memory: Option<Memory>,
     /// The memory of the round computed but not yet confirmed by SyncGroup.
     pending: Option<Memory>,
+    /// The generation (and member id) whose assignment arrived and was not lost since: the
+    /// worker loop applies assignments and extends the lease only while it is current.
+    live: Option<(i32, String)>,
     /// What this member holds once its last assignment is applied (task → generation granted).
     /// The driver reads `protocols` right after `on_assigned`, before the worker loop has
     /// applied the assignment, and sends that metadata with the next JoinGroup.
@@ -102,6 +105,31 @@ impl WorkerProtocol {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` (an assignment's apply) only if `generation` of `member_id` is still live, under
+    /// the lock `on_lost` takes: either `f` runs before the loss (whose stop then covers what
+    /// `f` started), or not at all.
+    pub(crate) fn if_live<R>(
+        &self,
+        generation: i32,
+        member_id: &str,
+        f: impl FnOnce() -> R,
+    ) -> Option<R> {
+        let state = self.state();
+        let live = state
+            .live
+            .as_ref()
+            .is_some_and(|(g, m)| *g == generation && m == member_id);
+        live.then(f)
+    }
+
+    /// Runs `f` (a lease extension) only if `member_id` holds a live generation.
+    pub(crate) fn if_member_live(&self, member_id: &str, f: impl FnOnce()) {
+        let state = self.state();
+        if state.live.as_ref().is_some_and(|(_, m)| m == member_id) {
+            f();
+        }
     }
 
     fn is_eager(name: &str) -> bool {
@@ -220,6 +248,7 @@ impl GroupProtocol for WorkerProtocol {
             })
             .collect();
         let mut state = self.state();
+        state.live = Some((generation.generation_id, generation.member_id.clone()));
         state.expected_owned = Some(expected);
         state.member_id = Some(generation.member_id.clone());
         state.generation = generation.generation_id;
@@ -256,6 +285,7 @@ impl GroupProtocol for WorkerProtocol {
             state.pending = None;
             state.eager_previous = None;
             state.expected_owned = None;
+            state.live = None;
         }
         // The group may hand the tasks to others once the margin after the self-fencing
         // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
@@ -397,6 +427,20 @@ mod tests {
         );
         assert!(runtime.owned().is_empty());
         assert!(owned(&p).is_empty());
+        // ... and the loop applies nothing of that generation any more.
+        assert_eq!(p.if_live(6, "m1", || ()), None);
+    }
+
+    #[test]
+    fn only_the_live_generation_is_applied_and_extended() {
+        let p = protocol(&["cooperative"]);
+        assert_eq!(p.if_live(1, "m1", || 7), None, "nothing assigned yet");
+        p.on_assigned(&generation(1, "cooperative"), &Bytes::new());
+        assert_eq!(p.if_live(1, "m1", || 7), Some(7));
+        assert_eq!(p.if_live(1, "m2", || 7), None);
+        let mut extended = false;
+        p.if_member_live("m1", || extended = true);
+        assert!(extended);
     }
 
     #[tokio::test]

@@ -33,6 +33,7 @@ struct FollowUp {
 /// The loop's state.
 pub(crate) struct Loop {
     pub(crate) runtime: Arc<Runtime>,
+    pub(crate) protocol: Arc<super::WorkerProtocol>,
     pub(crate) member: MemberHandle,
     pub(crate) config: WorkerConfig,
     pub(crate) events: broadcast::Sender<WorkerEvent>,
@@ -181,7 +182,18 @@ impl Loop {
             revoke: revoke.clone(),
             leader_catalogue_fingerprint: fingerprint,
         };
-        let waiting = self.runtime.apply(change);
+        let Some(waiting) = self
+            .protocol
+            .if_live(token.generation_id, &token.member_id, || {
+                self.runtime.apply(change)
+            })
+        else {
+            tracing::debug!(
+                generation = token.generation_id,
+                "assignment lost before it applied"
+            );
+            return None;
+        };
         let leader = leader_id == token.member_id;
         let started: Vec<String> = run.difference(&before).cloned().collect();
         let stopped: Vec<String> = before.difference(&run).cloned().collect();
@@ -258,8 +270,11 @@ impl Loop {
         };
         let current = self.runtime.supervisor().member_lease();
         if *current.token.member_id == *lease.token.member_id {
-            self.runtime
-                .extend_lease(Instant::from_std(lease.valid_until));
+            // Never after a loss: tasks of a lost generation must not resume on a later lease.
+            self.protocol.if_member_live(&lease.token.member_id, || {
+                self.runtime
+                    .extend_lease(Instant::from_std(lease.valid_until));
+            });
         }
     }
 
