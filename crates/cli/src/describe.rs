@@ -84,9 +84,14 @@ pub struct MemberView {
 }
 
 impl MemberView {
-    /// The name to show for this member: its worker id, else its member id.
+    /// The name to show for this member: its worker id, else its client id, else its member
+    /// id (Kafka shows no metadata while a group rebalances).
     pub fn name(&self) -> &str {
-        self.worker_id.as_deref().unwrap_or(&self.member_id)
+        match &self.worker_id {
+            Some(worker) => worker,
+            None if !self.client_id.is_empty() => &self.client_id,
+            None => &self.member_id,
+        }
     }
 }
 

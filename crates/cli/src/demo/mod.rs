@@ -175,7 +175,13 @@ impl Progress {
                 m.unowned_for.as_secs_f64()
             ));
         }
-        if let Some(view) = view {
+        if let Some(view) = view.filter(|v| v.state != "Stable") {
+            let line = format!("{}: {} members", view.state, view.members.len());
+            if line != self.last_line {
+                self.last_line = line.clone();
+                self.note(line);
+            }
+        } else if let Some(view) = view {
             let line = format!(
                 "{} generation {}: {}",
                 view.state,
