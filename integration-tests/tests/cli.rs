@@ -223,3 +223,51 @@ async fn describe_json_leaves_other_protocol_types_undecoded_and_missing_groups_
     assert_eq!(missing["state"], "Dead", "{missing}");
     assert_eq!(missing["members"], serde_json::json!([]), "{missing}");
 }
+
+#[test]
+fn demo_fails_over_on_this_broker() {
+    let Some(bootstrap) = kafka_bootstrap("demo_fails_over_on_this_broker") else {
+        return;
+    };
+    let group = unique("demo");
+    let output = Command::new(binary("kroupier"))
+        .args([
+            "demo",
+            "--bootstrap",
+            &bootstrap,
+            "--group",
+            &group,
+            "--workers",
+            "3",
+            "--tasks",
+            "6",
+            "--kill-after",
+            "1",
+            "--session-timeout-ms",
+            "2000",
+            "--heartbeat-interval-ms",
+            "300",
+            "--timeout",
+            "90",
+        ])
+        .output()
+        .expect("run kroupier demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let failover = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failover time: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no failover time in {stdout}"));
+    println!(
+        "MEASURE cli_demo_failover_ms={}",
+        (failover * 1000.0) as u64
+    );
+    assert!(stdout.trim_end().ends_with("OK"), "{stdout}");
+}

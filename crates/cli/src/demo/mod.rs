@@ -221,7 +221,11 @@ impl Follow<'_> {
             return Err(format!("timed out waiting for {what}"));
         }
         if let Some(exit) = self.workers.exited() {
-            return Err(format!("{exit} (see its .stderr log)"));
+            return Err(format!(
+                "{exit} (see its .stderr log; on a real Kafka the session timeout must lie within \
+                 the broker's group.min.session.timeout.ms, 6000 by default, and \
+                 group.max.session.timeout.ms: see --session-timeout-ms)"
+            ));
         }
         let fetched = describe::fetch(
             &self.observer,

@@ -39,7 +39,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let timeout = Duration::from_secs(5);
+    // Short, so that the view (and q) stays responsive while the cluster is unreachable.
+    let timeout = Duration::from_secs(2);
     let observer = describe::observer(&args.bootstrap, timeout)?;
     let mut ui = Ui::start().map_err(|e| {
         format!("kroupier watch needs a terminal ({e}); use `kroupier describe` in scripts")
