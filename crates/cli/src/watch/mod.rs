@@ -7,7 +7,8 @@
 //! The unowned time `watch` can see starts when DescribeGroups stops showing the task on its
 //! old owner: for a crashed worker that is when the coordinator expires its session, so the
 //! session timeout itself is not included (`kroupier demo` knows when it killed the worker and
-//! includes it).
+//! includes it). A handover that falls between two polls (the group rebalanced within 250 ms)
+//! shows as "handed over between two polls".
 
 pub mod model;
 pub mod view;

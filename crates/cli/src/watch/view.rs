@@ -197,14 +197,13 @@ pub fn render(frame: &mut Frame<'_>, screen: &Screen<'_>) {
         } else {
             Style::new()
         };
-        ListItem::new(format!(
-            "{}: {} → {} (unowned {})",
-            m.task,
-            m.from,
-            m.to,
-            secs(m.unowned_for)
-        ))
-        .style(style)
+        let gap = if m.unowned_for.is_zero() {
+            // Both snapshots showed an owner: the handover fell between two polls.
+            "handed over between two polls".to_owned()
+        } else {
+            format!("unowned {}", secs(m.unowned_for))
+        };
+        ListItem::new(format!("{}: {} → {} ({gap})", m.task, m.from, m.to)).style(style)
     }));
     frame.render_widget(
         List::new(items).block(Block::bordered().title(" moves (newest first) ")),
