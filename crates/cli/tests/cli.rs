@@ -274,3 +274,40 @@ fn an_unreachable_broker_exits_1_with_a_clear_message() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(output.stdout.is_empty());
 }
+
+#[test]
+fn coordinator_prints_its_bootstrap_serves_describe_and_stops_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let mut child = Command::new(KROUPIER)
+        .args(["coordinator", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start kroupier coordinator");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let bootstrap = first
+        .trim()
+        .strip_prefix("bootstrap=")
+        .unwrap_or_else(|| panic!("first line `{first}` is not bootstrap=HOST:PORT"))
+        .to_owned();
+    let output = kroupier(&[
+        "describe",
+        "--bootstrap",
+        &bootstrap,
+        "--group",
+        "nobody",
+        "--json",
+    ]);
+    let view: Value = serde_json::from_slice(&output.stdout).expect("describe --json");
+    assert_eq!(view["state"], "Dead");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
