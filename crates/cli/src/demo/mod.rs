@@ -411,6 +411,14 @@ async fn demo(
         // q (an error from poll) only cuts the hold short: the demo has succeeded.
         while hold.elapsed() < HOLD && follow.poll("the summary").await.is_ok() {}
     }
+    // Moves among the survivors (a sticky or cooperative assignor makes none).
+    let others: Vec<Move> = follow
+        .tracker
+        .moves()
+        .iter()
+        .filter(|m| m.at >= kill_at && m.from != victim_name)
+        .cloned()
+        .collect();
     drop(follow);
 
     let mut out = String::new();
@@ -427,6 +435,12 @@ async fn demo(
         out.push_str(&format!(
             "  {task:<10} {victim_name} → {owner:<10} running again {:.2} s after the kill\n",
             *ms as f64 / 1000.0
+        ));
+    }
+    for m in &others {
+        out.push_str(&format!(
+            "  {:<10} {} → {:<10} (rebalanced among the survivors)\n",
+            m.task, m.from, m.to
         ));
     }
     out.push_str(&format!(
