@@ -117,7 +117,8 @@ impl Failover {
 /// - no task ran on two workers at once (tenures split at gaps over `max_gap_ms`);
 /// - the killed worker wrote nothing after `killed_ms`;
 /// - each of its tasks (`moved`) ran again after the kill on exactly one other worker;
-/// - every task of `final_owners` beat within `[recent_ms, ..]` on its final owner only.
+/// - every task of `final_owners` beat since `recent_ms` (the group settled) on its final
+///   owner only.
 ///
 /// # Errors
 /// Every violation found, one sentence each.

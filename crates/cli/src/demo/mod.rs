@@ -373,15 +373,34 @@ async fn demo(
         .settle(n - 1, t, "the killed worker's tasks to run elsewhere")
         .await?;
     let settled_at = Instant::now();
+    let settled_ms = unix_ms();
     follow.progress.note(format!(
         "every task running on the {} survivors (generation {})",
         n - 1,
         after.generation.map_or("-".into(), |g| g.to_string())
     ));
-    // Let the journals show the new owners at work, and the group stay put.
-    while settled_at.elapsed() < SETTLE {
-        follow.poll("the final check").await?;
-    }
+    // Let the journals show every task at work since the group settled (however loaded the
+    // machine), and the group stay put.
+    let journals = loop {
+        follow
+            .poll("every task's journal to show it running")
+            .await?;
+        if settled_at.elapsed() < SETTLE {
+            continue;
+        }
+        let journals = read_journals(&dir.join("journals"))?;
+        let beating = |task: &String| {
+            journals
+                .get(task)
+                .is_some_and(|beats| beats.iter().any(|b| b.ms >= settled_ms))
+        };
+        if (0..t)
+            .map(|i| format!("task-{i}"))
+            .all(|task| beating(&task))
+        {
+            break journals;
+        }
+    };
     let last = follow.latest.clone().unwrap_or(after);
     if !settled(&last, n - 1, t) || last.members.iter().any(|m| m.name() == victim_name) {
         return Err("the group changed again after the failover".into());
@@ -390,15 +409,13 @@ async fn demo(
         .into_iter()
         .filter_map(|(task, owners)| owners.into_iter().next().map(|o| (task, o)))
         .collect();
-    let journals = read_journals(&dir.join("journals"))?;
-    let recent_ms = unix_ms().saturating_sub(500);
     let failover = journal::check(
         &journals,
         &victim_name,
         killed_ms,
         &victim_tasks,
         &final_owners,
-        recent_ms,
+        settled_ms,
         MAX_GAP_MS,
     )
     .map_err(|problems| format!("the checks failed:\n  {}", problems.join("\n  ")))?;
@@ -480,4 +497,55 @@ fn read_journals(dir: &Path) -> Result<BTreeMap<String, Vec<journal::Beat>>, Str
         journals.insert(task, beats);
     }
     Ok(journals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::describe::MemberView;
+
+    fn view(state: &str, members: &[(&str, &[&str])]) -> GroupView {
+        GroupView {
+            group: "g".into(),
+            state: state.into(),
+            generation: Some(2),
+            protocol_type: Some("kroupier".into()),
+            protocol: Some("cooperative".into()),
+            leader: None,
+            members: members
+                .iter()
+                .map(|(id, tasks)| MemberView {
+                    member_id: format!("m-{id}"),
+                    instance_id: None,
+                    client_id: String::new(),
+                    host: String::new(),
+                    tasks: Some(tasks.iter().map(|t| t.to_string()).collect()),
+                    worker_id: Some(id.to_string()),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn settled_needs_a_stable_group_with_every_task_on_exactly_one_member() {
+        let ok = view(
+            "Stable",
+            &[("a", &["task-0", "task-2"]), ("b", &["task-1"])],
+        );
+        assert!(settled(&ok, 2, 3));
+        assert!(!settled(&ok, 3, 3), "a member is missing");
+        assert!(!settled(&ok, 2, 4), "task-3 is not running");
+        let rebalancing = view(
+            "PreparingRebalance",
+            &[("a", &["task-0", "task-1", "task-2"])],
+        );
+        assert!(!settled(&rebalancing, 1, 3));
+        let twice = view(
+            "Stable",
+            &[("a", &["task-0", "task-1"]), ("b", &["task-1"])],
+        );
+        assert!(!settled(&twice, 2, 2), "task-1 on two members");
+        let other = view("Stable", &[("a", &["task-0", "job-9"])]);
+        assert!(!settled(&other, 1, 2), "a task outside the catalogue");
+    }
 }
