@@ -461,8 +461,8 @@ async fn demo(
         ));
     }
     out.push_str(&format!(
-        "failover time: {:.2} s (kill → the last moved task running again; the session timeout \
-         is {:.1} s of it)\n",
+        "failover time: {:.2} s (kill → the last moved task running again; the coordinator \
+         expires a dead worker {:.1} s, the session timeout, after its last heartbeat)\n",
         failover.time_ms() as f64 / 1000.0,
         session.as_secs_f64()
     ));
