@@ -160,24 +160,29 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
     fn step(&mut self) {
         let span = self.rebalance.clone().unwrap_or_else(Span::none);
         let _entered = span.enter();
+        // Events first, then one request, then the events that request produced: every
+        // callback (`on_revoked`, `on_lost`, ...) of the events so far has run before a request
+        // goes out, and the protocol's metadata is read right before each JoinGroup.
         loop {
-            let mut moved = false;
-            while let Some(out) = self.membership.poll_request(now()) {
-                moved = true;
-                let transport = self.transport.clone();
-                let tag = out.tag;
-                debug!(tag = tag.seq(), api = ?out.request.api(), "send");
-                let sent = transport.send(out.request, out.timeout);
-                self.in_flight
-                    .push(Box::pin(async move { (tag, sent.await) }));
-            }
             while let Some(event) = self.membership.poll_event() {
-                moved = true;
                 self.on_event(event);
             }
-            if !moved {
+            let protocol = &self.protocol;
+            let Some(out) = self
+                .membership
+                .poll_request_with(now(), || Some(protocol.protocols()))
+            else {
+                if self.membership.has_events() {
+                    continue;
+                }
                 break;
-            }
+            };
+            let transport = self.transport.clone();
+            let tag = out.tag;
+            debug!(tag = tag.seq(), api = ?out.request.api(), "send");
+            let sent = transport.send(out.request, out.timeout);
+            self.in_flight
+                .push(Box::pin(async move { (tag, sent.await) }));
         }
         self.sync_coordinator();
         self.publish();
@@ -242,12 +247,6 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         ));
     }
 
-    fn refresh_metadata(&mut self) {
-        if let Err(error) = self.membership.set_metadata(self.protocol.protocols()) {
-            warn!(%error, "the protocol's metadata is invalid; the next JoinGroup keeps the old one");
-        }
-    }
-
     fn on_event(&mut self, event: Event) {
         match event {
             Event::CoordinatorChanged(c) => {
@@ -290,7 +289,6 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
                 assignment,
             } => {
                 self.protocol.on_assigned(&generation, &assignment);
-                self.refresh_metadata();
                 self.rebalance = None;
                 self.emit(MemberEvent::Assigned {
                     token: generation.token(),
@@ -299,7 +297,6 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             }
             Event::Revoked { generation, reason } => {
                 self.protocol.on_revoked(&generation);
-                self.refresh_metadata();
                 self.start_rebalance(reason.clone());
                 self.emit(MemberEvent::Revoked {
                     generation: generation.generation_id,
@@ -308,7 +305,6 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             }
             Event::Lost { generation, reason } => {
                 self.protocol.on_lost(generation.as_ref(), &reason);
-                self.refresh_metadata();
                 self.start_rebalance(format!("generation lost: {reason:?}"));
                 self.emit(MemberEvent::Lost {
                     generation: generation.map(|g| g.generation_id),

@@ -70,6 +70,7 @@ impl Model {
             owner,
             partitioned: AtomicBool::new(false),
             sent: Mutex::new(Vec::new()),
+            joins: Mutex::new(Vec::new()),
         })
     }
 }
@@ -80,6 +81,8 @@ struct Fake {
     owner: usize,
     partitioned: AtomicBool,
     sent: Mutex<Vec<&'static str>>,
+    /// The first protocol's metadata of every JoinGroup sent.
+    joins: Mutex<Vec<Bytes>>,
 }
 
 impl Transport for Fake {
@@ -93,6 +96,11 @@ impl Transport for Fake {
                 Request::LeaveGroup(_) => "LeaveGroup",
             };
             self.sent.lock().unwrap().push(name);
+            if let Request::JoinGroup(join) = &request
+                && let Some(first) = join.protocols.first()
+            {
+                self.joins.lock().unwrap().push(first.metadata.clone());
+            }
             let failed = || ConnectionError::RequestTimeout {
                 addr: "model".to_owned(),
                 api_key: kafka_protocol::messages::ApiKey::Heartbeat,
@@ -366,10 +374,12 @@ async fn a_resigned_elector_reports_lost_and_never_leads_again() {
     );
 }
 
-/// The election with a metadata nonce the test can bump, and an assignor that fails once.
+/// The election with a metadata nonce the test can bump, a count of revocations (both
+/// appended to the metadata), and an assignor that fails once.
 struct Changing {
     inner: LeaderElection,
     nonce: std::sync::atomic::AtomicU8,
+    revocations: std::sync::atomic::AtomicU8,
     fail_once: AtomicBool,
 }
 
@@ -378,6 +388,7 @@ impl Changing {
         Self {
             inner: LeaderElection::new(id, true),
             nonce: std::sync::atomic::AtomicU8::new(0),
+            revocations: std::sync::atomic::AtomicU8::new(0),
             fail_once: AtomicBool::new(fail_once),
         }
     }
@@ -392,8 +403,14 @@ impl GroupProtocol for Changing {
         let mut protocols = self.inner.protocols();
         let mut metadata = protocols[0].metadata.to_vec();
         metadata.push(self.nonce.load(Ordering::SeqCst));
+        metadata.push(self.revocations.load(Ordering::SeqCst));
         protocols[0].metadata = metadata.into();
         protocols
+    }
+
+    fn on_revoked(&self, generation: &Generation) {
+        self.inner.on_revoked(generation);
+        self.revocations.fetch_add(1, Ordering::SeqCst);
     }
 
     fn assign(
@@ -465,4 +482,30 @@ async fn a_failed_assignment_is_reported_and_the_leader_rejoins() {
     );
     assert_eq!(handle.current().state, MemberState::Stable);
     assert_eq!(handle.metrics().rebalances_total, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_rejoin_after_a_revocation_carries_the_metadata_of_on_revoked() {
+    let model = Model::start();
+    let first = Arc::new(Changing::new("a", false));
+    let (handle, net, _driver) = start(&model, 0, first.clone());
+    tokio::time::sleep(SESSION).await;
+    assert_eq!(handle.current().state, MemberState::Stable);
+    // MEMBER_ID_REQUIRED, then the join with the member id (KIP-394).
+    let before = net.joins.lock().unwrap().len();
+
+    // A second member joins: the first one's heartbeat gets REBALANCE_IN_PROGRESS, it revokes
+    // and rejoins in the same step of its driver.
+    let (_other, _, _other_driver) = start(&model, 1, Arc::new(Changing::new("b", false)));
+    tokio::time::sleep(SESSION).await;
+    assert_eq!(handle.current().state, MemberState::Stable);
+    assert_eq!(first.revocations.load(Ordering::SeqCst), 1);
+    let joins = net.joins.lock().unwrap().clone();
+    assert_eq!(joins.len(), before + 1, "one rejoin");
+    assert_eq!(joins[before - 1].last(), Some(&0));
+    assert_eq!(
+        joins[before].last(),
+        Some(&1),
+        "the JoinGroup was built after on_revoked had run"
+    );
 }

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{
     join_group_request::JoinGroupRequestProtocol, sync_group_request::SyncGroupRequestAssignment,
 };
 use thiserror::Error;
+use tracing::warn;
 
 use super::action::{Backoff, FatalError};
 use super::config::{ConfigError, MembershipConfig};
@@ -317,10 +318,29 @@ impl Membership {
         self.events.pop_front()
     }
 
+    /// Whether an event waits for [`poll_event`](Self::poll_event).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// The next request to send at `now`, if any. Call until `None` after every input; `now`
     /// becomes the request's send time (which self-fencing measures from).
     #[must_use]
     pub fn poll_request(&mut self, now: Instant) -> Option<Outgoing> {
+        self.poll_request_with(now, || None)
+    }
+
+    /// [`poll_request`](Self::poll_request), reading this member's protocol metadata from
+    /// `fresh` right before a JoinGroup is built, so every JoinGroup carries the metadata of
+    /// that moment (Kafka reads `metadata()` in `sendJoinGroupRequest` the same way). `fresh`
+    /// is called only when a JoinGroup goes out; `None`, or metadata that does not validate
+    /// (logged), keeps the last metadata.
+    #[must_use]
+    pub fn poll_request_with(
+        &mut self,
+        now: Instant,
+        fresh: impl FnOnce() -> Option<Vec<ProtocolMetadata>>,
+    ) -> Option<Outgoing> {
         self.check_fence(now);
         if matches!(self.phase, Phase::Left | Phase::Fatal(_)) {
             return None;
@@ -348,7 +368,7 @@ impl Membership {
         if let Some(out) = self.poll_heartbeat(now) {
             return Some(out);
         }
-        self.poll_group_request(now)
+        self.poll_group_request(now, fresh)
     }
 
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) (and then
@@ -431,7 +451,11 @@ impl Membership {
         })
     }
 
-    fn poll_group_request(&mut self, now: Instant) -> Option<Outgoing> {
+    fn poll_group_request(
+        &mut self,
+        now: Instant,
+        fresh: impl FnOnce() -> Option<Vec<ProtocolMetadata>>,
+    ) -> Option<Outgoing> {
         let tag = RequestTag(self.next_tag + 1);
         let config = &self.config;
         let (request, timeout) = match &mut self.phase {
@@ -444,6 +468,15 @@ impl Membership {
             } => {
                 if retry_at.is_some_and(|t| t > now) {
                     return None;
+                }
+                if let Some(protocols) = fresh() {
+                    match validate_protocols(&self.protocol_type, &protocols) {
+                        Ok(()) => self.protocols = protocols,
+                        Err(error) => warn!(
+                            %error,
+                            "the protocol's metadata is invalid; this JoinGroup keeps the last one"
+                        ),
+                    }
                 }
                 let request = JoinGroupRequest::default()
                     .with_group_id(GroupId(str_bytes(&config.group_id)))
