@@ -14,7 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use kroupier_coordinator::driver::{Member, MemberConfig};
 use kroupier_coordinator::membership::{
-    AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState, ProtocolMetadata,
+    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
+    ProtocolMetadata,
 };
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, binary};
@@ -170,7 +171,7 @@ impl GroupProtocol for Other {
 
     fn assign(
         &self,
-        _protocol_name: &str,
+        _context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         Ok(members

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kroupier_coordinator::driver::{Member, MemberConfig, MemberEvent, MemberHandle};
 use kroupier_coordinator::membership::{
-    AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState, ProtocolMetadata,
+    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
+    ProtocolMetadata,
 };
 use kroupier_integration_tests::kafka_bootstrap;
 use tokio::task::JoinHandle;
@@ -60,7 +61,7 @@ impl GroupProtocol for Roster {
 
     fn assign(
         &self,
-        _protocol_name: &str,
+        _context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         let mut names: Vec<String> = members

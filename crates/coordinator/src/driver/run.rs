@@ -267,18 +267,14 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
                     leader: generation.is_leader(),
                 });
             }
-            Event::AssignmentRequested {
-                generation_id,
-                protocol_name,
-                members,
-            } => {
+            Event::AssignmentRequested { context, members } => {
                 if let Some(old) = self.assigning.take() {
                     old.task.abort();
                 }
                 let protocol = self.protocol.clone();
                 // The assignor may take its time: it runs on the blocking pool, never here.
-                let task =
-                    tokio::task::spawn_blocking(move || protocol.assign(&protocol_name, &members));
+                let generation_id = context.generation_id;
+                let task = tokio::task::spawn_blocking(move || protocol.assign(&context, &members));
                 self.assigning = Some(Assigning {
                     generation_id,
                     task,

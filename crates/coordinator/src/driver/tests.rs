@@ -16,9 +16,9 @@ use crate::connection::ConnectionError;
 use crate::election::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
 use crate::election::{ElectionEvent, LeaderElection};
 use crate::membership::{
-    AssignError, Coordinator, Generation, GroupProtocol, LostReason, MemberAssignment,
-    MemberMetadata, MemberState, MembershipConfig, Outgoing, ProtocolMetadata, Request, RequestTag,
-    Response,
+    AssignContext, AssignError, Coordinator, Generation, GroupProtocol, LostReason,
+    MemberAssignment, MemberMetadata, MemberState, MembershipConfig, Outgoing, ProtocolMetadata,
+    Request, RequestTag, Response,
 };
 
 struct Net {
@@ -225,12 +225,12 @@ impl GroupProtocol for GatedAssignor {
 
     fn assign(
         &self,
-        protocol_name: &str,
+        context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         let _ = self.entered.send(());
         let _ = self.gate.lock().unwrap().recv();
-        self.inner.assign(protocol_name, members)
+        self.inner.assign(context, members)
     }
 
     fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
@@ -415,13 +415,13 @@ impl GroupProtocol for Changing {
 
     fn assign(
         &self,
-        protocol_name: &str,
+        context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         if self.fail_once.swap(false, Ordering::SeqCst) {
             return Err(AssignError::Failed("the first plan is refused".to_owned()));
         }
-        self.inner.assign(protocol_name, members)
+        self.inner.assign(context, members)
     }
 }
 

@@ -10,8 +10,8 @@ use tokio::sync::{broadcast, watch};
 use super::protocol::{ElectionEvent, LeaderElection};
 use crate::driver::{Member, MemberConfig, MemberError, MemberHandle};
 use crate::membership::{
-    AssignError, Generation, GroupProtocol, LostReason, MemberAssignment, MemberMetadata,
-    ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
+    MemberMetadata, ProtocolMetadata,
 };
 
 /// The election as the driver runs it: [`LeaderElection`] plus the channels its role changes
@@ -50,10 +50,10 @@ impl GroupProtocol for ElectorProtocol {
 
     fn assign(
         &self,
-        protocol_name: &str,
+        context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
-        self.election.assign(protocol_name, members)
+        self.election.assign(context, members)
     }
 
     fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {

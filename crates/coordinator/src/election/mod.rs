@@ -50,7 +50,7 @@
 //! ```
 //! use bytes::Bytes;
 //! use kroupier_coordinator::election::{ElectionEvent, LeaderElection};
-//! use kroupier_coordinator::membership::{Generation, GroupProtocol, MemberMetadata};
+//! use kroupier_coordinator::membership::{AssignContext, Generation, GroupProtocol, MemberMetadata};
 //!
 //! let a = LeaderElection::new("a", true);
 //! let b = LeaderElection::new("b", true);
@@ -62,7 +62,8 @@
 //!         metadata: e.protocols()[0].metadata.clone(),
 //!     })
 //!     .collect();
-//! let assignments = a.assign("sticky-leader", &members).unwrap();
+//! let context = AssignContext::new(1, "m-a", "sticky-leader");
+//! let assignments = a.assign(&context, &members).unwrap();
 //! let generation = Generation {
 //!     generation_id: 1,
 //!     member_id: "m-a".into(),

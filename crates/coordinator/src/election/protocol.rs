@@ -7,8 +7,8 @@ use bytes::Bytes;
 
 use super::wire::{ElectionAssignment, ElectionMetadata};
 use crate::membership::{
-    AssignError, FencingToken, Generation, GroupProtocol, LostReason, MemberAssignment,
-    MemberMetadata, ProtocolMetadata, Versioned,
+    AssignContext, AssignError, FencingToken, Generation, GroupProtocol, LostReason,
+    MemberAssignment, MemberMetadata, ProtocolMetadata, Versioned,
 };
 
 /// The protocol type of election groups.
@@ -145,11 +145,11 @@ impl GroupProtocol for LeaderElection {
 
     fn assign(
         &self,
-        protocol_name: &str,
+        context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
-        if protocol_name != ELECTION_PROTOCOL_NAME {
-            return Err(AssignError::UnknownProtocol(protocol_name.to_owned()));
+        if context.protocol_name != ELECTION_PROTOCOL_NAME {
+            return Err(AssignError::UnknownProtocol(context.protocol_name.clone()));
         }
         let leader = choose_leader(members);
         let assignment = ElectionAssignment {

@@ -119,18 +119,14 @@ impl Sim {
         while let Some(event) = m.membership.poll_event() {
             moved = true;
             match event {
-                Event::AssignmentRequested {
-                    generation_id,
-                    protocol_name,
-                    members,
-                } => {
+                Event::AssignmentRequested { context, members } => {
                     // In the tokio driver this runs off the heartbeat path.
                     let assignments = m
                         .election
-                        .assign(&protocol_name, &members)
+                        .assign(&context, &members)
                         .expect("election assigns");
                     m.membership
-                        .set_assignment(generation_id, assignments)
+                        .set_assignment(context.generation_id, assignments)
                         .expect("current generation");
                 }
                 Event::Assigned {

@@ -4,7 +4,8 @@ use bytes::Bytes;
 
 use super::*;
 use crate::membership::{
-    Generation, GroupProtocol, LostReason, MemberMetadata, ProtocolMetadata, Versioned,
+    AssignContext, Generation, GroupProtocol, LostReason, MemberMetadata, ProtocolMetadata,
+    Versioned,
 };
 
 fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> MemberMetadata {
@@ -90,7 +91,12 @@ fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
             metadata: b.protocols()[0].metadata.clone(),
         },
     ];
-    let assignments = b.assign(ELECTION_PROTOCOL_NAME, &members).expect("assign");
+    let assignments = b
+        .assign(
+            &AssignContext::new(1, "m-b", ELECTION_PROTOCOL_NAME),
+            &members,
+        )
+        .expect("assign");
     assert_eq!(assignments.len(), 2);
     assert_eq!(assignments[0].assignment, assignments[1].assignment);
     a.on_assigned(&generation(1, "m-a"), &assignments[0].assignment);
@@ -125,7 +131,10 @@ fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
     );
     a.on_lost(None, &lost);
     assert_eq!(a.poll_event(), None, "lost once");
-    assert!(a.assign("other", &members).is_err());
+    assert!(
+        a.assign(&AssignContext::new(2, "m-a", "other"), &members)
+            .is_err()
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
 use super::action::{Api, FatalError};
-use super::protocol::MemberMetadata;
+use super::protocol::{AssignContext, MemberMetadata};
 
 /// A generation of the group as this member joined it. Never exists without a member id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,14 +108,12 @@ pub enum Event {
         /// The new generation.
         generation: Generation,
     },
-    /// This member leads `generation_id` and must compute the assignment: run the protocol's
-    /// `assign` over `members` off the heartbeat path, then call
+    /// This member leads `context.generation_id` and must compute the assignment: run the
+    /// protocol's `assign(&context, &members)` off the heartbeat path, then call
     /// [`Membership::set_assignment`](super::Membership::set_assignment).
     AssignmentRequested {
-        /// The generation to assign.
-        generation_id: i32,
-        /// The protocol the group selected.
-        protocol_name: String,
+        /// The generation, the leader's (this member's) id and the selected protocol.
+        context: AssignContext,
         /// Every member with its metadata, sorted by member id.
         members: Vec<MemberMetadata>,
     },

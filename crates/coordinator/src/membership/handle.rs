@@ -13,7 +13,7 @@ use super::action::{Api, Backoff, ErrorAction, FatalError, action_for};
 use super::event::{Coordinator, Event, Generation, LostReason};
 use super::io::{RequestTag, Response};
 use super::machine::{CoordinatorState, Membership, Phase, SyncRequest};
-use super::protocol::MemberMetadata;
+use super::protocol::{AssignContext, MemberMetadata};
 
 impl Membership {
     /// A response arrived for the request tagged `tag`. Responses to requests the member no
@@ -291,8 +291,11 @@ impl Membership {
                 .collect();
             members.sort_by(|a, b| a.member_id.cmp(&b.member_id));
             self.events.push_back(Event::AssignmentRequested {
-                generation_id: generation.generation_id,
-                protocol_name: generation.protocol_name.clone(),
+                context: AssignContext::new(
+                    generation.generation_id,
+                    generation.member_id.clone(),
+                    generation.protocol_name.clone(),
+                ),
                 members,
             });
             self.phase = Phase::AwaitingAssignment { generation };

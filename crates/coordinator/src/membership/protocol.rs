@@ -62,6 +62,37 @@ impl MemberAssignment {
     }
 }
 
+/// What the leader knows about the round it assigns, besides the members.
+///
+/// The generation and the leader's member id are those of the JoinGroup response that made
+/// this member the leader: the SyncGroup that delivers the assignment carries the same
+/// generation, so an assignment that records them records the true values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AssignContext {
+    /// The generation being assigned (the JoinGroup response's `generation_id`).
+    pub generation_id: i32,
+    /// The leader's member id, i.e. this member's.
+    pub leader_member_id: String,
+    /// The protocol the group selected.
+    pub protocol_name: String,
+}
+
+impl AssignContext {
+    /// The context of `generation_id`, led by `leader_member_id` under `protocol_name`.
+    pub fn new(
+        generation_id: i32,
+        leader_member_id: impl Into<String>,
+        protocol_name: impl Into<String>,
+    ) -> Self {
+        Self {
+            generation_id,
+            leader_member_id: leader_member_id.into(),
+            protocol_name: protocol_name.into(),
+        }
+    }
+}
+
 /// Why the leader could not compute an assignment.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
@@ -89,12 +120,13 @@ pub trait GroupProtocol: Send + Sync + 'static {
     /// Called before every JoinGroup the driver sends, so it can report fresh local state.
     fn protocols(&self) -> Vec<ProtocolMetadata>;
 
-    /// The leader's assignment for `members` (sorted by member id) under the selected
-    /// `protocol_name`. Pure and deterministic; runs off the heartbeat path. Members missing
-    /// from the result get an empty assignment from the broker.
+    /// The leader's assignment for `members` (sorted by member id) in the round `context`
+    /// describes (generation, leader member id, selected protocol). Pure and deterministic;
+    /// runs off the heartbeat path. Members missing from the result get an empty assignment
+    /// from the broker.
     fn assign(
         &self,
-        protocol_name: &str,
+        context: &AssignContext,
         members: &[MemberMetadata],
     ) -> Result<Vec<MemberAssignment>, AssignError>;
 

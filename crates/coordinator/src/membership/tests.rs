@@ -286,17 +286,13 @@ fn leader_assigns_off_the_heartbeat_path() {
     let events = h.events();
     let [
         Event::Joined { generation },
-        Event::AssignmentRequested {
-            generation_id,
-            protocol_name,
-            members,
-        },
+        Event::AssignmentRequested { context, members },
     ] = events.as_slice()
     else {
         panic!("{events:?}")
     };
     assert!(generation.is_leader());
-    assert_eq!((*generation_id, protocol_name.as_str()), (1, "sticky"));
+    assert_eq!(context, &AssignContext::new(1, "m1", "sticky"));
     let ids: Vec<_> = members.iter().map(|m| m.member_id.as_str()).collect();
     assert_eq!(ids, ["m1", "m2"], "sorted by member id");
     assert_eq!(h.member.state(), MemberState::AwaitingAssignment);

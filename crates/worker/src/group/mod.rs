@@ -54,6 +54,9 @@ mod leader;
 mod protocol;
 mod run;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;

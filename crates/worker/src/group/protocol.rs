@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use kroupier_assignor::{Assignor, Cooperative, CooperativeConfig, RebalanceProtocol};
 use kroupier_coordinator::membership::{
-    AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
+    AssignContext, AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
     MemberMetadata as GroupMember, ProtocolMetadata,
 };
 use tokio::time::Instant;
@@ -35,9 +35,6 @@ pub(crate) fn assignor_for(
 /// What the protocol remembers between callbacks.
 #[derive(Debug, Default)]
 struct State {
-    /// This member's id and generation, as last seen in a callback.
-    member_id: Option<String>,
-    generation: i32,
     /// The leader's memory of the round it last completed (committed on `on_assigned`).
     memory: Option<Memory>,
     /// The memory of the round computed but not yet confirmed by SyncGroup.
@@ -135,22 +132,6 @@ impl WorkerProtocol {
     fn is_eager(name: &str) -> bool {
         kroupier_assignor::by_name(name).is_ok_and(|a| a.protocol() == RebalanceProtocol::Eager)
     }
-
-    /// The leader's own member id: the last one a callback saw, if it is in the group; else
-    /// the only member with this worker's id.
-    fn leader_id(&self, members: &[GroupMember], last: Option<&str>) -> String {
-        if let Some(id) = last.filter(|id| members.iter().any(|m| m.member_id == *id)) {
-            return id.to_owned();
-        }
-        let own = self.runtime.metadata().worker_id;
-        let mut mine = members.iter().filter(|m| {
-            crate::protocol::MemberMetadata::decode(&m.metadata).is_ok_and(|d| d.worker_id == own)
-        });
-        match (mine.next(), mine.next()) {
-            (Some(m), None) => m.member_id.clone(),
-            _ => String::new(),
-        }
-    }
 }
 
 impl GroupProtocol for WorkerProtocol {
@@ -179,22 +160,16 @@ impl GroupProtocol for WorkerProtocol {
 
     fn assign(
         &self,
-        protocol_name: &str,
+        context: &AssignContext,
         members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
+        let protocol_name = context.protocol_name.as_str();
         if !self.assignors.iter().any(|a| a == protocol_name) {
             return Err(AssignError::UnknownProtocol(protocol_name.to_owned()));
         }
         let assignor = assignor_for(protocol_name, self.lost_task_delay)
             .map_err(|e| AssignError::Failed(e.to_string()))?;
-        let (memory, generation, last_id) = {
-            let state = self.state();
-            (
-                state.memory.clone(),
-                state.generation,
-                state.member_id.clone(),
-            )
-        };
+        let memory = self.state().memory.clone();
         let catalogue = self.runtime.supervisor().catalogue();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -204,10 +179,8 @@ impl GroupProtocol for WorkerProtocol {
             assignor: assignor.as_ref(),
             memory: memory.as_ref(),
             now,
-            leader: self.leader_id(members, last_id.as_deref()),
-            // Kafka numbers generations one by one; the SyncGroup's own generation is what
-            // members act on.
-            generation: generation.saturating_add(1),
+            leader: context.leader_member_id.clone(),
+            generation: context.generation_id,
         };
         let outcome =
             leader::assign(&round, members).map_err(|e| AssignError::Failed(e.to_string()))?;
@@ -250,8 +223,6 @@ impl GroupProtocol for WorkerProtocol {
         let mut state = self.state();
         state.live = Some((generation.generation_id, generation.member_id.clone()));
         state.expected_owned = Some(expected);
-        state.member_id = Some(generation.member_id.clone());
-        state.generation = generation.generation_id;
         state.eager_previous = None;
         if generation.is_leader() {
             if let Some(pending) = state.pending.take() {
@@ -267,8 +238,6 @@ impl GroupProtocol for WorkerProtocol {
     fn on_revoked(&self, generation: &Generation) {
         self.runtime.rebalance_started();
         let mut state = self.state();
-        state.member_id = Some(generation.member_id.clone());
-        state.generation = generation.generation_id;
         if Self::is_eager(&generation.protocol_name) {
             // Eager: stop everything before the rejoin (lease checks fail from this call).
             state.eager_previous = Some(self.runtime.owned());
@@ -384,9 +353,36 @@ mod tests {
             p.runtime().supervisor().catalogue().fingerprint()
         );
         assert!(matches!(
-            p.assign("round-robin", &[]),
+            p.assign(&AssignContext::new(1, "m1", "round-robin"), &[]),
             Err(AssignError::UnknownProtocol(_))
         ));
+    }
+
+    #[test]
+    fn assignments_carry_the_generation_and_leader_of_the_round() {
+        // A fresh protocol that saw no generation leads generation 7: the assignment records
+        // the JoinGroup's generation and this member's id, not a guess from earlier callbacks.
+        let p = protocol(&["cooperative"]);
+        let other = protocol(&["cooperative"]);
+        let members = [
+            GroupMember {
+                member_id: "m-lead".into(),
+                group_instance_id: None,
+                metadata: p.protocols()[0].metadata.clone(),
+            },
+            GroupMember {
+                member_id: "m-other".into(),
+                group_instance_id: None,
+                metadata: other.protocols()[0].metadata.clone(),
+            },
+        ];
+        let context = AssignContext::new(7, "m-lead", "cooperative");
+        let assignments = p.assign(&context, &members).unwrap();
+        assert_eq!(assignments.len(), 2);
+        for a in &assignments {
+            let decoded = Assignment::decode(&a.assignment).unwrap();
+            assert_eq!((decoded.generation, decoded.leader.as_str()), (7, "m-lead"));
+        }
     }
 
     #[tokio::test]
