@@ -82,6 +82,21 @@ impl MemberHandle {
             .map_err(|_| MemberError::Stopped)
     }
 
+    /// The work of `generation`, revoked by [`MemberEvent::Revoked`](super::MemberEvent::Revoked),
+    /// has stopped: the member may rejoin. Only needed with the join gate
+    /// (`MembershipConfig::await_revocation`): the JoinGroup of a rebalance that started while
+    /// the member was stable waits for this call, or for `rebalance_timeout − margin` after
+    /// the revocation, whichever comes first. A call for another generation is ignored.
+    ///
+    /// # Errors
+    /// [`MemberError::Stopped`] if the driver is not running.
+    pub async fn revocations_done(&self, generation: i32) -> Result<(), MemberError> {
+        self.commands
+            .send(Command::RevocationDone { generation })
+            .await
+            .map_err(|_| MemberError::Stopped)
+    }
+
     /// Reads the protocol's [`protocols`](crate::membership::GroupProtocol::protocols) again and
     /// rejoins if they changed, so the leader sees the new metadata (a follower-initiated
     /// rebalance).

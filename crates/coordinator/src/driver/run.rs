@@ -32,6 +32,9 @@ pub(crate) enum Command {
     Rejoin {
         reason: String,
     },
+    RevocationDone {
+        generation: i32,
+    },
     UpdateMetadata {
         reply: oneshot::Sender<Result<(), MemberError>>,
     },
@@ -359,6 +362,9 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         match command {
             Command::Rejoin { reason } => {
                 self.membership.request_rejoin(now(), reason);
+            }
+            Command::RevocationDone { generation } => {
+                self.membership.revocation_done(now(), generation);
             }
             Command::UpdateMetadata { reply } => {
                 let result = self

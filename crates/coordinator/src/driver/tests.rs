@@ -149,9 +149,18 @@ fn start<P: GroupProtocol>(
     owner: usize,
     protocol: Arc<P>,
 ) -> (MemberHandle, Arc<Fake>, JoinHandle<Result<(), MemberError>>) {
+    start_with(config(), model, owner, protocol)
+}
+
+fn start_with<P: GroupProtocol>(
+    config: MembershipConfig,
+    model: &Model,
+    owner: usize,
+    protocol: Arc<P>,
+) -> (MemberHandle, Arc<Fake>, JoinHandle<Result<(), MemberError>>) {
     let transport = model.transport(owner);
     let (handle, driver) =
-        Member::with_transport(config(), 64, protocol, transport.clone()).expect("valid member");
+        Member::with_transport(config, 64, protocol, transport.clone()).expect("valid member");
     (handle, transport, tokio::spawn(driver))
 }
 
@@ -507,5 +516,51 @@ async fn the_rejoin_after_a_revocation_carries_the_metadata_of_on_revoked() {
         joins[before].last(),
         Some(&1),
         "the JoinGroup was built after on_revoked had run"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_join_gate_the_rejoin_waits_for_revocations_done() {
+    let model = Model::start();
+    let mut gated = config();
+    gated.await_revocation = true;
+    let (handle, net, _driver) = start_with(gated, &model, 0, Arc::new(Changing::new("a", false)));
+    tokio::time::sleep(SESSION).await;
+    let generation = handle.current().generation.expect("joined").generation_id;
+    let joins = net.joins.lock().unwrap().len();
+    let mut events = handle.events();
+
+    let (other, _, _other_driver) = start(&model, 1, Arc::new(Changing::new("b", false)));
+    let revoked = loop {
+        match events.recv().await.expect("events") {
+            MemberEvent::Revoked { generation, .. } => break generation,
+            _ => continue,
+        }
+    };
+    assert_eq!(revoked, generation);
+    // Two seconds of revocation work: heartbeats go on, the JoinGroup waits.
+    let heartbeats = handle.metrics().heartbeats_sent;
+    advance(Duration::from_secs(2)).await;
+    assert_eq!(
+        net.joins.lock().unwrap().len(),
+        joins,
+        "no JoinGroup before the ack"
+    );
+    assert!(handle.metrics().heartbeats_sent >= heartbeats + 2);
+    assert_eq!(handle.current().state, MemberState::Unjoined);
+
+    handle.revocations_done(revoked).await.unwrap();
+    advance(SESSION).await;
+    assert_eq!(net.joins.lock().unwrap().len(), joins + 1);
+    for h in [&handle, &other] {
+        let status = h.current();
+        assert_eq!(status.state, MemberState::Stable);
+        assert!(status.generation.expect("joined").generation_id > generation);
+    }
+    assert!(
+        !drain(&mut events)
+            .iter()
+            .any(|e| matches!(e, MemberEvent::Lost { .. })),
+        "the held generation stayed alive"
     );
 }

@@ -53,6 +53,15 @@ pub struct MembershipConfig {
     /// a static member's restart then causes no rebalance, but a static member that is gone for
     /// good keeps its work idle until its session timeout. Dynamic members always leave.
     pub leave_group_on_close_static: bool,
+    /// The join gate: whether a rebalance that starts while the member is stable holds its
+    /// JoinGroup until [`Membership::revocation_done`](super::Membership::revocation_done)
+    /// (the user's revoked work has stopped, as Kafka Connect's `onJoinPrepare` waits), or
+    /// until `rebalance_timeout − self-fencing margin` has passed since the revocation, so the
+    /// broker never drops the member for joining late. Heartbeats go on meanwhile. Default
+    /// `false`: rejoin at once, for protocols whose `on_revoked` finishes its work itself.
+    /// `true` guarantees the revoked work stopped before anyone else can be given it, at the
+    /// price of a rebalance that lasts as long as the slowest revocation.
+    pub await_revocation: bool,
 }
 
 impl Default for MembershipConfig {
@@ -70,6 +79,7 @@ impl Default for MembershipConfig {
             min_session_timeout: Duration::from_secs(6),
             max_session_timeout: Duration::from_secs(30 * 60),
             leave_group_on_close_static: false,
+            await_revocation: false,
         }
     }
 }
@@ -90,6 +100,13 @@ impl MembershipConfig {
     pub fn effective_self_fence_margin(&self) -> Duration {
         self.self_fence_margin
             .unwrap_or_else(|| self.heartbeat_interval.max(self.session_timeout / 10))
+    }
+
+    /// How long the join gate holds a JoinGroup at most after a revocation:
+    /// `rebalance_timeout − self-fencing margin` (zero if the margin is larger).
+    pub fn revocation_bound(&self) -> Duration {
+        self.rebalance_timeout
+            .saturating_sub(self.effective_self_fence_margin())
     }
 
     /// The timeout the driver should give a JoinGroup or SyncGroup request.

@@ -124,6 +124,14 @@ pub(crate) enum Phase {
     Fatal(FatalError),
 }
 
+/// The join gate: the JoinGroup after the revocation of `generation_id` waits for
+/// [`Membership::revocation_done`] or `until`, whichever comes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct JoinGate {
+    pub(crate) generation_id: i32,
+    pub(crate) until: Instant,
+}
+
 #[derive(Debug)]
 pub(crate) struct HeartbeatInFlight {
     pub(crate) tag: RequestTag,
@@ -150,6 +158,9 @@ pub struct Membership {
     pub(crate) phase: Phase,
     pub(crate) heartbeat: HeartbeatState,
     pub(crate) pending_rejoin: Option<String>,
+    /// Set while an unacknowledged revocation holds the next JoinGroup (only in `Unjoined`
+    /// with a held generation; cleared when the JoinGroup goes out or the generation is lost).
+    pub(crate) join_gate: Option<JoinGate>,
     pub(crate) rebalance_started_at: Option<Instant>,
     pub(crate) next_tag: u64,
     pub(crate) events: VecDeque<Event>,
@@ -205,6 +216,7 @@ impl Membership {
             },
             heartbeat: HeartbeatState::default(),
             pending_rejoin: None,
+            join_gate: None,
             rebalance_started_at: None,
             next_tag: 0,
             events: VecDeque::new(),
@@ -305,6 +317,13 @@ impl Membership {
             .is_some_and(|lease| &lease.token == token && lease.is_valid(now))
     }
 
+    /// While the join gate holds the JoinGroup: the generation whose revocation must be
+    /// acknowledged with [`revocation_done`](Self::revocation_done), and the instant at which
+    /// the member rejoins without the acknowledgement.
+    pub fn join_held(&self) -> Option<(i32, Instant)> {
+        self.join_gate.map(|g| (g.generation_id, g.until))
+    }
+
     /// The metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
@@ -392,7 +411,10 @@ impl Membership {
                     consider(self.heartbeat.next_at);
                 }
                 match &self.phase {
-                    Phase::Unjoined { retry_at, .. } => consider(*retry_at),
+                    Phase::Unjoined { retry_at, .. } => {
+                        consider(*retry_at);
+                        consider(self.join_gate.map(|g| g.until));
+                    }
                     Phase::Syncing {
                         request: SyncRequest::Pending { retry_at, .. },
                         ..
@@ -469,6 +491,18 @@ impl Membership {
                 if retry_at.is_some_and(|t| t > now) {
                     return None;
                 }
+                if let Some(gate) = self.join_gate {
+                    if gate.until > now {
+                        return None;
+                    }
+                    warn!(
+                        group = %config.group_id,
+                        generation = gate.generation_id,
+                        "the revocation was not acknowledged within rebalance_timeout − margin; \
+                         rejoining anyway so the broker does not drop this member"
+                    );
+                }
+                self.join_gate = None;
                 if let Some(protocols) = fresh() {
                     match validate_protocols(&self.protocol_type, &protocols) {
                         Ok(()) => self.protocols = protocols,

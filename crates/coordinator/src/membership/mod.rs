@@ -101,6 +101,8 @@ mod versioned;
 #[cfg(test)]
 mod error_table_tests;
 #[cfg(test)]
+mod join_gate_tests;
+#[cfg(test)]
 mod tests;
 
 pub use action::{Api, Backoff, ErrorAction, FatalError, action_for};

@@ -124,7 +124,7 @@ fn coordinator_response(node: i32) -> Response {
         ]))
 }
 
-fn join_ok(
+pub(super) fn join_ok(
     generation: i32,
     member: &str,
     leader: &str,
@@ -166,7 +166,7 @@ fn sync_error(error: ResponseError) -> Response {
     Response::SyncGroup(SyncGroupResponse::default().with_error_code(error.code()))
 }
 
-fn heartbeat(error: Option<ResponseError>) -> Response {
+pub(super) fn heartbeat(error: Option<ResponseError>) -> Response {
     Response::Heartbeat(HeartbeatResponse::default().with_error_code(error.map_or(0, |e| e.code())))
 }
 

@@ -2,14 +2,14 @@
 
 use std::time::Instant;
 
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::action::FatalError;
 use super::config::ConfigError;
 use super::event::{Event, Generation, LostReason};
 use super::io::LeaveGroup;
 use super::machine::{
-    CommandError, CoordinatorState, HeartbeatState, Membership, Phase, SyncRequest,
+    CommandError, CoordinatorState, HeartbeatState, JoinGate, Membership, Phase, SyncRequest,
     validate_protocols,
 };
 use super::protocol::{MemberAssignment, ProtocolMetadata};
@@ -40,6 +40,7 @@ impl Membership {
         let known = matches!(self.coordinator, CoordinatorState::Known(_));
         self.heartbeat = HeartbeatState::default();
         self.pending_rejoin = None;
+        self.join_gate = None;
         if !member_id.is_empty() && may_leave && known {
             self.phase = Phase::Leaving {
                 leave: LeaveGroup {
@@ -81,6 +82,28 @@ impl Membership {
                 self.phase = other;
                 Err(CommandError::StaleAssignment { generation_id })
             }
+        }
+    }
+
+    /// The user's work of `generation_id`, revoked with [`Event::Revoked`], has stopped: the
+    /// join gate opens and the JoinGroup goes out at the next
+    /// [`poll_request`](Self::poll_request). An acknowledgement for another generation, or
+    /// when no gate is closed, is ignored. See `await_revocation` of the config.
+    pub fn revocation_done(&mut self, now: Instant, generation_id: i32) {
+        let _ = now;
+        match self.join_gate {
+            Some(gate) if gate.generation_id == generation_id => {
+                info!(
+                    group = %self.config.group_id,
+                    generation = generation_id,
+                    "revocation done; rejoining"
+                );
+                self.join_gate = None;
+            }
+            _ => debug!(
+                generation = generation_id,
+                "revocation ack without a held join"
+            ),
         }
     }
 
@@ -147,6 +170,12 @@ impl Membership {
                     generation: generation.clone(),
                     reason: reason.clone(),
                 });
+                if self.config.await_revocation {
+                    self.join_gate = Some(JoinGate {
+                        generation_id: generation.generation_id,
+                        until: now + self.config.revocation_bound(),
+                    });
+                }
                 let member_id = generation.member_id.clone();
                 self.enter_unjoined(now, member_id, Some(generation), reason, None, 0);
             }
@@ -181,6 +210,8 @@ impl Membership {
     /// The generation is gone without a rebalance: report it lost and stop its heartbeats.
     pub(crate) fn lose(&mut self, generation: Option<Generation>, reason: LostReason) {
         self.heartbeat = HeartbeatState::default();
+        // Lost work needs no orderly revocation: rejoin as soon as possible.
+        self.join_gate = None;
         if generation.is_some() {
             self.events.push_back(Event::Lost { generation, reason });
         }
