@@ -9,6 +9,8 @@
 //!  member event            worker loop                              runtime
 //!  ───────────────────     ──────────────────────────────────────   ──────────────────────────
 //!  Revoked (callback)      status: rebalancing; eager: stop all     rebalance_started / revoke_all
+//!  Revoked (event)         once revoked tasks stopped (eager stop,  (stop futures complete →
+//!                          last assignment's revocations): ack      revocations_done → JoinGroup)
 //!  Assigned                wait for the generation's lease, apply   apply(change)
 //!                          revocations? rejoin once they stopped    (future completes → rejoin)
 //!                          leader + follow-up delay? rejoin later
@@ -17,6 +19,12 @@
 //!  Fenced / Fatal          stop every task, report the error        lost + shutdown
 //!  SIGTERM / ctrl-c        stop every task, then LeaveGroup, Ok     shutdown(deadline)
 //! ```
+//!
+//! The member runs with the join gate (`await_revocation`): after a revocation its JoinGroup
+//! waits until the loop acknowledges it with `revocations_done`, or at most `rebalance_timeout
+//! − margin`, so revoked tasks have stopped before the leader can give them to anyone else,
+//! and the metadata of that JoinGroup (read from the runtime right before it is sent) claims
+//! exactly what still runs here. Heartbeats go on meanwhile.
 //!
 //! The task lease always follows the membership's self-fencing deadline (send time of the last
 //! heartbeat that succeeded + session timeout − margin), so no task passes a lease check after
@@ -217,6 +225,8 @@ pub(crate) fn member_config(config: &WorkerConfig) -> MemberConfig {
     membership.rebalance_timeout = config.rebalance_timeout.max(config.session_timeout);
     membership.group_instance_id = config.group_instance_id.clone();
     membership.self_fence_margin = config.self_fence_margin;
+    // Revoked tasks stop before this worker rejoins (the worker loop acknowledges).
+    membership.await_revocation = true;
     // The broker enforces its own bounds (INVALID_SESSION_TIMEOUT names them).
     membership.min_session_timeout = membership.min_session_timeout.min(config.session_timeout);
     member.cluster.connection.client_id = config.client_id.clone();

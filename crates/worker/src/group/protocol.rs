@@ -2,6 +2,8 @@
 //! the leader assigns, and what happens at once when a generation is revoked or lost.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,8 +16,26 @@ use kroupier_coordinator::membership::{
 use tokio::time::Instant;
 
 use super::leader::{self, Memory, Round};
-use crate::protocol::{Assignment, PROTOCOL_TYPE};
+use crate::protocol::PROTOCOL_TYPE;
 use crate::runtime::Runtime;
+use crate::supervisor::StopReport;
+
+/// The stop of the tasks a revocation cancelled, for the worker loop to await before it lets
+/// the member rejoin.
+pub(crate) struct Stopping(Pin<Box<dyn Future<Output = StopReport> + Send>>);
+
+impl Stopping {
+    /// Completes once every revoked task has stopped (gracefully or aborted).
+    pub(crate) async fn stopped(&mut self) -> StopReport {
+        (&mut self.0).await
+    }
+}
+
+impl fmt::Debug for Stopping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Stopping")
+    }
+}
 
 /// The assignor called `name`, with the worker's lost-task delay for `cooperative`.
 pub(crate) fn assignor_for(
@@ -42,13 +62,12 @@ struct State {
     /// The generation (and member id) whose assignment arrived and was not lost since: the
     /// worker loop applies assignments and extends the lease only while it is current.
     live: Option<(i32, String)>,
-    /// What this member holds once its last assignment is applied (task → generation granted).
-    /// The driver reads `protocols` right after `on_assigned`, before the worker loop has
-    /// applied the assignment, and sends that metadata with the next JoinGroup.
-    expected_owned: Option<BTreeMap<String, i32>>,
     /// With an eager assignor: what this member held before it revoked everything, so that
     /// its next metadata still tells the (sticky) leader what it ran.
     eager_previous: Option<BTreeMap<String, i32>>,
+    /// With an eager assignor: the stop of everything `on_revoked` cancelled, until the worker
+    /// loop takes it to await it before acknowledging the revocation.
+    revocation: Option<Stopping>,
 }
 
 /// The kroupier group protocol of one worker.
@@ -60,8 +79,9 @@ struct State {
 ///   their kind, resolves claims by generation, runs the selected assignor and encodes each
 ///   member's full target set and revocations; the cooperative cross-round state stays here
 ///   between the rounds this member leads.
-/// - `on_revoked`: marks the status as rebalancing; with an eager assignor also stops every
-///   task before the rejoin.
+/// - `on_revoked`: marks the status as rebalancing; with an eager assignor also cancels every
+///   task, and hands the wait for their stop to the worker loop, which acknowledges the
+///   revocation (the join gate) only once they stopped.
 /// - `on_lost`: stops every task at once (lease checks fail from the call), within the
 ///   self-fencing margin.
 ///
@@ -129,6 +149,12 @@ impl WorkerProtocol {
         }
     }
 
+    /// The stop `on_revoked` started (eager assignors), for the loop to await before it
+    /// acknowledges the revocation; `None` if nothing was stopped.
+    pub(crate) fn take_revocation(&self) -> Option<Stopping> {
+        self.state().revocation.take()
+    }
+
     fn is_eager(name: &str) -> bool {
         kroupier_assignor::by_name(name).is_ok_and(|a| a.protocol() == RebalanceProtocol::Eager)
     }
@@ -142,9 +168,6 @@ impl GroupProtocol for WorkerProtocol {
     fn protocols(&self) -> Vec<ProtocolMetadata> {
         let mut metadata = self.runtime.metadata();
         let state = self.state();
-        if let Some(expected) = &state.expected_owned {
-            metadata.owned = expected.clone();
-        }
         if let Some(previous) = &state.eager_previous {
             for (task, generation) in previous {
                 metadata.owned.entry(task.clone()).or_insert(*generation);
@@ -208,21 +231,12 @@ impl GroupProtocol for WorkerProtocol {
     }
 
     fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        let target = match Assignment::decode(assignment) {
-            Ok(a) if !assignment.is_empty() => a.tasks.difference(&a.revoked).cloned().collect(),
-            _ => Vec::new(),
-        };
-        let held = self.runtime.owned();
-        let expected = target
-            .into_iter()
-            .map(|task| {
-                let granted = held.get(&task).copied().unwrap_or(generation.generation_id);
-                (task, granted)
-            })
-            .collect();
+        // The worker loop applies `assignment`; the metadata of the next JoinGroup is read
+        // from the runtime right before it is sent, which the join gate holds until the loop
+        // has applied this assignment and stopped what it revokes.
+        let _ = assignment;
         let mut state = self.state();
         state.live = Some((generation.generation_id, generation.member_id.clone()));
-        state.expected_owned = Some(expected);
         state.eager_previous = None;
         if generation.is_leader() {
             if let Some(pending) = state.pending.take() {
@@ -241,9 +255,9 @@ impl GroupProtocol for WorkerProtocol {
         if Self::is_eager(&generation.protocol_name) {
             // Eager: stop everything before the rejoin (lease checks fail from this call).
             state.eager_previous = Some(self.runtime.owned());
-            state.expected_owned = None;
             drop(state);
-            drop(self.runtime.revoke_all());
+            let stopping = Stopping(Box::pin(self.runtime.revoke_all()));
+            self.state().revocation = Some(stopping);
         }
     }
 
@@ -253,8 +267,9 @@ impl GroupProtocol for WorkerProtocol {
             state.memory = None;
             state.pending = None;
             state.eager_previous = None;
-            state.expected_owned = None;
             state.live = None;
+            // The loss stops every task within its own bound; nothing to acknowledge.
+            state.revocation = None;
         }
         // The group may hand the tasks to others once the margin after the self-fencing
         // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
@@ -279,7 +294,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::protocol::MemberMetadata;
+    use crate::protocol::{Assignment, MemberMetadata};
     use crate::{
         AssignmentChange, FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder,
         WorkerConfig,
@@ -386,32 +401,35 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn metadata_claims_the_new_assignment_before_the_loop_applies_it() {
+    async fn metadata_claims_what_the_runtime_holds_with_the_generation_granted() {
         let p = protocol(&["cooperative"]);
+        let runtime = p.runtime().clone();
+        let change = |generation: i32, run: &[&str], revoke: &[&str]| AssignmentChange {
+            token: FencingToken::new(generation, "m1"),
+            leader: "m1".into(),
+            valid_until: Instant::now() + Duration::from_secs(30),
+            run: ids(run),
+            revoke: ids(revoke),
+            leader_catalogue_fingerprint: None,
+        };
         let mut assignment = Assignment::new("m1", 5);
         assignment.tasks = ids(&["t-0", "t-1"]);
-        assignment.revoked = ids(&["t-2"]);
         p.on_assigned(
             &generation(5, "cooperative"),
             &Bytes::from(assignment.encode()),
         );
+        // The join gate sends the next JoinGroup only after the loop applied the assignment:
+        // the metadata is the runtime's, read right before it.
+        let _ = runtime.apply(change(5, &["t-0", "t-1"], &[])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-1".into(), 5)]);
 
-        // Kept tasks keep the generation they were granted in.
-        let runtime = p.runtime().clone();
-        let _ = runtime
-            .apply(AssignmentChange {
-                token: FencingToken::new(5, "m1"),
-                leader: "m1".into(),
-                valid_until: Instant::now() + Duration::from_secs(30),
-                run: ids(&["t-0", "t-1"]),
-                revoke: BTreeSet::new(),
-                leader_catalogue_fingerprint: None,
-            })
-            .await;
+        // Kept tasks keep the generation they were granted in; revoked ones, once stopped,
+        // are claimed no more.
         let mut next = Assignment::new("m1", 6);
         next.tasks = ids(&["t-0", "t-2"]);
+        next.revoked = ids(&["t-1"]);
         p.on_assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
+        let _ = runtime.apply(change(6, &["t-0", "t-2"], &["t-1"])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
 
         // Lost: every task stops at once and the metadata claims nothing.

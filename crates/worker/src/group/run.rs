@@ -12,6 +12,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::protocol::Stopping;
 use super::{WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
 use crate::context::FencingToken;
@@ -50,7 +51,21 @@ impl Loop {
         let mut revoking: Option<(i32, Waiting)> = None;
         let mut follow_up: Option<FollowUp> = None;
         let mut last_applied: Option<GroupToken> = None;
+        // The join gate: the generation whose revocation the member waits for, and the stop
+        // of what an eager `on_revoked` cancelled.
+        let mut ack: Option<i32> = None;
+        let mut stopping: Option<Stopping> = None;
         loop {
+            if let Some(generation) = ack
+                && revoking.is_none()
+                && stopping.is_none()
+            {
+                ack = None;
+                tracing::info!(generation, "revoked tasks stopped; the member rejoins");
+                if let Err(error) = self.member.revocations_done(generation).await {
+                    tracing::warn!(%error, "could not acknowledge the revocation");
+                }
+            }
             let follow_up_at = follow_up.as_ref().map(|f| f.not_before);
             tokio::select! {
                 biased;
@@ -73,14 +88,26 @@ impl Loop {
                             continue;
                         };
                         last_applied = Some(token.clone());
+                        ack = None;
+                        stopping = None;
                         let (waiting, next) = applied;
                         // A newer assignment supersedes what the last one asked for.
                         revoking = waiting.map(|waiting| (token.generation_id, waiting));
                         follow_up = next;
                     }
+                    Ok(MemberEvent::Revoked { generation, reason }) => {
+                        // Rejoin only once the revoked tasks stopped: those of the last
+                        // assignment's revocations (`revoking`) and, with an eager assignor,
+                        // everything `on_revoked` cancelled.
+                        tracing::debug!(generation, %reason, "revoked; holding the rejoin");
+                        ack = Some(generation);
+                        stopping = self.protocol.take_revocation();
+                    }
                     Ok(MemberEvent::Lost { generation, reason }) => {
                         revoking = None;
                         follow_up = None;
+                        ack = None;
+                        stopping = None;
                         tracing::warn!(?generation, ?reason, "membership lost; tasks stopped");
                         self.emit(WorkerEvent::Lost { generation });
                     }
@@ -129,6 +156,16 @@ impl Loop {
                         not_before,
                         reason: "revoked tasks stopped (incremental cooperative follow-up)",
                     });
+                }
+                report = async {
+                    match stopping.as_mut() {
+                        Some(stopping) => stopping.stopped().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    stopping = None;
+                    let stopped = report.graceful.len() + report.aborted.len();
+                    tracing::info!(stopped, "tasks of the revoked generation stopped");
                 }
                 () = sleep_until(follow_up_at), if revoking.is_none() => {
                     if let Some(f) = follow_up.take() {

@@ -1,6 +1,9 @@
 //! Workers on the embedded coordinator (Kafka's wire protocol on a local socket, real time):
-//! what the leader writes into the kroupier assignment matches what SyncGroup delivered.
+//! what the leader writes into the kroupier assignment matches what SyncGroup delivered, and a
+//! revoked worker rejoins only after its tasks stopped (the join gate).
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use kroupier_coordinator::membership::MemberState;
@@ -19,8 +22,31 @@ impl Task for Idle {
     }
 }
 
-async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
-    let mut config = WorkerConfig::new("assign-context");
+/// How many instances of each task run right now, and the most ever seen at once.
+static RUNNING: Mutex<BTreeMap<String, (usize, usize)>> = Mutex::new(BTreeMap::new());
+
+/// Takes 800 ms to stop after it is revoked, and counts its running instances.
+#[derive(serde::Deserialize)]
+struct SlowStop {}
+
+impl Task for SlowStop {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        let id = ctx.task_id().to_owned();
+        {
+            let mut running = RUNNING.lock().unwrap();
+            let (now, max) = running.entry(id.clone()).or_default();
+            *now += 1;
+            *max = (*max).max(*now);
+        }
+        ctx.cancelled().await;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        RUNNING.lock().unwrap().entry(id).or_default().0 -= 1;
+        Ok(())
+    }
+}
+
+fn config(bootstrap: &str, group: &str, id: &str) -> WorkerConfig {
+    let mut config = WorkerConfig::new(group);
     config.bootstrap_servers = vec![bootstrap.to_owned()];
     config.worker_id = id.to_owned();
     config.client_id = id.to_owned();
@@ -28,6 +54,11 @@ async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
     config.heartbeat_interval = Duration::from_millis(500);
     config.abort_timeout = Duration::from_millis(200);
     config.status_addr = None;
+    config
+}
+
+async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
+    let config = config(bootstrap, "assign-context", id);
     let mut builder = WorkerBuilder::new(config).register::<Idle>("idle");
     for i in 0..4 {
         builder = builder.task(TaskSpec::new(
@@ -75,5 +106,60 @@ async fn the_decoded_assignment_names_the_generation_and_leader_of_sync_group() 
     assert_eq!(decoded.generation, generation, "the SyncGroup's generation");
     assert_eq!(decoded.leader, leader, "the JoinGroup's leader");
     assert_eq!(decoded.tasks.len(), 4);
+    second.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eager_worker_rejoins_only_after_its_revoked_tasks_stopped() {
+    let coordinator = EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the embedded coordinator starts");
+    let bootstrap = coordinator.bootstrap();
+    let spawn = |id: &'static str| {
+        let mut config = config(&bootstrap, "join-gate", id);
+        config.assignors = vec!["sticky".to_owned()];
+        config.graceful_stop_timeout = Duration::from_secs(3);
+        let mut builder = WorkerBuilder::new(config).register::<SlowStop>("slow");
+        for i in 0..4 {
+            builder = builder.task(TaskSpec::new(
+                format!("gate-{i}"),
+                "slow",
+                serde_json::json!({}),
+            ));
+        }
+        builder.spawn()
+    };
+    let first = spawn("g1").await.expect("the worker starts");
+    let (g1, _, _) = stable(&first).await;
+
+    // A second worker joins: the eager first one revokes everything. Its tasks take 800 ms to
+    // stop, and the gate holds its JoinGroup (hence the new generation) until they have.
+    let second = spawn("g2").await.expect("the worker starts");
+    let mut settled = false;
+    for _ in 0..400 {
+        let (a, b) = (first.member().current(), second.member().current());
+        let generation = |s: &kroupier_coordinator::driver::MemberStatus| {
+            s.generation.as_ref().map(|g| g.generation_id)
+        };
+        if a.state == MemberState::Stable
+            && b.state == MemberState::Stable
+            && generation(&a) == generation(&b)
+            && generation(&a) > Some(g1)
+            && first.runtime().owned().len() + second.runtime().owned().len() == 4
+        {
+            settled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let running = RUNNING.lock().unwrap().clone();
+    for (task, (_, max)) in &running {
+        assert_eq!(*max, 1, "{task} ran twice at once");
+    }
+    assert!(settled, "the two workers never shared the tasks");
+    assert_eq!(second.runtime().owned().len(), 2);
+    assert_eq!(running.len(), 4, "{running:?}");
+    first.shutdown().await.expect("clean shutdown");
     second.shutdown().await.expect("clean shutdown");
 }
