@@ -11,8 +11,9 @@
 //! ```text
 //!   handle ──commands──▶ ┌──────────── driver loop ────────────┐ ──events──▶ subscribers
 //!                        │ Membership (sans-IO)                │ ──status──▶ watch
-//!   responses/failures ─▶│  poll_request ─▶ send concurrently  │
-//!   (by request tag)     │  poll_event   ─▶ callbacks, events  │
+//!   responses/failures ─▶│  poll_event   ─▶ callbacks, events  │
+//!   (by request tag)     │  poll_request ─▶ send concurrently  │
+//!                        │   (JoinGroup: protocols() read now) │
 //!   sleep_until(timeout)▶│  AssignmentRequested ─▶ spawn_blocking(assign)
 //!                        └─────────────────────────────────────┘
 //! ```
@@ -24,6 +25,22 @@
 //!   heartbeats never queue behind it. Connections are re-made after the coordinator moves.
 //! - The leader's [`assign`](crate::membership::GroupProtocol::assign) runs on tokio's
 //!   blocking pool, so a slow assignor never delays a heartbeat.
+//!
+//! Each step handles every pending event (protocol callbacks, [`MemberEvent`]s) *before* it
+//! sends the next request, and reads the protocol's
+//! [`protocols`](crate::membership::GroupProtocol::protocols) right before each JoinGroup, so a
+//! JoinGroup carries what `on_revoked` or `on_lost` just changed.
+//!
+//! ## The join gate
+//!
+//! With `MembershipConfig::await_revocation` (off by default; the worker turns it on) a
+//! rebalance that starts while the member is stable emits [`MemberEvent::Revoked`] and holds
+//! the JoinGroup until [`MemberHandle::revocations_done`] names that generation — call it once
+//! the revoked work has stopped, from wherever that work is awaited (never block a callback on
+//! it) — or until `rebalance_timeout − margin` has passed, so the broker never drops the member
+//! for a slow revocation. Heartbeats go on meanwhile; a loss opens the gate at once. This is
+//! Kafka Connect's `onJoinPrepare` (revoked tasks stop before JoinGroup) without blocking the
+//! heartbeat.
 //!
 //! ## Contract for protocol callbacks
 //!

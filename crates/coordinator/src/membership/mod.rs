@@ -10,16 +10,19 @@
 //! 1. Feed inputs: [`Membership::handle_response`] (with the [`RequestTag`] of the request),
 //!    [`Membership::handle_request_failed`], [`Membership::handle_disconnect`],
 //!    [`Membership::handle_timeout`], and commands ([`Membership::request_rejoin`],
-//!    [`Membership::leave`], [`Membership::set_assignment`], [`Membership::update_metadata`]).
-//! 2. Drain [`Membership::poll_request`] (send each [`Outgoing`]: FindCoordinator to any broker,
-//!    the rest to the coordinator of the last [`Event::CoordinatorChanged`]) and
-//!    [`Membership::poll_event`].
+//!    [`Membership::leave`], [`Membership::set_assignment`], [`Membership::update_metadata`],
+//!    [`Membership::revocation_done`]).
+//! 2. Drain [`Membership::poll_event`], then [`Membership::poll_request`] (send each
+//!    [`Outgoing`]: FindCoordinator to any broker, the rest to the coordinator of the last
+//!    [`Event::CoordinatorChanged`]), handling the events of each request before the next.
+//!    [`Membership::poll_request_with`] reads the protocol's metadata right before a JoinGroup
+//!    is built, so every JoinGroup carries the metadata of that moment.
 //! 3. Sleep until [`Membership::poll_timeout`] or the next input, then call `handle_timeout`.
 //!
 //! `now` must never go backwards. On [`Event::AssignmentRequested`] the driver runs the
 //! protocol's [`GroupProtocol::assign`] *off* this loop and feeds the result back with
 //! `set_assignment`; heartbeats keep going meanwhile, and at every step the member waits for no
-//! user code.
+//! user code — except, by choice, at the join gate below.
 //!
 //! ## States
 //!
@@ -27,6 +30,12 @@
 //!                 request_rejoin / metadata changed / heartbeat REBALANCE_IN_PROGRESS
 //!                 (emits Revoked; the generation is held and heartbeated until replaced)
 //!          +------------------------------------------------------------------+
+//!          v                                                                  |
+//!  +---------------+  join gate (await_revocation): JoinGroup held until       |
+//!  | Unjoined,     |  revocation_done(generation) or revoked_at +              |
+//!  | gate closed   |  rebalance_timeout − margin; heartbeats go on             |
+//!  +---------------+                                                           |
+//!          | ack / bound passed / generation lost                              |
 //!          v                                                                  |
 //!  +--------------+ coordinator +----------+ JoinGroup ok  +--------------------+ set_assignment
 //!  |  Unjoined /  |  known,     | Joining  |--- leader --->| AwaitingAssignment |---------+
@@ -49,6 +58,17 @@
 //! disconnect or an unanswered request make it unknown; a join or sync in flight then restarts
 //! after rediscovery, while a stable member keeps its generation and heartbeats the new
 //! coordinator (Kafka's behaviour: the group state moves with the coordinator).
+//!
+//! ## The join gate
+//!
+//! With [`MembershipConfig::await_revocation`], a rebalance that starts while the member is
+//! stable emits [`Event::Revoked`] and holds the JoinGroup until
+//! [`Membership::revocation_done`] names the revoked generation (the user's revoked work has
+//! stopped, as Kafka Connect's `onJoinPrepare` does before it rejoins), or until
+//! `rebalance_timeout − margin` has passed since the revocation
+//! ([`MembershipConfig::revocation_bound`]), so the broker, which waits `rebalance_timeout` for
+//! every member, never drops this one. Heartbeats for the held generation go on meanwhile. A
+//! loss or `leave` opens the gate at once. [`Membership::join_held`] shows it.
 //!
 //! ## Heartbeats and self-fencing
 //!

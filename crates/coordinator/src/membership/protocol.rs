@@ -5,8 +5,10 @@
 //! metadata), and what happens locally when an assignment arrives, is revoked or is lost.
 //!
 //! The sans-IO [`Membership`](super::Membership) never calls the protocol itself: the driver
-//! reads [`GroupProtocol::protocols`] into the membership, runs `assign` off the heartbeat path
-//! when the membership asks for an assignment, and calls the callbacks on the matching events.
+//! reads [`GroupProtocol::protocols`] right before each JoinGroup (through
+//! [`Membership::poll_request_with`](super::Membership::poll_request_with)), runs `assign` off
+//! the heartbeat path when the membership asks for an assignment, and calls the callbacks on
+//! the matching events — before it sends the next request.
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -117,7 +119,8 @@ pub trait GroupProtocol: Send + Sync + 'static {
     fn protocol_type(&self) -> &str;
 
     /// The protocols this member offers, most preferred first, with its metadata for each.
-    /// Called before every JoinGroup the driver sends, so it can report fresh local state.
+    /// Called right before every JoinGroup the driver sends, after the callbacks of every
+    /// earlier event (`on_revoked`, `on_lost`, ...) have run, so it reports fresh local state.
     fn protocols(&self) -> Vec<ProtocolMetadata>;
 
     /// The leader's assignment for `members` (sorted by member id) in the round `context`
@@ -136,7 +139,10 @@ pub trait GroupProtocol: Send + Sync + 'static {
     }
 
     /// A rebalance started while `generation` was stable: its assignment is no longer final.
-    /// An eager protocol stops all its work here; a cooperative one keeps it.
+    /// An eager protocol stops all its work here; a cooperative one keeps it. With the join
+    /// gate (`MembershipConfig::await_revocation`) the member rejoins only once
+    /// `MemberHandle::revocations_done(generation)` says that work has stopped (or at the
+    /// bound); start the stop here and acknowledge when it is done.
     fn on_revoked(&self, generation: &Generation) {
         let _ = generation;
     }
