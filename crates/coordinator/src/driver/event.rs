@@ -95,6 +95,9 @@ pub struct MemberStatus {
     pub coordinator: Option<Coordinator>,
     /// Counters like Kafka's coordinator metrics.
     pub metrics: Metrics,
+    /// While the join gate holds the JoinGroup: the generation whose revocation awaits
+    /// [`MemberHandle::revocations_done`](super::MemberHandle::revocations_done).
+    pub join_held: Option<i32>,
     /// Whether the driver has returned (left, fenced or fatal). A driver future that was
     /// dropped cannot say so; [`MemberHandle::stopped`](super::MemberHandle::stopped) notices
     /// both.
@@ -110,6 +113,7 @@ impl MemberStatus {
             lease: None,
             coordinator: None,
             metrics: Metrics::default(),
+            join_held: None,
             stopped: false,
         }
     }

@@ -224,6 +224,7 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             lease: m.lease(),
             coordinator: m.coordinator().cloned(),
             metrics: m.metrics().clone(),
+            join_held: m.join_held().map(|(generation, _)| generation),
             stopped: false,
         };
         self.status.send_if_modified(|s| {

@@ -548,6 +548,7 @@ async fn with_the_join_gate_the_rejoin_waits_for_revocations_done() {
     );
     assert!(handle.metrics().heartbeats_sent >= heartbeats + 2);
     assert_eq!(handle.current().state, MemberState::Unjoined);
+    assert_eq!(handle.current().join_held, Some(revoked));
 
     handle.revocations_done(revoked).await.unwrap();
     advance(SESSION).await;

@@ -126,6 +126,11 @@ impl Loop {
                         tracing::warn!(skipped, "worker fell behind the member's events");
                         // An assignment may be among the skipped events: apply the current one.
                         let now = self.member.current();
+                        // So may a revocation whose rejoin waits for this loop.
+                        if let Some(generation) = now.join_held {
+                            ack = Some(generation);
+                            stopping = stopping.take().or_else(|| self.protocol.take_revocation());
+                        }
                         let current = now.generation.as_ref().map(|g| g.token());
                         if let (MemberState::Stable, Some(token), Some(bytes)) =
                             (now.state, current, now.assignment.as_ref())
