@@ -205,6 +205,22 @@ impl WorkerConfig {
                 ),
             ));
         }
+        // Revoked tasks must be stopped before the member rejoins; the join gate holds the
+        // JoinGroup for at most `rebalance_timeout − margin`, so the worst-case stop must fit.
+        let stop = self.graceful_stop_timeout + self.abort_timeout;
+        let gate = self.rebalance_timeout.saturating_sub(margin);
+        if stop >= gate {
+            return Err(InvalidConfig::new(
+                "graceful_stop_timeout",
+                format!(
+                    "{:?} plus the abort timeout {:?} must stay below the rebalance timeout \
+                     {:?} minus the self-fencing margin {margin:?}, or the member rejoins \
+                     while revoked tasks are still stopping; raise rebalance_timeout or \
+                     shorten the stop",
+                    self.graceful_stop_timeout, self.abort_timeout, self.rebalance_timeout
+                ),
+            ));
+        }
         self.restart.validate()
     }
 }
@@ -226,6 +242,19 @@ fn duplicate(names: &[String]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_longer_than_the_join_gate_is_rejected() {
+        let mut config = WorkerConfig::new("orders");
+        config.rebalance_timeout = Duration::from_secs(10);
+        config.session_timeout = Duration::from_secs(10);
+        // margin 3 s (heartbeat interval), gate 7 s; 6 s graceful + 1 s abort does not fit.
+        config.graceful_stop_timeout = Duration::from_secs(6);
+        let err = config.validate().unwrap_err();
+        assert_eq!(err.field, "graceful_stop_timeout");
+        config.graceful_stop_timeout = Duration::from_secs(5);
+        assert_eq!(config.validate(), Ok(()));
+    }
 
     #[test]
     fn defaults_are_valid() {
