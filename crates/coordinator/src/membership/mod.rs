@@ -119,6 +119,8 @@ mod transition;
 mod versioned;
 
 #[cfg(test)]
+mod docs_table_tests;
+#[cfg(test)]
 mod error_table_tests;
 #[cfg(test)]
 mod join_gate_tests;
