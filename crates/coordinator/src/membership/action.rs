@@ -30,7 +30,8 @@ pub enum Backoff {
     None,
     /// Wait `retry_backoff` (Kafka's join loop does this).
     Fixed,
-    /// Wait `retry_backoff · 2^attempts`, capped at `retry_backoff_max`.
+    /// Wait `retry_backoff · 2^(attempts − 1)` (attempts counted from 1), capped at
+    /// `retry_backoff_max`.
     Exponential,
 }
 
