@@ -63,6 +63,8 @@ mod protocol;
 mod run;
 
 #[cfg(test)]
+mod signal_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeSet;
@@ -303,7 +305,27 @@ pub(crate) async fn spawn(
 async fn run_until_signal(handle: WorkerHandle) -> Result<WorkerExit, WorkerError> {
     let mut signals = Signals::new();
     let shutdown = handle.shutdown.clone();
-    let mut wait = std::pin::pin!(handle.wait());
+    until_signals(handle.wait(), shutdown, &mut signals).await
+}
+
+/// Where shutdown signals come from: the OS ([`Signals`]) or, in tests, a channel.
+trait SignalSource {
+    /// Completes at the next signal.
+    fn next(&mut self) -> impl Future<Output = ()> + Send + '_;
+}
+
+/// The two-signal rule, apart from the OS signals so it can be tested: the first signal starts
+/// the graceful shutdown (`shutdown` is cancelled and the worker's own end is awaited), a second
+/// one returns [`WorkerExit::Interrupted`] at once.
+async fn until_signals<W>(
+    wait: W,
+    shutdown: CancellationToken,
+    signals: &mut impl SignalSource,
+) -> Result<WorkerExit, WorkerError>
+where
+    W: Future<Output = Result<(), WorkerError>>,
+{
+    let mut wait = std::pin::pin!(wait);
     tokio::select! {
         result = &mut wait => return result.map(|()| WorkerExit::Left),
         () = signals.next() => {}
@@ -333,7 +355,9 @@ impl Signals {
                 .ok(),
         }
     }
+}
 
+impl SignalSource for Signals {
     async fn next(&mut self) {
         #[cfg(unix)]
         if let Some(term) = self.term.as_mut() {
