@@ -488,27 +488,9 @@ impl Membership {
                     },
                 );
                 // A join in flight stays in flight (its generation is new); otherwise rejoin.
-                match std::mem::replace(&mut self.phase, Phase::Left) {
-                    Phase::Joining {
-                        reason,
-                        tag,
-                        sent_at,
-                        attempts,
-                        ..
-                    } => {
-                        self.phase = Phase::Joining {
-                            member_id,
-                            held: None,
-                            reason,
-                            tag,
-                            sent_at,
-                            attempts,
-                        };
-                    }
-                    _ => {
-                        let reason = format!("heartbeat failed: {error}");
-                        self.enter_unjoined(now, member_id, None, reason, None, 0);
-                    }
+                if !self.drop_held_generation_of_join(Some(member_id.clone())) {
+                    let reason = format!("heartbeat failed: {error}");
+                    self.enter_unjoined(now, member_id, None, reason, None, 0);
                 }
             }
             ErrorAction::Fatal(e) => self.fail(e),

@@ -251,26 +251,12 @@ impl Membership {
             "self-fenced: no heartbeat succeeded before the deadline"
         );
         self.lose(generation, LostReason::HeartbeatTimeout { deadline });
+        // A JoinGroup in flight stays in flight: it will form a new generation.
+        if self.drop_held_generation_of_join(None) {
+            return;
+        }
         let reason = "session lost: no heartbeat succeeded before the self-fencing deadline";
         match std::mem::replace(&mut self.phase, Phase::Left) {
-            // A JoinGroup in flight stays in flight: it will form a new generation.
-            Phase::Joining {
-                member_id,
-                reason,
-                tag,
-                sent_at,
-                attempts,
-                ..
-            } => {
-                self.phase = Phase::Joining {
-                    member_id,
-                    held: None,
-                    reason,
-                    tag,
-                    sent_at,
-                    attempts,
-                };
-            }
             Phase::Unjoined {
                 member_id,
                 retry_at,
@@ -293,8 +279,30 @@ impl Membership {
                 // Like Kafka after a session timeout without heartbeat: reconnect.
                 self.mark_coordinator_unknown();
             }
-            other @ (Phase::Leaving { .. } | Phase::Left | Phase::Fatal(_)) => self.phase = other,
+            other @ (Phase::Joining { .. }
+            | Phase::Leaving { .. }
+            | Phase::Left
+            | Phase::Fatal(_)) => self.phase = other,
         }
+    }
+
+    /// While a JoinGroup is in flight, forget the generation held until it forms a new one
+    /// (and take `member_id` if given) without disturbing the join. Returns whether the member
+    /// was joining; otherwise nothing changes.
+    pub(crate) fn drop_held_generation_of_join(&mut self, member_id: Option<String>) -> bool {
+        let Phase::Joining {
+            held,
+            member_id: current,
+            ..
+        } = &mut self.phase
+        else {
+            return false;
+        };
+        *held = None;
+        if let Some(id) = member_id {
+            *current = id;
+        }
+        true
     }
 
     /// Forget the coordinator: requests in flight to it are void; a join or sync restarts
