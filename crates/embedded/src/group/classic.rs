@@ -206,12 +206,29 @@ impl ClassicGroup {
             None => {
                 (!self.members.contains_key(member_id)).then_some(ResponseError::UnknownMemberId)
             }
-            Some(instance_id) => match self.static_members.get(instance_id) {
+            Some(instance_id) => match self.static_member(instance_id) {
                 None => Some(ResponseError::UnknownMemberId),
                 Some(existing) if existing != member_id => Some(ResponseError::FencedInstanceId),
                 Some(_) => None,
             },
         }
+    }
+
+    /// The member id of the static member with this `group.instance.id`. An entry of the static
+    /// map whose member the member list does not hold (a broken invariant) is logged and counts
+    /// as absent, so no lookup panics and no request waits for a member that is not there.
+    pub(crate) fn static_member(&self, instance_id: &str) -> Option<&str> {
+        let member_id = self.static_members.get(instance_id)?;
+        if self.members.contains_key(member_id) {
+            return Some(member_id);
+        }
+        tracing::error!(
+            group = %self.group_id,
+            instance = instance_id,
+            member = %member_id,
+            "the static member map names a member the group does not hold; treating the instance as unknown"
+        );
+        None
     }
 
     /// Every member with its metadata for the selected protocol: what the leader gets.

@@ -221,6 +221,12 @@ impl GroupCoordinator {
         self.groups.values().map(ClassicGroup::listing).collect()
     }
 
+    /// The group by this id, for tests that must reach states no request sequence can.
+    #[cfg(test)]
+    pub(crate) fn group_mut(&mut self, group_id: &str) -> Option<&mut ClassicGroup> {
+        self.groups.get_mut(group_id)
+    }
+
     fn push_join_error(&mut self, reply: ReplyId, error: ResponseError, member_id: String) {
         let result = JoinGroupResult::error(error, member_id);
         self.out.push(Output::JoinGroup { reply, result });

@@ -70,7 +70,7 @@ impl ClassicGroup {
         new_member_id: String,
     ) {
         if let Some(instance_id) = req.group_instance_id.clone() {
-            match self.static_members.get(&instance_id).cloned() {
+            match self.static_member(&instance_id).map(str::to_string) {
                 Some(old_member_id) => {
                     self.replace_static_member(ctx, reply, req, old_member_id, new_member_id);
                 }

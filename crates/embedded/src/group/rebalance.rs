@@ -199,7 +199,11 @@ impl ClassicGroup {
     ) {
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for member_id in ids {
-            let assignment = self.members[&member_id].assignment.clone();
+            let Some(member) = self.members.get(&member_id) else {
+                tracing::error!(group = %self.group_id, member = %member_id, "member vanished while its assignment was sent; skipped");
+                continue;
+            };
+            let assignment = member.assignment.clone();
             let result = SyncGroupResult {
                 error,
                 protocol_type: self.protocol_type.clone(),

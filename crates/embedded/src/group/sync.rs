@@ -50,7 +50,14 @@ impl ClassicGroup {
             }
             GroupState::Stable => {
                 self.remove_pending_sync(&member_id);
-                let assignment = self.members[&member_id].assignment.clone();
+                let Some(member) = self.members.get(&member_id) else {
+                    tracing::error!(group = %self.group_id, member = %member_id, "SyncGroup passed validation for a member the group does not hold");
+                    return ctx.out.push(Output::SyncGroup {
+                        reply,
+                        result: SyncGroupResult::error(ResponseError::UnknownMemberId),
+                    });
+                };
+                let assignment = member.assignment.clone();
                 ctx.out.push(Output::SyncGroup {
                     reply,
                     result: SyncGroupResult {
@@ -101,7 +108,10 @@ impl ClassicGroup {
         if req.generation_id != self.generation_id {
             return Some(ResponseError::IllegalGeneration);
         }
-        let member = self.members.get_mut(&req.member_id)?;
+        let Some(member) = self.members.get_mut(&req.member_id) else {
+            // Unreachable after validation; an unknown member is never told NONE.
+            return Some(ResponseError::UnknownMemberId);
+        };
         match self.state {
             GroupState::Empty | GroupState::Dead => Some(ResponseError::UnknownMemberId),
             GroupState::PreparingRebalance => {
@@ -137,12 +147,12 @@ impl ClassicGroup {
                     (Some(ResponseError::UnknownMemberId), None)
                 }
                 None => (None, Some(m.member_id.clone())),
-                Some(instance_id) => match self.static_members.get(instance_id) {
+                Some(instance_id) => match self.static_member(instance_id) {
                     None => (Some(ResponseError::UnknownMemberId), None),
-                    Some(existing) if !m.member_id.is_empty() && *existing != m.member_id => {
+                    Some(existing) if !m.member_id.is_empty() && existing != m.member_id => {
                         (Some(ResponseError::FencedInstanceId), None)
                     }
-                    Some(existing) => (None, Some(existing.clone())),
+                    Some(existing) => (None, Some(existing.to_string())),
                 },
             };
             if let Some(target) = target {

@@ -1,5 +1,6 @@
 //! Table and scenario tests of the classic group state machine on virtual time.
 
+mod consistency;
 mod join;
 mod statics;
 mod sync;

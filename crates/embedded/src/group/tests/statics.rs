@@ -5,7 +5,7 @@ use kafka_protocol::error::ResponseError;
 use super::super::{GroupState, Heartbeat, JoinGroup};
 use super::{Harness, join, sync};
 
-fn static_join(instance: &str, member_id: &str, metadata: &str) -> JoinGroup {
+pub(super) fn static_join(instance: &str, member_id: &str, metadata: &str) -> JoinGroup {
     let mut req = join(member_id, &[("p", metadata)]);
     req.group_instance_id = Some(instance.into());
     req.require_known_member_id = true;
@@ -13,7 +13,7 @@ fn static_join(instance: &str, member_id: &str, metadata: &str) -> JoinGroup {
 }
 
 /// Two static members `i0` (leader) and `i1`, stable; returns their ids and the generation.
-fn stable_static_pair(h: &mut Harness) -> (String, String, i32) {
+pub(super) fn stable_static_pair(h: &mut Harness) -> (String, String, i32) {
     let a = h.join_now(static_join("i0", "", "m0"));
     assert_eq!(a.error, None, "static members skip MEMBER_ID_REQUIRED");
     assert!(a.member_id.starts_with("i0-"));
@@ -35,7 +35,7 @@ fn stable_static_pair(h: &mut Harness) -> (String, String, i32) {
     (a.member_id, b.member_id, generation)
 }
 
-fn static_heartbeat(
+pub(super) fn static_heartbeat(
     h: &mut Harness,
     instance: &str,
     member: &str,
