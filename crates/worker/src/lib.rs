@@ -69,13 +69,16 @@
 //! - [`config`] and [`builder`]: the worker's config and its builder;
 //! - [`runtime`]: the seam the group driver calls with each assignment change;
 //! - [`group`]: the kroupier group protocol and the worker loop that joins the Kafka group;
-//! - [`status`]: task states and the status HTTP API.
+//! - [`status`]: task states and the status HTTP API;
+//! - [`journal`]: the task journal each beat is written to, and the checks over it (and over
+//!   leader elections) that witness no task running on two workers at once.
 
 pub mod builder;
 pub mod catalogue;
 pub mod config;
 pub mod context;
 pub mod group;
+pub mod journal;
 pub mod protocol;
 pub mod runtime;
 pub mod status;

@@ -6,7 +6,6 @@
 //! never overwrite a fresh one.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use dashmap::DashMap;
 use serde::Serialize;
@@ -97,13 +96,8 @@ pub struct TaskStatus {
     pub(crate) incarnation: u64,
 }
 
-/// Now as Unix milliseconds (0 if the clock is before 1970).
-pub(crate) fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+/// Status timestamps use the journal's clock, so that they compare with journal lines.
+pub(crate) use crate::journal::unix_ms;
 
 /// Task statuses by id; cheap to clone (an `Arc`), safe to read from any thread.
 #[derive(Debug, Clone, Default)]
