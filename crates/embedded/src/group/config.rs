@@ -11,6 +11,18 @@ pub struct GroupConfig {
     /// `group.max.session.timeout.ms`. Default 30 min, as Kafka. A higher bound lets a dead member
     /// hold its work longer.
     pub max_session_timeout: Duration,
+    /// The largest rebalance timeout a member may ask for; a JoinGroup above it is refused with
+    /// INVALID_SESSION_TIMEOUT, which Kafka clients treat as fatal. Kafka bounds only the
+    /// session timeout (`group.max.session.timeout.ms`) and takes any rebalance timeout up to
+    /// `i32::MAX` ms (about 25 days), during which one member that never rejoins holds the whole
+    /// group in PreparingRebalance. Default 30 min, as the session bound: a higher bound lets a
+    /// slow member stall everyone longer, a lower one refuses clients that need long
+    /// revocations.
+    ///
+    /// Refused rather than clamped: a clamped member would believe it has longer than it has,
+    /// and be dropped from the group mid-rebalance with no hint why; a refusal names the problem
+    /// at the first JoinGroup.
+    pub max_rebalance_timeout: Duration,
     /// `group.initial.rebalance.delay.ms`: how long an empty group waits for more members before its
     /// first generation. Default 0 (Kafka: 3 s): fast tests and demo; a delay saves rebalances when
     /// many members start together.
@@ -28,6 +40,7 @@ impl Default for GroupConfig {
         Self {
             min_session_timeout: Duration::from_secs(1),
             max_session_timeout: Duration::from_secs(30 * 60),
+            max_rebalance_timeout: Duration::from_secs(30 * 60),
             initial_rebalance_delay: Duration::ZERO,
             new_member_join_timeout: Duration::from_secs(300),
             max_group_size: usize::MAX,
@@ -49,6 +62,9 @@ pub enum GroupConfigError {
         /// The maximum.
         max: Duration,
     },
+    /// A zero maximum rebalance timeout refuses every member.
+    #[error("max_rebalance_timeout is 0, so every JoinGroup would be refused; set it above 0")]
+    ZeroRebalanceTimeout,
     /// A group of zero members can never form.
     #[error("max_group_size is 0, so no member could ever join; set it to at least 1")]
     ZeroGroupSize,
@@ -62,6 +78,9 @@ impl GroupConfig {
                 min: self.min_session_timeout,
                 max: self.max_session_timeout,
             });
+        }
+        if self.max_rebalance_timeout.is_zero() {
+            return Err(GroupConfigError::ZeroRebalanceTimeout);
         }
         if self.max_group_size == 0 {
             return Err(GroupConfigError::ZeroGroupSize);

@@ -67,6 +67,20 @@ impl GroupCoordinator {
                 req.member_id,
             );
         }
+        if millis(req.rebalance_timeout_ms) > self.config.max_rebalance_timeout {
+            tracing::warn!(
+                group = %req.group_id,
+                client = %req.client_id,
+                rebalance_timeout_ms = req.rebalance_timeout_ms,
+                max = ?self.config.max_rebalance_timeout,
+                "JoinGroup refused: rebalance timeout above the maximum (max_rebalance_timeout)"
+            );
+            return self.push_join_error(
+                reply,
+                ResponseError::InvalidSessionTimeout,
+                req.member_id,
+            );
+        }
         if !self.groups.contains_key(&req.group_id) {
             if !req.member_id.is_empty() {
                 return self.push_join_error(reply, ResponseError::UnknownMemberId, req.member_id);

@@ -21,7 +21,9 @@
 //! - a second JoinGroup or SyncGroup parked by the same member answers the first with
 //!   REBALANCE_IN_PROGRESS (Kafka never answers it; its client has already given up on it);
 //! - there are no offsets and no DeleteGroups: a group is `Dead` only in that it does not exist,
-//!   and an empty group is kept, as Kafka keeps it while it has offsets.
+//!   and an empty group is kept, as Kafka keeps it while it has offsets;
+//! - a rebalance timeout above [`GroupConfig::max_rebalance_timeout`] is refused with
+//!   INVALID_SESSION_TIMEOUT (Kafka bounds only the session timeout).
 //!
 //! # Examples
 //!

@@ -2,6 +2,7 @@
 
 mod consistency;
 mod join;
+mod limits;
 mod statics;
 mod sync;
 mod timers;
