@@ -36,8 +36,10 @@ pub struct MembershipConfig {
     /// Timeout the driver should apply to FindCoordinator and LeaveGroup. Default 30 s.
     /// JoinGroup and SyncGroup use `max(request_timeout, rebalance_timeout + 5 s)`, as Kafka's
     /// JoinGroup does, because the broker holds them until the rebalance completes. Heartbeats
-    /// use `min(request_timeout, heartbeat_interval)`: a heartbeat unanswered for a whole
-    /// interval makes the member reconnect and send a fresh one, well before self-fencing.
+    /// use `request_timeout` too, as Kafka's clients do: a heartbeat answered late is still an
+    /// answer, and timing it out early would close the coordinator connections and abandon a
+    /// JoinGroup or SyncGroup in flight. A heartbeat that never comes back is covered by
+    /// self-fencing, which does not wait for any timeout.
     pub request_timeout: Duration,
     /// Self-fencing margin. Default `None` = `max(heartbeat_interval, session_timeout / 10)`.
     /// The member reports `Lost` at `last successful heartbeat's send time + session_timeout −
@@ -117,7 +119,7 @@ impl MembershipConfig {
 
     /// The timeout the driver should give a Heartbeat request.
     pub fn heartbeat_timeout(&self) -> Duration {
-        self.request_timeout.min(self.heartbeat_interval)
+        self.request_timeout
     }
 
     /// Checks every field and their relations; the error names the field and what to change.

@@ -80,10 +80,18 @@ pub struct Coordinator {
 
 /// Why a generation was lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LostReason {
     /// Self-fenced: no heartbeat succeeded before the deadline.
     HeartbeatTimeout {
         /// The deadline that passed.
+        deadline: Instant,
+    },
+    /// Self-fenced: a rebalance this member kept its work through (its JoinGroup or SyncGroup
+    /// not yet answered) lasted so long that the broker may remove it by its rebalance or
+    /// pending-sync timeout, although heartbeats still succeed.
+    RebalanceTimeout {
+        /// The deadline that passed (the earliest removal minus the margin).
         deadline: Instant,
     },
     /// The coordinator said the generation or the member id is gone.
@@ -95,6 +103,19 @@ pub enum LostReason {
     },
     /// The member stopped on a fatal error (including fencing of its instance id).
     Fatal(FatalError),
+}
+
+impl LostReason {
+    /// For a self-fencing loss: the deadline that passed. The broker cannot hand the work to
+    /// anyone else before `deadline + margin`, which is the time left to stop it. `None` for a
+    /// loss the broker reported, after which the work may already be elsewhere.
+    pub fn fence_deadline(&self) -> Option<Instant> {
+        match self {
+            LostReason::HeartbeatTimeout { deadline }
+            | LostReason::RebalanceTimeout { deadline } => Some(*deadline),
+            LostReason::Reset { .. } | LostReason::Fatal(_) => None,
+        }
+    }
 }
 
 /// Something the driver or the user must know. Drain them with

@@ -269,6 +269,7 @@ impl Membership {
         self.heartbeat
             .next_at
             .get_or_insert(now + self.config.heartbeat_interval);
+        self.arm_sync_bound(sent_at, held.is_some());
         info!(
             group = %self.config.group_id,
             generation = generation.generation_id,
@@ -409,6 +410,8 @@ impl Membership {
             .last_success_sent_at
             .map_or(sent_at, |t| t.max(sent_at));
         self.heartbeat.last_success_sent_at = Some(basis);
+        self.heartbeat.sync_bound = None;
+        self.settled_at(sent_at);
         self.metrics.rebalances_total += 1;
         if let Some(started) = self.rebalance_started_at.take() {
             self.metrics.last_rebalance_latency = Some(now.saturating_duration_since(started));
@@ -457,6 +460,16 @@ impl Membership {
                     .last_success_sent_at
                     .map_or(sent.sent_at, |t| t.max(sent.sent_at));
                 self.heartbeat.last_success_sent_at = Some(basis);
+                match error {
+                    None => self.settled_at(sent.sent_at),
+                    Some(_) => {
+                        let latest = self
+                            .heartbeat
+                            .last_preparing_sent_at
+                            .map_or(sent.sent_at, |t| t.max(sent.sent_at));
+                        self.heartbeat.last_preparing_sent_at = Some(latest);
+                    }
+                }
             }
             if error.is_some() && same_generation && matches!(self.phase, Phase::Stable { .. }) {
                 self.rejoin(
@@ -473,6 +486,18 @@ impl Membership {
             ErrorAction::ResetGenerationAndRejoin | ErrorAction::ResetMemberIdAndRejoin => {
                 if !same_generation {
                     debug!(%error, "heartbeat error for an earlier generation ignored");
+                    return;
+                }
+                if error == ResponseError::IllegalGeneration
+                    && matches!(self.phase, Phase::Joining { .. })
+                {
+                    // The broker formed a newer generation while this member's JoinGroup is in
+                    // flight: the join answers whether the member is in it (a member really
+                    // dropped gets UNKNOWN_MEMBER_ID). Stop heartbeating the old generation and
+                    // keep its work until the join completes or the lease runs out, as Kafka's
+                    // heartbeat thread stays quiet while a rebalance is being prepared.
+                    debug!("heartbeat: a newer generation formed while joining; awaiting the join");
+                    self.heartbeat.superseded = true;
                     return;
                 }
                 let member_id = match error {

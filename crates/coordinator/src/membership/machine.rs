@@ -146,6 +146,20 @@ pub(crate) struct HeartbeatState {
     pub(crate) failures: u32,
     /// Send time of the last request that proved membership in the current generation.
     pub(crate) last_success_sent_at: Option<Instant>,
+    /// Send time of the last request answered while the group was *not* preparing a
+    /// rebalance (a heartbeat answered NONE, the SyncGroup that delivered the assignment): the
+    /// broker's next rebalance starts after it, so its deadlines are measured from no earlier.
+    pub(crate) last_settled_sent_at: Option<Instant>,
+    /// Send time of the last heartbeat answered REBALANCE_IN_PROGRESS: the join the member is
+    /// in completed after it.
+    pub(crate) last_preparing_sent_at: Option<Instant>,
+    /// After a JoinGroup that kept a generation's work running: the latest instant at which
+    /// the broker may still count this member if its SyncGroup never arrives (Kafka's
+    /// pending-sync timeout), minus the margin. Cleared when SyncGroup succeeds.
+    pub(crate) sync_bound: Option<Instant>,
+    /// The broker formed a newer generation while a JoinGroup is in flight: heartbeats for the
+    /// held one stop (they can only fail) and its lease runs out unless the join completes.
+    pub(crate) superseded: bool,
 }
 
 /// The sans-IO group member. See the [module guide](super) for the protocol and the loop.
@@ -300,7 +314,12 @@ impl Membership {
     pub fn fence_deadline(&self) -> Option<Instant> {
         self.generation()?;
         let basis = self.heartbeat.last_success_sent_at?;
-        Some(basis + self.config.session_timeout - self.config.effective_self_fence_margin())
+        let session =
+            basis + self.config.session_timeout - self.config.effective_self_fence_margin();
+        Some(
+            self.removal_bound()
+                .map_or(session, |bound| bound.min(session)),
+        )
     }
 
     /// The fencing token of the current generation, with its deadline.
@@ -445,11 +464,14 @@ impl Membership {
     }
 
     fn heartbeat_enabled(&self) -> bool {
-        self.generation().is_some()
+        self.generation().is_some() && !self.heartbeat.superseded
     }
 
     fn poll_heartbeat(&mut self, now: Instant) -> Option<Outgoing> {
-        if self.heartbeat.in_flight.is_some() || self.heartbeat.next_at.is_none_or(|t| t > now) {
+        if !self.heartbeat_enabled()
+            || self.heartbeat.in_flight.is_some()
+            || self.heartbeat.next_at.is_none_or(|t| t > now)
+        {
             return None;
         }
         let generation = self.generation()?.clone();

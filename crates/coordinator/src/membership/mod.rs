@@ -84,6 +84,16 @@
 //! cannot have given the work away yet. [`Membership::lease`] exposes the
 //! fencing token `(generation_id, member_id)` with that deadline.
 //!
+//! Heartbeats only prove the session. While the member keeps a generation's work running
+//! through a rebalance, its deadline is also capped `margin` before Kafka's rebalance
+//! (join) and pending-sync timeouts could remove it ([`LostReason::RebalanceTimeout`]),
+//! measured from the send time of its last request answered while the group was settled,
+//! which the rebalance cannot have started before; the join gate's bound is measured from
+//! the same instant. A heartbeat answered ILLEGAL_GENERATION while the member's JoinGroup is
+//! in flight only means the broker formed the next generation first: heartbeats for the old
+//! one stop and its deadline stands, and the JoinGroup response decides. Heartbeats wait
+//! `request_timeout`, as Kafka's do: a late answer is still an answer.
+//!
 //! ## Errors
 //!
 //! [`action_for`] is the one map from an error code, per API, to an [`ErrorAction`]. Every
@@ -115,6 +125,7 @@ mod handle;
 mod io;
 mod machine;
 mod protocol;
+mod removal;
 mod transition;
 mod versioned;
 
@@ -124,6 +135,8 @@ mod docs_table_tests;
 mod error_table_tests;
 #[cfg(test)]
 mod join_gate_tests;
+#[cfg(test)]
+mod removal_tests;
 #[cfg(test)]
 mod tests;
 

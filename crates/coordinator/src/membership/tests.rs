@@ -114,7 +114,7 @@ impl Harness {
     }
 }
 
-fn coordinator_response(node: i32) -> Response {
+pub(super) fn coordinator_response(node: i32) -> Response {
     Response::FindCoordinator(FindCoordinatorResponse::default().with_coordinators(vec![
             WireCoordinator::default()
                 .with_key(s("g"))
@@ -155,14 +155,14 @@ fn join_error(error: ResponseError, member: &str) -> JoinGroupResponse {
         .with_generation_id(-1)
 }
 
-fn sync_ok(assignment: &'static [u8]) -> SyncGroupResponse {
+pub(super) fn sync_ok(assignment: &'static [u8]) -> SyncGroupResponse {
     SyncGroupResponse::default()
         .with_protocol_type(Some(s("kroupier")))
         .with_protocol_name(Some(s("sticky")))
         .with_assignment(Bytes::from_static(assignment))
 }
 
-fn sync_error(error: ResponseError) -> Response {
+pub(super) fn sync_error(error: ResponseError) -> Response {
     Response::SyncGroup(SyncGroupResponse::default().with_error_code(error.code()))
 }
 

@@ -173,7 +173,7 @@ impl Membership {
                 if self.config.await_revocation {
                     self.join_gate = Some(JoinGate {
                         generation_id: generation.generation_id,
-                        until: now + self.config.revocation_bound(),
+                        until: self.join_gate_until(now),
                     });
                 }
                 let member_id = generation.member_id.clone();
@@ -245,17 +245,32 @@ impl Membership {
             return;
         }
         let generation = self.generation().cloned();
-        warn!(
-            group = %self.config.group_id,
-            generation = generation.as_ref().map(|g| g.generation_id),
-            "self-fenced: no heartbeat succeeded before the deadline"
-        );
-        self.lose(generation, LostReason::HeartbeatTimeout { deadline });
+        let rebalance_bound = self.removal_bound() == Some(deadline);
+        let reason = if rebalance_bound {
+            warn!(
+                group = %self.config.group_id,
+                generation = generation.as_ref().map(|g| g.generation_id),
+                "self-fenced: the rebalance lasted so long that the broker may remove this member"
+            );
+            LostReason::RebalanceTimeout { deadline }
+        } else {
+            warn!(
+                group = %self.config.group_id,
+                generation = generation.as_ref().map(|g| g.generation_id),
+                "self-fenced: no heartbeat succeeded before the deadline"
+            );
+            LostReason::HeartbeatTimeout { deadline }
+        };
+        self.lose(generation, reason);
         // A JoinGroup in flight stays in flight: it will form a new generation.
         if self.drop_held_generation_of_join(None) {
             return;
         }
-        let reason = "session lost: no heartbeat succeeded before the self-fencing deadline";
+        let reason = if rebalance_bound {
+            "the rebalance outlasted the rebalance timeout"
+        } else {
+            "session lost: no heartbeat succeeded before the self-fencing deadline"
+        };
         match std::mem::replace(&mut self.phase, Phase::Left) {
             Phase::Unjoined {
                 member_id,
@@ -270,13 +285,17 @@ impl Membership {
                     retry_at,
                     attempts,
                 };
-                self.mark_coordinator_unknown();
+                // Heartbeats succeed after a rebalance bound: the coordinator is fine.
+                if !rebalance_bound {
+                    self.mark_coordinator_unknown();
+                }
             }
             Phase::AwaitingAssignment { generation }
             | Phase::Syncing { generation, .. }
             | Phase::Stable { generation, .. } => {
                 self.enter_unjoined(now, generation.member_id, None, reason.to_owned(), None, 0);
-                // Like Kafka after a session timeout without heartbeat: reconnect.
+                // Like Kafka after a session timeout without heartbeat: reconnect. (A SyncGroup
+                // unanswered past its bound also says the connection is not to be trusted.)
                 self.mark_coordinator_unknown();
             }
             other @ (Phase::Joining { .. }

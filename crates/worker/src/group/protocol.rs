@@ -273,11 +273,9 @@ impl GroupProtocol for WorkerProtocol {
         }
         // The group may hand the tasks to others once the margin after the self-fencing
         // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
-        let deadline = match reason {
-            LostReason::HeartbeatTimeout { deadline } => {
-                Instant::from_std(*deadline) + self.self_fence_margin
-            }
-            _ => Instant::now() + self.abort_timeout,
+        let deadline = match reason.fence_deadline() {
+            Some(deadline) => Instant::from_std(deadline) + self.self_fence_margin,
+            None => Instant::now() + self.abort_timeout,
         };
         tracing::warn!(
             generation = generation.map(|g| g.generation_id),
