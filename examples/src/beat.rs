@@ -1,12 +1,11 @@
 //! The `beat` task of the quickstart: a Rust struct whose config comes from the catalogue
 //! through serde. Copy it and put your own work where the journal line is written.
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use kroupier::worker::journal::Writer;
 use kroupier::worker::{Task, TaskContext, TaskError};
 use serde::Deserialize;
 
@@ -46,10 +45,7 @@ impl Task for Beat {
         // One file per task, opened for appending: each line is a single write.
         let mut journal = match &self.env.journal_dir {
             Some(dir) => Some(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(dir.join(format!("{}.log", ctx.task_id())))
+                Writer::create(dir, ctx.task_id(), &self.env.worker_id)
                     .map_err(TaskError::failed)?,
             ),
             None => None,
@@ -66,24 +62,11 @@ impl Task for Beat {
             // The side effect happens only while this worker surely holds the task: the check
             // fails once the task is revoked or the membership may be lost (self-fencing).
             let token = ctx.check_lease()?;
-            if let Some(file) = journal.as_mut() {
-                let line = format!(
-                    "{} {} {}\n",
-                    unix_ms(),
-                    self.env.worker_id,
-                    token.generation
-                );
-                file.write_all(line.as_bytes()).map_err(TaskError::failed)?;
+            if let Some(journal) = journal.as_mut() {
+                journal.beat(token.generation).map_err(TaskError::failed)?;
             }
             beats += 1;
             ctx.report_progress(format!("{beats} beats"));
         }
     }
-}
-
-/// The Unix time in milliseconds.
-pub fn unix_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
 }

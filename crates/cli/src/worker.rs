@@ -8,12 +8,12 @@
 //! holds the other end, so workers never outlive it, however it ends.
 
 use std::error::Error;
-use std::fs::OpenOptions;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use kroupier_worker::journal::Writer;
 use kroupier_worker::{
     Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerExit,
 };
@@ -65,12 +65,7 @@ struct Beat {
 impl Task for Beat {
     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
         let mut journal = match &self.journal_dir {
-            Some(dir) => Some(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(dir.join(format!("{}.log", ctx.task_id())))?,
-            ),
+            Some(dir) => Some(Writer::create(dir, ctx.task_id(), &self.worker_id)?),
             None => None,
         };
         let mut ticks = tokio::time::interval(Duration::from_millis(self.config.every_ms.max(1)));
@@ -81,19 +76,11 @@ impl Task for Beat {
                 _ = ticks.tick() => {}
             }
             let token = ctx.check_lease()?;
-            if let Some(file) = journal.as_mut() {
-                let line = format!("{} {} {}\n", unix_ms(), self.worker_id, token.generation);
-                file.write_all(line.as_bytes())?;
+            if let Some(journal) = journal.as_mut() {
+                journal.beat(token.generation)?;
             }
         }
     }
-}
-
-/// The Unix time in milliseconds.
-pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group).

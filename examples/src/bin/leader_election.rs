@@ -11,11 +11,12 @@
 //! ctrl-c it resigns (`lost`), leaves the group and exits 0. Logs go to stderr (`RUST_LOG`).
 
 use std::io::Write;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Parser;
 use kroupier::coordinator::driver::MemberConfig;
 use kroupier::coordinator::election::{ElectionEvent, Elector};
+use kroupier::worker::journal::unix_ms;
 use tokio::sync::broadcast::error::RecvError;
 
 /// Elect one leader among the processes sharing a Kafka group.
@@ -37,12 +38,6 @@ struct Args {
     /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
     #[arg(long, default_value_t = 3_000)]
     heartbeat_interval_ms: u64,
-}
-
-fn unix_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
 }
 
 fn print(id: &str, event: &ElectionEvent) {

@@ -19,8 +19,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use kroupier::worker::journal::unix_ms;
 use kroupier::worker::{TaskSpec, WorkerBuilder, WorkerConfig, WorkerEvent, WorkerExit};
-use kroupier_examples::beat::{Beat, BeatConfig, BeatEnv, unix_ms};
+use kroupier_examples::beat::{Beat, BeatConfig, BeatEnv};
 use serde::Deserialize;
 
 /// Run `beat` tasks in a Kafka group.

@@ -20,16 +20,16 @@ mod workers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kroupier_coordinator::observer::Observer;
 use kroupier_embedded::EmbeddedCoordinator;
+use kroupier_worker::journal::unix_ms;
 
 use crate::describe::{self, GroupView};
 use crate::watch::model::{self, Move, Tracker};
 use crate::watch::view::{Screen, Ui};
-use crate::worker::unix_ms;
 use workers::{Launch, Workers};
 
 /// Arguments of `kroupier demo`.
@@ -392,7 +392,7 @@ async fn demo(
         let beating = |task: &String| {
             journals
                 .get(task)
-                .is_some_and(|beats| beats.iter().any(|b| b.ms >= settled_ms))
+                .is_some_and(|beats| beats.iter().any(|b| b.unix_ms >= settled_ms))
         };
         if (0..t)
             .map(|i| format!("task-{i}"))
@@ -482,21 +482,8 @@ fn join(tasks: &BTreeSet<String>) -> String {
         .join(", ")
 }
 
-fn read_journals(dir: &Path) -> Result<BTreeMap<String, Vec<journal::Beat>>, String> {
-    let mut journals = BTreeMap::new();
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    for entry in entries {
-        let path: PathBuf = entry.map_err(|e| e.to_string())?.path();
-        let Some(task) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
-            continue;
-        };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let beats = journal::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        journals.insert(task, beats);
-    }
-    Ok(journals)
+fn read_journals(dir: &Path) -> Result<journal::Journals, String> {
+    journal::read_dir(dir).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -1,15 +1,5 @@
 use super::*;
 
-fn beats(spec: &[(u64, &str)]) -> Vec<Beat> {
-    spec.iter()
-        .map(|(ms, worker)| Beat {
-            ms: *ms,
-            worker: worker.to_string(),
-            generation: 1,
-        })
-        .collect()
-}
-
 fn every_100(worker: &str, from: u64, to: u64) -> Vec<(u64, String)> {
     (from..=to)
         .step_by(100)
@@ -22,39 +12,13 @@ fn journal(parts: &[Vec<(u64, String)>]) -> Vec<Beat> {
         .iter()
         .flatten()
         .map(|(ms, w)| Beat {
-            ms: *ms,
+            unix_ms: *ms,
             worker: w.clone(),
             generation: 1,
         })
         .collect();
-    all.sort_by_key(|b| b.ms);
+    all.sort_by_key(|b| b.unix_ms);
     all
-}
-
-#[test]
-fn parse_reads_lines_and_ignores_a_cut_last_line() {
-    let parsed = parse("100 w0 3\n200 w1 4\n30").unwrap();
-    assert_eq!(parsed.len(), 2);
-    assert_eq!(parsed[1].worker, "w1");
-    assert_eq!(parsed[1].generation, 4);
-    assert!(parse("100 w0\n").is_err());
-    assert!(parse("abc w0 1\n").is_err());
-    assert!(parse("").unwrap().is_empty());
-}
-
-#[test]
-fn tenures_split_at_gaps_and_overlap_finds_concurrent_owners() {
-    let handover = beats(&[(0, "a"), (100, "a"), (200, "a"), (900, "b"), (1000, "b")]);
-    let t = tenures(&handover, 300);
-    assert_eq!(t.len(), 2);
-    assert_eq!(overlap(&t), None);
-
-    let concurrent = beats(&[(0, "a"), (50, "b"), (100, "a"), (150, "b"), (200, "a")]);
-    assert!(overlap(&tenures(&concurrent, 300)).is_some());
-
-    let back_later = beats(&[(0, "a"), (100, "a"), (1000, "b"), (1100, "b"), (2000, "a")]);
-    assert_eq!(tenures(&back_later, 300).len(), 3);
-    assert_eq!(overlap(&tenures(&back_later, 300)), None);
 }
 
 #[test]
