@@ -52,6 +52,8 @@ pub(crate) struct ClassicGroup {
     pub(crate) new_member_added: bool,
     pub(crate) join_timer: Option<(Instant, JoinTimer)>,
     pub(crate) sync_deadline: Option<Instant>,
+    /// When this group, empty since, is deleted (`GroupConfig::empty_group_retention`).
+    pub(crate) delete_at: Option<Instant>,
 }
 
 impl ClassicGroup {
@@ -71,6 +73,7 @@ impl ClassicGroup {
             new_member_added: false,
             join_timer: None,
             sync_deadline: None,
+            delete_at: None,
         }
     }
 
@@ -330,15 +333,40 @@ impl ClassicGroup {
 
     /// Whether nothing refers to this group any more, so it can be forgotten.
     pub(crate) fn is_unused(&self) -> bool {
+        self.is_empty() && self.generation_id == 0
+    }
+
+    /// Whether the group is empty and nothing would bring a member back into it: no member, and
+    /// no member id handed out that could still join.
+    pub(crate) fn is_empty(&self) -> bool {
         self.state == GroupState::Empty
             && self.members.is_empty()
             && self.pending_members.is_empty()
-            && self.generation_id == 0
+    }
+
+    /// Arms the deletion of an empty group `retention` from `now` (once: the group stays empty
+    /// from the first call on), or disarms it when the group is no longer empty.
+    pub(crate) fn schedule_deletion(&mut self, now: Instant, retention: Duration) {
+        if !self.is_empty() {
+            self.delete_at = None;
+        } else if self.delete_at.is_none() {
+            // A retention too long for the clock means: never.
+            self.delete_at = now.checked_add(retention);
+        }
+    }
+
+    /// Whether the group has been empty for its whole retention at `now`.
+    pub(crate) fn is_due_for_deletion(&self, now: Instant) -> bool {
+        self.is_empty() && self.delete_at.is_some_and(|at| at <= now)
     }
 
     /// The earliest instant at which something in this group is due.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        let timers = [self.join_timer.map(|(at, _)| at), self.sync_deadline];
+        let timers = [
+            self.join_timer.map(|(at, _)| at),
+            self.sync_deadline,
+            self.delete_at,
+        ];
         let members = self.members.values().filter_map(|m| m.heartbeat_deadline);
         let pending = self.pending_members.values().copied();
         timers

@@ -30,6 +30,13 @@ pub struct GroupConfig {
     /// How long a brand-new member may wait in a JoinGroup before it is dropped. Default 5 min
     /// (Kafka's hard-coded `CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`).
     pub new_member_join_timeout: Duration,
+    /// How long a group stays after it became empty (no members, no member id handed out)
+    /// before it is deleted; DescribeGroups then answers as for a group that never existed.
+    /// Kafka deletes an empty group without offsets at its next cleanup pass
+    /// (`offsets.retention.check.interval.ms`, 10 min); there are no offsets here. Default
+    /// 10 min: longer keeps an empty group's generation (and what `kroupier describe` shows)
+    /// longer, shorter frees the memory of groups no longer used sooner.
+    pub empty_group_retention: Duration,
     /// `group.max.size`: members per group; more get GROUP_MAX_SIZE_REACHED. Default `usize::MAX`
     /// (Kafka: `Integer.MAX_VALUE`).
     pub max_group_size: usize,
@@ -43,6 +50,7 @@ impl Default for GroupConfig {
             max_rebalance_timeout: Duration::from_secs(30 * 60),
             initial_rebalance_delay: Duration::ZERO,
             new_member_join_timeout: Duration::from_secs(300),
+            empty_group_retention: Duration::from_secs(600),
             max_group_size: usize::MAX,
         }
     }

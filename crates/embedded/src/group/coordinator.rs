@@ -101,15 +101,14 @@ impl GroupCoordinator {
                 out: &mut self.out,
             };
             group.join(&mut ctx, reply, req, new_member_id);
-            if group.is_unused() {
-                self.groups.remove(&group_id);
-            }
         }
+        self.settle(&group_id, now);
         self.handle_timeout(now);
     }
 
     /// Takes a SyncGroup; its answer comes out of [`poll_output`](Self::poll_output).
     pub fn handle_sync(&mut self, now: Instant, reply: ReplyId, req: SyncGroup) {
+        let req_group_id = req.group_id.clone();
         let Some(group) = self.groups.get_mut(&req.group_id) else {
             let result = SyncGroupResult::error(ResponseError::UnknownMemberId);
             return self.out.push(Output::SyncGroup { reply, result });
@@ -120,6 +119,7 @@ impl GroupCoordinator {
             out: &mut self.out,
         };
         group.sync(&mut ctx, reply, req);
+        self.settle(&req_group_id, now);
         self.handle_timeout(now);
     }
 
@@ -134,6 +134,7 @@ impl GroupCoordinator {
             out: &mut self.out,
         };
         let error = group.heartbeat(&mut ctx, req);
+        self.settle(&req.group_id, now);
         self.handle_timeout(now);
         error
     }
@@ -141,6 +142,7 @@ impl GroupCoordinator {
     /// Answers a LeaveGroup at once (parked requests of the leaving members are answered through
     /// [`poll_output`](Self::poll_output)).
     pub fn handle_leave(&mut self, now: Instant, req: LeaveGroup) -> LeaveGroupResult {
+        let group_id = req.group_id.clone();
         let Some(group) = self.groups.get_mut(&req.group_id) else {
             let members = req
                 .members
@@ -162,36 +164,55 @@ impl GroupCoordinator {
             out: &mut self.out,
         };
         let result = group.leave(&mut ctx, req);
+        self.settle(&group_id, now);
         self.handle_timeout(now);
         result
     }
 
-    /// Runs every timer due at `now`: initial delays, join and sync deadlines, session expiry.
+    /// Runs every timer due at `now`: initial delays, join and sync deadlines, session expiry,
+    /// and the deletion of groups empty for [`GroupConfig::empty_group_retention`].
     pub fn handle_timeout(&mut self, now: Instant) {
         for _ in 0..MAX_TIMEOUT_PASSES {
-            let mut fired = false;
-            let mut unused = Vec::new();
+            let mut fired = Vec::new();
             for (group_id, group) in self.groups.iter_mut() {
                 if group.next_deadline().is_some_and(|at| at <= now) {
-                    fired = true;
                     let mut ctx = Ctx {
                         now,
                         config: &self.config,
                         out: &mut self.out,
                     };
                     group.handle_timeout(&mut ctx);
-                    if group.is_unused() {
-                        unused.push(group_id.clone());
-                    }
+                    fired.push(group_id.clone());
                 }
             }
-            // A group whose only pending member expired before joining never existed for Kafka.
-            for group_id in unused {
-                self.groups.remove(&group_id);
-            }
-            if !fired {
+            if fired.is_empty() {
                 return;
             }
+            for group_id in fired {
+                self.settle(&group_id, now);
+            }
+        }
+    }
+
+    /// After `group_id` changed at `now`: forgets it if nothing refers to it (a group whose only
+    /// pending member expired before joining never existed for Kafka), deletes it once it has been
+    /// empty for the retention, and otherwise arms or disarms that deletion.
+    fn settle(&mut self, group_id: &str, now: Instant) {
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        if group.is_unused() {
+            self.groups.remove(group_id);
+        } else if group.is_due_for_deletion(now) {
+            tracing::info!(
+                group = %group_id,
+                generation = group.generation_id,
+                retention = ?self.config.empty_group_retention,
+                "deleting a group empty for the retention"
+            );
+            self.groups.remove(group_id);
+        } else {
+            group.schedule_deletion(now, self.config.empty_group_retention);
         }
     }
 

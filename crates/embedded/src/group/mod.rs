@@ -3,7 +3,8 @@
 //! [`GroupCoordinator`] keeps every classic group by id and applies Apache Kafka's classic-group
 //! rules: the protocol vote, MEMBER_ID_REQUIRED (KIP-394), static members (KIP-345), the initial
 //! rebalance delay, join and sync deadlines from rebalance timeouts, session expiry, leader
-//! re-election and empty assignments for members the leader left out.
+//! re-election, empty assignments for members the leader left out, and the deletion of groups
+//! that stay empty.
 //!
 //! It does no IO and reads no clock: every input carries `now`, JoinGroup and SyncGroup answers
 //! that must wait for the rebalance come out of [`GroupCoordinator::poll_output`] tagged with the
@@ -20,8 +21,10 @@
 //! - when a leader leaves, the member whose id sorts first leads (Kafka: hash-map order);
 //! - a second JoinGroup or SyncGroup parked by the same member answers the first with
 //!   REBALANCE_IN_PROGRESS (Kafka never answers it; its client has already given up on it);
-//! - there are no offsets and no DeleteGroups: a group is `Dead` only in that it does not exist,
-//!   and an empty group is kept, as Kafka keeps it while it has offsets;
+//! - there are no offsets and no DeleteGroups: a group is `Dead` only in that it does not exist.
+//!   An empty group is deleted once it has been empty for
+//!   [`GroupConfig::empty_group_retention`] (Kafka deletes an empty group without offsets at its
+//!   next cleanup pass); DescribeGroups then answers as for an unknown group;
 //! - a rebalance timeout above [`GroupConfig::max_rebalance_timeout`] is refused with
 //!   INVALID_SESSION_TIMEOUT (Kafka bounds only the session timeout).
 //!
