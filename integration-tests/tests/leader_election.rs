@@ -5,21 +5,17 @@
 //! Needs the example built (`scripts/test` builds all targets; locally
 //! `cargo build -p kroupier-examples`). Prints `MEASURE name=ms` lines.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use kroupier_integration_tests::journal::{self, ElectionEvent, Role, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use serde_json::Value;
 
 const SESSION_MS: u64 = 3_000;
 const HEARTBEAT_MS: u64 = 500;
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// One printed line.
 #[derive(Debug, Clone)]
@@ -131,27 +127,20 @@ fn settled(lines: &[Line], alive: &[usize], processes: usize) -> Option<usize> {
     (leaders.len() == 1 && roles.iter().all(|l| l.event != "lost")).then(|| leaders[0].process)
 }
 
-/// Leadership intervals `(process, from, until)`: from a `leader` line to the next
-/// `follower`/`lost` line of the same process, or `ends[process]`.
-fn reigns(lines: &[Line], ends: &[u64]) -> Vec<(usize, u64, u64)> {
-    let mut out = Vec::new();
-    for (p, end) in ends.iter().enumerate() {
-        let mut from = None;
-        for l in lines.iter().filter(|l| l.process == p) {
-            match (l.event.as_str(), from) {
-                ("leader", None) => from = Some(l.ts_ms),
-                ("follower" | "lost", Some(f)) => {
-                    out.push((p, f, l.ts_ms));
-                    from = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(f) = from {
-            out.push((p, f, *end));
-        }
-    }
-    out
+/// The lines as the journal checker's election events.
+fn events(lines: &[Line]) -> Vec<ElectionEvent> {
+    lines
+        .iter()
+        .map(|l| ElectionEvent {
+            ts_ms: l.ts_ms,
+            id: l.id.clone(),
+            event: Role::from_name(&l.event)
+                .unwrap_or_else(|| panic!("unknown event {:?}", l.event)),
+            generation: l
+                .generation
+                .map(|g| i32::try_from(g).expect("generation fits an i32")),
+        })
+        .collect()
 }
 
 #[test]
@@ -244,18 +233,14 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
         assert_eq!(l.id, ids[l.process], "each process prints its own id");
     }
     // Never two leaders at once, and no generation led twice.
-    let reigns = reigns(&c.seen, &ends);
+    let ends: BTreeMap<String, u64> = ids.iter().map(|id| id.to_string()).zip(ends).collect();
+    let reigns = journal::reigns(&events(&c.seen), &ends);
     assert!(reigns.len() >= 3, "three reigns: {reigns:?}");
-    for (i, a) in reigns.iter().enumerate() {
-        for b in &reigns[i + 1..] {
-            if a.0 != b.0 {
-                assert!(
-                    a.2 <= b.1 || b.2 <= a.1,
-                    "overlapping leaders {a:?} and {b:?}"
-                );
-            }
-        }
-    }
+    let overlapping = journal::two_leaders(&reigns);
+    assert!(
+        overlapping.is_empty(),
+        "overlapping leaders {overlapping:?}"
+    );
     let mut led: Vec<(i64, usize)> = c
         .seen
         .iter()

@@ -11,9 +11,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use kroupier_integration_tests::journal::{self, Beat};
+use kroupier_integration_tests::journal::{self, Beat, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use serde_json::Value;
@@ -26,12 +26,6 @@ const SLACK_MS: u64 = 1_000;
 const TENURE_GAP_MS: u64 = 300;
 /// A task counts as running if its last beat is this recent.
 const RECENT_MS: u64 = 600;
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// A name no other test run uses.
 fn unique(name: &str) -> String {
@@ -204,20 +198,12 @@ fn journals(dir: &Path) -> BTreeMap<String, Vec<Beat>> {
 /// Each task's current owner: the worker of its recent beats (after `since_ms`), if exactly one
 /// worker beat for it recently. `None` unless all `tasks` tasks run, each on exactly one worker.
 fn running(dir: &Path, tasks: usize, since_ms: u64) -> Option<BTreeMap<String, String>> {
-    let now = unix_ms();
-    let mut owners = BTreeMap::new();
-    for (task, beats) in journals(dir) {
-        let recent: BTreeSet<&str> = beats
-            .iter()
-            .filter(|b| b.unix_ms + RECENT_MS >= now && b.unix_ms > since_ms)
-            .map(|b| b.worker.as_str())
-            .collect();
-        if recent.len() != 1 {
-            return None;
-        }
-        owners.insert(task, recent.into_iter().next()?.to_owned());
+    let recent_ms = unix_ms().saturating_sub(RECENT_MS).max(since_ms + 1);
+    let all = journals(dir);
+    if all.len() != tasks {
+        return None;
     }
-    (owners.len() == tasks).then_some(owners)
+    journal::exactly_once_since(&all, all.keys(), recent_ms).ok()
 }
 
 fn counts(owners: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
@@ -258,7 +244,7 @@ fn wait_balanced(dir: &Path, tasks: usize, workers: usize) -> BTreeMap<String, S
 /// Asserts that no task's journal shows two workers beating in overlapping time.
 fn assert_no_overlap(dir: &Path) {
     for (task, beats) in journals(dir) {
-        if let Some((a, b)) = journal::overlap(&beats, TENURE_GAP_MS) {
+        if let Some((a, b)) = journal::overlaps(&journal::tenures(&beats, TENURE_GAP_MS)).first() {
             panic!("{task} ran on two workers at once: {a:?} and {b:?}");
         }
     }
@@ -348,7 +334,7 @@ fn three_workers_run_every_task_once_and_a_fourth_gets_its_share_without_stoppin
         .collect();
     assert_eq!(unmoved.len(), 9, "exactly the 3 tasks for w4 move");
     for task in &unmoved {
-        let gap = journal::longest_gap(&all[*task], joined_ms.saturating_sub(1_000));
+        let gap = journal::longest_unowned(&all[*task], joined_ms.saturating_sub(1_000));
         assert!(gap < 1_000, "{task} did not move but stopped for {gap} ms");
     }
     for worker in &mut workers {
