@@ -37,6 +37,11 @@ pub struct GroupConfig {
     /// 10 min: longer keeps an empty group's generation (and what `kroupier describe` shows)
     /// longer, shorter frees the memory of groups no longer used sooner.
     pub empty_group_retention: Duration,
+    /// How many groups may exist at once; a JoinGroup that would create one more is refused with
+    /// POLICY_VIOLATION (Kafka has no such cap). Default 10,000: a bound on the memory that
+    /// clients using ever new group ids can make the coordinator hold; raise it for tests that
+    /// really run that many groups.
+    pub max_groups: usize,
     /// `group.max.size`: members per group; more get GROUP_MAX_SIZE_REACHED. Default `usize::MAX`
     /// (Kafka: `Integer.MAX_VALUE`).
     pub max_group_size: usize,
@@ -51,6 +56,7 @@ impl Default for GroupConfig {
             initial_rebalance_delay: Duration::ZERO,
             new_member_join_timeout: Duration::from_secs(300),
             empty_group_retention: Duration::from_secs(600),
+            max_groups: 10_000,
             max_group_size: usize::MAX,
         }
     }
@@ -73,6 +79,9 @@ pub enum GroupConfigError {
     /// A zero maximum rebalance timeout refuses every member.
     #[error("max_rebalance_timeout is 0, so every JoinGroup would be refused; set it above 0")]
     ZeroRebalanceTimeout,
+    /// A cap of zero groups refuses every JoinGroup.
+    #[error("max_groups is 0, so no group could ever be created; set it to at least 1")]
+    ZeroGroups,
     /// A group of zero members can never form.
     #[error("max_group_size is 0, so no member could ever join; set it to at least 1")]
     ZeroGroupSize,
@@ -89,6 +98,9 @@ impl GroupConfig {
         }
         if self.max_rebalance_timeout.is_zero() {
             return Err(GroupConfigError::ZeroRebalanceTimeout);
+        }
+        if self.max_groups == 0 {
+            return Err(GroupConfigError::ZeroGroups);
         }
         if self.max_group_size == 0 {
             return Err(GroupConfigError::ZeroGroupSize);

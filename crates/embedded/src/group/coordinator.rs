@@ -85,6 +85,18 @@ impl GroupCoordinator {
             if !req.member_id.is_empty() {
                 return self.push_join_error(reply, ResponseError::UnknownMemberId, req.member_id);
             }
+            if self.groups.len() >= self.config.max_groups {
+                // POLICY_VIOLATION is not retriable, so clients stop with an error instead of
+                // looping as they would on COORDINATOR_NOT_AVAILABLE; GROUP_MAX_SIZE_REACHED would
+                // blame the group's member count.
+                tracing::warn!(
+                    group = %req.group_id,
+                    client = %req.client_id,
+                    max_groups = self.config.max_groups,
+                    "JoinGroup refused: the coordinator holds max_groups groups; raise max_groups or reuse group ids"
+                );
+                return self.push_join_error(reply, ResponseError::PolicyViolation, req.member_id);
+            }
             let group = ClassicGroup::new(req.group_id.clone());
             self.groups.insert(req.group_id.clone(), group);
         }

@@ -25,6 +25,9 @@
 //!   An empty group is deleted once it has been empty for
 //!   [`GroupConfig::empty_group_retention`] (Kafka deletes an empty group without offsets at its
 //!   next cleanup pass); DescribeGroups then answers as for an unknown group;
+//! - a JoinGroup that would create a group beyond [`GroupConfig::max_groups`] is refused with
+//!   POLICY_VIOLATION (Kafka has no cap on groups; the code is not retriable, so a client stops
+//!   with an error rather than retry forever);
 //! - a rebalance timeout above [`GroupConfig::max_rebalance_timeout`] is refused with
 //!   INVALID_SESSION_TIMEOUT (Kafka bounds only the session timeout).
 //!

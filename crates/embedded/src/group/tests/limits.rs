@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
 
-use super::super::{GroupConfig, GroupState};
+use super::super::{GroupConfig, GroupState, JoinGroup, LeaveGroup, LeavingMember};
 use super::{Harness, SESSION_MS, join, ms, sync};
 
 #[test]
@@ -134,4 +134,72 @@ fn a_pending_member_keeps_an_empty_group() {
     );
     h.advance(Duration::from_secs(60));
     assert!(!h.c.contains("g"));
+}
+
+fn join_group(group_id: &str) -> JoinGroup {
+    let mut req = join("", &[("p", "")]);
+    req.group_id = group_id.into();
+    req
+}
+
+#[test]
+fn a_join_that_would_create_a_group_over_the_cap_is_refused_with_policy_violation() {
+    let config = GroupConfig {
+        max_groups: 2,
+        ..retention_config()
+    };
+    let mut h = Harness::with_config(config);
+    let a = h.join_now(join_group("a"));
+    assert_eq!(a.error, None);
+    assert_eq!(h.join_now(join_group("b")).error, None);
+    let refused = h.join_now(join_group("c"));
+    assert_eq!(refused.error, Some(ResponseError::PolicyViolation));
+    assert!(!h.c.contains("c"), "no group is created over the cap");
+    assert_eq!(h.c.list().len(), 2);
+    let second = h.join(join_group("a"));
+    assert!(
+        h.join_answer(second).is_none(),
+        "an existing group still takes members: this one waits for the rebalance"
+    );
+    // `a` empties; it counts until it is deleted.
+    h.c.handle_leave(
+        h.now,
+        LeaveGroup {
+            group_id: "a".into(),
+            members: vec![LeavingMember {
+                member_id: a.member_id,
+                group_instance_id: None,
+                reason: None,
+            }],
+        },
+    );
+    let second = h.join_answer(second).expect("the rebalance completes");
+    h.c.handle_leave(
+        h.now,
+        LeaveGroup {
+            group_id: "a".into(),
+            members: vec![LeavingMember {
+                member_id: second.member_id,
+                group_instance_id: None,
+                reason: None,
+            }],
+        },
+    );
+    assert_eq!(h.c.describe("a").state, GroupState::Empty);
+    assert_eq!(
+        h.join_now(join_group("c")).error,
+        Some(ResponseError::PolicyViolation)
+    );
+    h.advance(Duration::from_secs(60));
+    assert!(!h.c.contains("a"));
+    assert_eq!(h.join_now(join_group("c")).error, None);
+}
+
+#[test]
+fn a_zero_group_cap_is_refused() {
+    let config = GroupConfig {
+        max_groups: 0,
+        ..GroupConfig::default()
+    };
+    assert!(config.validate().is_err());
 }
