@@ -37,6 +37,7 @@
 //! - [`election`]: sticky leader election as a group protocol on the driver;
 //! - [`observer`]: DescribeGroups and ListGroups, to see a group without joining it.
 
+pub mod clock;
 pub mod connection;
 pub mod driver;
 pub mod election;

@@ -176,7 +176,8 @@ impl Lease {
                 current: member.token.clone(),
             });
         }
-        let now = Instant::now();
+        // The lease timeline: a suspended host's time counts (see kroupier_coordinator::clock).
+        let now = Instant::from_std(kroupier_coordinator::clock::now());
         if now >= member.valid_until {
             return Err(LeaseError::Expired {
                 task_id: task_id(),
@@ -211,7 +212,7 @@ impl Lease {
             let until = member.borrow_and_update().valid_until;
             tokio::select! {
                 _ = self.cancel.cancelled() => {}
-                _ = tokio::time::sleep_until(until) => {}
+                _ = tokio::time::sleep_until(to_monotonic(until)) => {}
                 changed = member.changed() => {
                     if changed.is_err() {
                         return LeaseError::ShuttingDown { task_id: self.task_id.to_string() };
@@ -220,6 +221,11 @@ impl Lease {
             }
         }
     }
+}
+
+/// The monotonic instant at which the lease-timeline instant `until` comes.
+fn to_monotonic(until: Instant) -> Instant {
+    Instant::from_std(kroupier_coordinator::clock::to_monotonic(until.into_std()))
 }
 
 /// Where progress reports go.

@@ -21,9 +21,10 @@ use super::error::MemberError;
 use super::event::{MemberEvent, MemberStatus};
 use super::transport::Transport;
 
-/// The driver's clock: tokio's, so that tests on paused time control it too.
+/// The driver's clock: the lease timeline (tokio's time, so that tests on paused time control
+/// it, plus the time the host spent suspended; see [`crate::clock`]).
 pub(crate) fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
+    crate::clock::now()
 }
 
 /// A command from a [`MemberHandle`](super::MemberHandle).
@@ -138,7 +139,10 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         let assigning = &mut self.assigning;
         let sleep = async move {
             match deadline {
-                Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+                Some(at) => {
+                    let at = crate::clock::to_monotonic(at);
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await
+                }
                 None => std::future::pending().await,
             }
         };
