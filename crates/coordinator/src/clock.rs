@@ -1,6 +1,6 @@
 //! # Time that keeps counting while the host is suspended
 //!
-//! Leases are measured on [`Instant`](std::time::Instant) (tokio's too), which is Linux's
+//! Leases are measured on [`Instant`] (tokio's too), which is Linux's
 //! `CLOCK_MONOTONIC`: it stops while a VM or a laptop is suspended. The broker's clock does not,
 //! so a worker resumed after longer than its session would find its lease still valid while the
 //! group has long given its work to others. `CLOCK_BOOTTIME` counts the suspended time too; the
