@@ -13,6 +13,18 @@ pub struct Config {
     /// The largest request frame accepted; a bigger one closes its connection. Default 1 MiB:
     /// group requests are small, and a low cap bounds what one hostile peer can make us buffer.
     pub max_request_frame: usize,
+    /// How many client connections may be open at once; one more is closed as soon as it is
+    /// accepted, with a warning (Kafka's `max.connections`, unbounded there). Default 1,000:
+    /// every connection holds a task and up to [`max_request_frame`](Self::max_request_frame)
+    /// bytes, so the cap bounds memory and file descriptors (often 1,024 per process); raise it
+    /// for more clients on one coordinator.
+    pub max_connections: usize,
+    /// How long a connection may go without sending a request before it is closed (Kafka's
+    /// `connections.max.idle.ms`). Counted while the connection waits for its next request, not
+    /// while one of its requests waits for a rebalance. Default 10 min, as Kafka: group members
+    /// send a heartbeat every few seconds and never reach it; shorter frees abandoned
+    /// connections sooner, and clients reconnect when they next need to.
+    pub connections_max_idle: Duration,
     /// The host advertised in Metadata and FindCoordinator. Default `None`: the bound IP, or
     /// `127.0.0.1` when bound to an unspecified address (`0.0.0.0`); set it when clients reach
     /// the coordinator by another name.
@@ -31,6 +43,8 @@ impl Default for Config {
         Self {
             group: GroupConfig::default(),
             max_request_frame: kroupier_coordinator::wire::DEFAULT_MAX_REQUEST_FRAME,
+            max_connections: 1_000,
+            connections_max_idle: Duration::from_secs(600),
             advertised_host: None,
             node_id: 0,
             cluster_id: "kroupier-embedded".to_string(),
@@ -49,6 +63,15 @@ pub enum ConfigError {
     /// A frame cap below a request header would refuse every request.
     #[error("max_request_frame is {0} bytes; set it to at least 64 (the default is 1 MiB)")]
     FrameCapTooSmall(usize),
+    /// A connection cap of zero, or above what the server can count, cannot work.
+    #[error(
+        "max_connections is {0}; set it between 1 and {max} (the default is 1,000)",
+        max = tokio::sync::Semaphore::MAX_PERMITS
+    )]
+    MaxConnections(usize),
+    /// A zero idle timeout would close every connection before its first request.
+    #[error("connections_max_idle is 0, which closes every connection at once; set it above 0")]
+    ZeroIdleTimeout,
     /// An empty advertised host cannot be connected to.
     #[error("advertised_host is empty; leave it None to advertise the bound address")]
     EmptyAdvertisedHost,
@@ -63,6 +86,12 @@ impl Config {
         self.group.validate()?;
         if self.max_request_frame < 64 {
             return Err(ConfigError::FrameCapTooSmall(self.max_request_frame));
+        }
+        if self.max_connections == 0 || self.max_connections > tokio::sync::Semaphore::MAX_PERMITS {
+            return Err(ConfigError::MaxConnections(self.max_connections));
+        }
+        if self.connections_max_idle.is_zero() {
+            return Err(ConfigError::ZeroIdleTimeout);
         }
         if self.advertised_host.as_deref() == Some("") {
             return Err(ConfigError::EmptyAdvertisedHost);

@@ -1,8 +1,10 @@
-//! The listener and one task per connection: framing with a size cap, guarded decoding, one
-//! request at a time (Kafka mutes a connection while a request is in flight, so responses go
-//! out in request order), and a logged reason whenever a connection is closed on bad input.
+//! The listener and one task per connection: a cap on open connections, framing with a size
+//! cap, guarded decoding, one request at a time (Kafka mutes a connection while a request is in
+//! flight, so responses go out in request order), an idle timeout between requests, and a
+//! logged reason whenever a connection is closed on bad input.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -10,6 +12,7 @@ use kafka_protocol::messages::ApiKey;
 use kroupier_coordinator::wire::{self, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -20,14 +23,30 @@ use super::dispatch::{Answer, Dispatcher, unsupported_api_versions};
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// Accepts connections until `stop` is cancelled; each runs on `tracker`.
+/// What every connection is held to (see [`Config`](crate::Config) for each field).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    /// The largest request frame accepted.
+    pub(crate) max_frame: usize,
+    /// How many connections one listener serves at once.
+    pub(crate) max_connections: usize,
+    /// How long a connection may wait for its next request.
+    pub(crate) idle_timeout: Duration,
+}
+
+/// Accepts connections until `stop` is cancelled; each runs on `tracker`. A connection over
+/// [`ConnectionLimits::max_connections`] is closed as soon as it is accepted.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     dispatcher: Dispatcher,
-    max_frame: usize,
+    limits: ConnectionLimits,
     stop: CancellationToken,
     tracker: TaskTracker,
 ) {
+    // Validation keeps the cap within what a semaphore counts; the clamp only keeps this total.
+    let slots = Arc::new(Semaphore::new(
+        limits.max_connections.min(Semaphore::MAX_PERMITS),
+    ));
     loop {
         let accepted = tokio::select! {
             () = stop.cancelled() => break,
@@ -35,12 +54,24 @@ pub(crate) async fn accept_loop(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    tracing::warn!(
+                        %peer,
+                        max_connections = limits.max_connections,
+                        "closing connection: max_connections reached; raise max_connections or close idle clients"
+                    );
+                    drop(stream);
+                    continue;
+                };
                 tracing::debug!(%peer, "connection accepted");
                 if let Err(error) = stream.set_nodelay(true) {
                     tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
                 }
-                let task = serve(stream, peer, dispatcher.clone(), max_frame, stop.clone());
-                tracker.spawn(task);
+                let task = serve(stream, peer, dispatcher.clone(), limits, stop.clone());
+                tracker.spawn(async move {
+                    task.await;
+                    drop(slot);
+                });
             }
             Err(error) => {
                 tracing::warn!(%error, "accept failed; retrying");
@@ -52,22 +83,29 @@ pub(crate) async fn accept_loop(
 }
 
 /// Serves one connection (a TCP stream, or any byte stream) until the peer closes it, it sends
-/// bad input, or `stop` is cancelled.
+/// bad input, it sends no request for [`ConnectionLimits::idle_timeout`], or `stop` is
+/// cancelled.
 pub(crate) async fn serve<S>(
     stream: S,
     peer: SocketAddr,
     dispatcher: Dispatcher,
-    max_frame: usize,
+    limits: ConnectionLimits,
     stop: CancellationToken,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let host = format!("/{}", peer.ip());
+    let max_frame = limits.max_frame;
     let mut framed = Framed::new(stream, wire::frame_codec(max_frame));
     loop {
         let next = tokio::select! {
             () = stop.cancelled() => return,
-            next = framed.next() => next,
+            next = tokio::time::timeout(limits.idle_timeout, framed.next()) => next,
+        };
+        let Ok(next) = next else {
+            let idle = limits.idle_timeout;
+            tracing::debug!(%peer, ?idle, "closing connection: no request within the idle timeout");
+            return;
         };
         let frame = match next {
             None => {

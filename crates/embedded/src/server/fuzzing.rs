@@ -10,11 +10,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use super::apis::Node;
-use super::connection::serve;
+use super::config::Config;
+use super::connection::{ConnectionLimits, serve};
 use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
-use crate::group::{GroupConfig, GroupCoordinator};
+use crate::group::GroupCoordinator;
 
 /// How long (in the runtime's time, virtual when paused) one input may take: longer than any
 /// deadline a request can set (a rebalance timeout is at most `i32::MAX` ms, about 25 days).
@@ -31,20 +32,16 @@ pub const VIRTUAL_PATIENCE: Duration = Duration::from_secs(100 * 24 * 3600);
 /// a bug worth a crash report.
 pub async fn serve_bytes(input: &[u8], max_frame: usize) -> Vec<u8> {
     let shutdown = CancellationToken::new();
-    let coordinator = GroupCoordinator::new(GroupConfig::default(), 0);
-    let dispatcher = Dispatcher {
-        node: Arc::new(Node {
-            node_id: 0,
-            host: StrBytes::from_static_str("127.0.0.1"),
-            port: 9092,
-            cluster_id: StrBytes::from_static_str("fuzz"),
-        }),
-        groups: Groups::spawn(coordinator, shutdown.clone()),
-        faults: Faults::default(),
-    };
+    let defaults = Config::default();
+    let dispatcher = in_memory_dispatcher(&defaults, &shutdown);
     let (mut client, server) = tokio::io::duplex(64 * 1024);
     let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 40_000));
-    let server_task = tokio::spawn(serve(server, peer, dispatcher, max_frame, shutdown.clone()));
+    let limits = ConnectionLimits {
+        max_frame,
+        max_connections: 1,
+        idle_timeout: defaults.connections_max_idle,
+    };
+    let server_task = tokio::spawn(serve(server, peer, dispatcher, limits, shutdown.clone()));
     let exchange = async {
         let (mut read, mut write) = tokio::io::split(&mut client);
         let writer = async {
@@ -64,4 +61,20 @@ pub async fn serve_bytes(input: &[u8], max_frame: usize) -> Vec<u8> {
     shutdown.cancel();
     let _ = server_task.await;
     output
+}
+
+/// A dispatcher with a fresh group task for `config`, for connections served without a
+/// listener; the group task ends when `shutdown` is cancelled.
+pub(crate) fn in_memory_dispatcher(config: &Config, shutdown: &CancellationToken) -> Dispatcher {
+    let coordinator = GroupCoordinator::new(config.group.clone(), 0);
+    Dispatcher {
+        node: Arc::new(Node {
+            node_id: config.node_id,
+            host: StrBytes::from_static_str("127.0.0.1"),
+            port: 9092,
+            cluster_id: StrBytes::from_string(config.cluster_id.clone()),
+        }),
+        groups: Groups::spawn(coordinator, shutdown.clone()),
+        faults: Faults::default(),
+    }
 }

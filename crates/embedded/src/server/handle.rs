@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use super::apis::Node;
 use super::config::{Config, ConfigError};
-use super::connection::accept_loop;
+use super::connection::{ConnectionLimits, accept_loop};
 use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
@@ -57,6 +57,41 @@ impl Builder {
     /// `group.initial.rebalance.delay.ms` (default 0).
     pub fn initial_rebalance_delay(mut self, delay: Duration) -> Self {
         self.config.group.initial_rebalance_delay = delay;
+        self
+    }
+
+    /// The largest rebalance timeout a member may ask for (default 30 min); see
+    /// [`GroupConfig::max_rebalance_timeout`](crate::group::GroupConfig::max_rebalance_timeout).
+    pub fn max_rebalance_timeout(mut self, timeout: Duration) -> Self {
+        self.config.group.max_rebalance_timeout = timeout;
+        self
+    }
+
+    /// How long an empty group is kept before it is deleted (default 10 min); see
+    /// [`GroupConfig::empty_group_retention`](crate::group::GroupConfig::empty_group_retention).
+    pub fn empty_group_retention(mut self, retention: Duration) -> Self {
+        self.config.group.empty_group_retention = retention;
+        self
+    }
+
+    /// How many groups may exist at once (default 10,000); see
+    /// [`GroupConfig::max_groups`](crate::group::GroupConfig::max_groups).
+    pub fn max_groups(mut self, groups: usize) -> Self {
+        self.config.group.max_groups = groups;
+        self
+    }
+
+    /// How many client connections may be open at once (default 1,000); see
+    /// [`Config::max_connections`].
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.config.max_connections = connections;
+        self
+    }
+
+    /// How long a connection may go without a request before it is closed (default 10 min,
+    /// Kafka's `connections.max.idle.ms`); see [`Config::connections_max_idle`].
+    pub fn connections_max_idle(mut self, idle: Duration) -> Self {
+        self.config.connections_max_idle = idle;
         self
     }
 
@@ -255,10 +290,15 @@ impl CoordinatorHandle {
         let stop = self.shutdown.child_token();
         let tracker = TaskTracker::new();
         // The listener runs on the tracker too, so `stop` returns only once the port is free.
+        let limits = ConnectionLimits {
+            max_frame: self.config.max_request_frame,
+            max_connections: self.config.max_connections,
+            idle_timeout: self.config.connections_max_idle,
+        };
         tracker.spawn(accept_loop(
             listener,
             self.dispatcher.clone(),
-            self.config.max_request_frame,
+            limits,
             stop.clone(),
             tracker.clone(),
         ));

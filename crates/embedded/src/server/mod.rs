@@ -7,7 +7,10 @@
 //! kafka-protocol allocates anything), handles one request at a time (as Kafka mutes a connection
 //! while a request is in flight, so responses go out in request order) and closes on any bad
 //! input with a logged reason. A JoinGroup or SyncGroup that waits for the rebalance parks only
-//! its own connection.
+//! its own connection. At most [`Config::max_connections`] connections are open at once (one
+//! more is closed as soon as it is accepted, with a warning), and a connection that sends no
+//! request for [`Config::connections_max_idle`] is closed, as Kafka's
+//! `connections.max.idle.ms` does.
 //!
 //! Served APIs, each in every version kafka-protocol 0.18 knows ([`SUPPORTED_VERSIONS`]):
 //! ApiVersions, Metadata (this node as the only broker), FindCoordinator (this node), JoinGroup,

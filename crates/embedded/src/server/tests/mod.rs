@@ -2,6 +2,7 @@
 
 mod flow;
 mod hostile;
+mod limits;
 mod ops;
 mod prop;
 
