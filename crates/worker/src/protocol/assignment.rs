@@ -28,6 +28,18 @@ pub struct Assignment {
     pub tasks: BTreeSet<String>,
     /// Tasks the member must stop now.
     pub revoked: BTreeSet<String>,
+    /// The member id the leader computed this assignment for (version 1). A static member that
+    /// receives an assignment computed for another member id took over from an earlier process
+    /// with its `group.instance.id` without a rebalance: that process may still hold its lease.
+    /// `None` from version 0.
+    pub member_id: Option<String>,
+    /// Tasks of `tasks` whose previous owner left the group without handing them over (removed
+    /// by its session timeout, by a third party, or by a rebalance timeout), version 1.
+    pub lost: BTreeSet<String>,
+    /// How long after receiving this assignment the member waits before starting `lost`
+    /// (version 1): long enough for a previous owner that was removed while still connected to
+    /// learn it at its next heartbeat. `None` = start them at once.
+    pub lost_hold: Option<Duration>,
 }
 
 impl Assignment {
@@ -48,13 +60,12 @@ impl Assignment {
         w.string(&self.leader);
         w.i32(self.generation);
         w.u64(self.catalogue_fingerprint);
-        // 0 = none; n + 1 = a delay of n ms.
-        let delay_ms = self.rebalance_delay.map_or(0, |d| {
-            u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1) + 1
-        });
-        w.uvarint(delay_ms);
+        w.uvarint(encode_delay(self.rebalance_delay));
         task_set::encode(&mut w, self.tasks.iter().map(String::as_str));
         task_set::encode(&mut w, self.revoked.iter().map(String::as_str));
+        w.nullable_string(self.member_id.as_deref());
+        task_set::encode(&mut w, self.lost.iter().map(String::as_str));
+        w.uvarint(encode_delay(self.lost_hold));
         w.finish()
     }
 
@@ -65,10 +76,7 @@ impl Assignment {
         let leader = r.string("leader")?;
         let generation = r.i32("generation")?;
         let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;
-        let rebalance_delay = match r.uvarint("rebalance_delay_ms")? {
-            0 => None,
-            n => Some(Duration::from_millis(n - 1)),
-        };
+        let rebalance_delay = decode_delay(r.uvarint("rebalance_delay_ms")?);
         let mut tasks = BTreeSet::new();
         task_set::decode(&mut r, |_, task| {
             tasks.insert(task);
@@ -79,8 +87,22 @@ impl Assignment {
             revoked.insert(task);
             Ok(())
         })?;
+        let mut member_id = None;
+        let mut lost = BTreeSet::new();
+        let mut lost_hold = None;
+        if version >= 1 {
+            member_id = r.nullable_string("member_id")?;
+            task_set::decode(&mut r, |_, task| {
+                lost.insert(task);
+                Ok(())
+            })?;
+            lost_hold = decode_delay(r.uvarint("lost_hold_ms")?);
+        }
         finish(&r, version, ASSIGNMENT_VERSION)?;
         Ok(Assignment {
+            member_id,
+            lost,
+            lost_hold,
             version,
             leader,
             generation,
@@ -89,5 +111,19 @@ impl Assignment {
             tasks,
             revoked,
         })
+    }
+}
+
+/// A delay on the wire: 0 = none; n + 1 = a delay of n whole milliseconds.
+fn encode_delay(delay: Option<Duration>) -> u64 {
+    delay.map_or(0, |d| {
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1) + 1
+    })
+}
+
+fn decode_delay(encoded: u64) -> Option<Duration> {
+    match encoded {
+        0 => None,
+        n => Some(Duration::from_millis(n - 1)),
     }
 }

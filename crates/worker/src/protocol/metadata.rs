@@ -24,6 +24,10 @@ pub struct MemberMetadata {
     pub capacity: Option<u64>,
     /// Rack or zone, for rack-aware assignors.
     pub rack: Option<String>,
+    /// The worker is shutting down and has stopped every task (version 1): the leader gives it
+    /// nothing, and hands what it ran to others at once (those tasks are not lost: nobody runs
+    /// them). Read as `false` from version 0.
+    pub leaving: bool,
 }
 
 impl MemberMetadata {
@@ -63,6 +67,7 @@ impl MemberMetadata {
             w.i32(generation);
             task_set::encode(&mut w, tasks);
         }
+        w.uvarint(u64::from(self.leaving));
         w.finish()
     }
 
@@ -94,8 +99,18 @@ impl MemberMetadata {
                 Ok(())
             })?;
         }
+        let leaving = if version >= 1 {
+            match r.uvarint("leaving")? {
+                0 => false,
+                1 => true,
+                _ => return Err(r.invalid("leaving", "flag is neither 0 nor 1")),
+            }
+        } else {
+            false
+        };
         finish(&r, version, METADATA_VERSION)?;
         Ok(MemberMetadata {
+            leaving,
             version,
             worker_id,
             owned,

@@ -39,10 +39,10 @@ pub use metadata::MemberMetadata;
 pub const PROTOCOL_TYPE: &str = "kroupier";
 
 /// The newest member metadata version this build writes and fully reads.
-pub const METADATA_VERSION: i16 = 0;
+pub const METADATA_VERSION: i16 = 1;
 
 /// The newest assignment version this build writes and fully reads.
-pub const ASSIGNMENT_VERSION: i16 = 0;
+pub const ASSIGNMENT_VERSION: i16 = 1;
 
 /// Why bytes from the group could not be decoded. The member that sent them runs an
 /// incompatible or broken kroupier build.

@@ -24,6 +24,7 @@ prop_compose! {
         catalogue_fingerprint in any::<u64>(),
         capacity in proptest::option::of(any::<u64>()),
         rack in proptest::option::of("\\PC{0,10}"),
+        leaving in any::<bool>(),
     ) -> MemberMetadata {
         MemberMetadata {
             version: METADATA_VERSION,
@@ -33,6 +34,7 @@ prop_compose! {
             catalogue_fingerprint,
             capacity,
             rack,
+            leaving,
         }
     }
 }
@@ -45,6 +47,9 @@ prop_compose! {
         delay_ms in proptest::option::of(0u64..(1 << 42)),
         tasks in proptest::collection::btree_set(task_id(), 0..40),
         revoked in proptest::collection::btree_set(task_id(), 0..10),
+        member_id in proptest::option::of("\\PC{0,40}"),
+        lost in proptest::collection::btree_set(task_id(), 0..10),
+        lost_hold_ms in proptest::option::of(0u64..(1 << 42)),
     ) -> Assignment {
         Assignment {
             version: ASSIGNMENT_VERSION,
@@ -54,6 +59,9 @@ prop_compose! {
             rebalance_delay: delay_ms.map(Duration::from_millis),
             tasks,
             revoked,
+            member_id,
+            lost,
+            lost_hold: lost_hold_ms.map(Duration::from_millis),
         }
     }
 }
@@ -80,7 +88,7 @@ proptest! {
     fn newer_versions_decode_as_the_newest_known(
         m in metadata(),
         a in assignment(),
-        version in 1i16..,
+        version in 2i16..,
         extra in proptest::collection::vec(any::<u8>(), 0..32),
     ) {
         let decoded = MemberMetadata::decode(&as_newer_version(m.encode(), version, &extra));
@@ -132,10 +140,48 @@ fn trailing_bytes_after_a_known_version_are_refused() {
     assert_eq!(
         Assignment::decode(&bytes),
         Err(DecodeError::TrailingBytes {
-            version: 0,
+            version: 1,
             count: 1
         })
     );
+}
+
+#[test]
+fn version_0_messages_decode_with_the_new_fields_empty() {
+    // Version 0 is version 1 without its last fields: a worker of the earlier release.
+    let mut metadata = MemberMetadata::new("w1");
+    metadata.owned.insert("task-1".into(), 3);
+    let mut bytes = metadata.encode();
+    bytes.truncate(bytes.len() - 1);
+    bytes[..2].copy_from_slice(&0i16.to_be_bytes());
+    let decoded = MemberMetadata::decode(&bytes).expect("version 0 decodes");
+    assert_eq!(
+        decoded,
+        MemberMetadata {
+            version: 0,
+            ..metadata
+        }
+    );
+
+    let mut assignment = Assignment::new("leader", 4);
+    assignment.tasks.insert("task-1".into());
+    let mut bytes = assignment.encode();
+    // Version 1 appends: member_id (null), the lost set (empty), the hold (none).
+    let mut tail = super::codec::Writer::new();
+    tail.nullable_string(None);
+    super::task_set::encode(&mut tail, []);
+    tail.uvarint(0);
+    bytes.truncate(bytes.len() - tail.finish().len());
+    bytes[..2].copy_from_slice(&0i16.to_be_bytes());
+    let decoded = Assignment::decode(&bytes).expect("version 0 decodes");
+    assert_eq!(
+        decoded,
+        Assignment {
+            version: 0,
+            ..assignment
+        }
+    );
+    assert_eq!((decoded.member_id, decoded.lost_hold), (None, None));
 }
 
 #[test]
