@@ -43,6 +43,7 @@ pub(crate) struct Counters {
     pub(crate) refused: AtomicU64,
     pub(crate) forwarded: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    pub(crate) delayed: AtomicU64,
     pub(crate) rewritten: AtomicU64,
 }
 
@@ -96,6 +97,14 @@ impl Shared {
     /// Counts one frame dropped.
     fn dropped(&self) {
         self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The due time of a frame read now and held `delay`; counts it when it is held.
+    fn due(&self, delay: std::time::Duration) -> Instant {
+        if !delay.is_zero() {
+            self.counters.delayed.fetch_add(1, Ordering::Relaxed);
+        }
+        Instant::now() + delay
     }
 }
 
@@ -209,7 +218,7 @@ async fn requests(
             if policy.blackholes(role) {
                 None
             } else {
-                Some(Instant::now() + policy.request_delay(role))
+                Some(shared.due(policy.request_delay(role)))
             }
         };
         let Some(due) = due else {
@@ -270,7 +279,7 @@ async fn responses(
             if policy.blackholes(role) {
                 None
             } else {
-                Some(Instant::now() + policy.response_delay(role, api.map(|(key, _)| key)))
+                Some(shared.due(policy.response_delay(role, api.map(|(key, _)| key))))
             }
         };
         let Some(due) = due else {

@@ -84,6 +84,8 @@ pub struct Stats {
     pub forwarded: u64,
     /// Frames dropped by a blackhole, either way.
     pub dropped: u64,
+    /// Frames held by a delay, either way.
+    pub delayed: u64,
     /// Metadata and FindCoordinator responses rewritten.
     pub rewritten: u64,
 }
@@ -201,6 +203,7 @@ impl FaultProxy {
             refused: read(&c.refused),
             forwarded: read(&c.forwarded),
             dropped: read(&c.dropped),
+            delayed: read(&c.delayed),
             rewritten: read(&c.rewritten),
         }
     }

@@ -378,6 +378,7 @@ async fn heartbeat_responses_alone_can_be_delayed() {
         other < Duration::from_millis(600),
         "other APIs are not: {other:?}"
     );
+    assert_eq!(proxy.stats().delayed, 1, "{:?}", proxy.stats());
 }
 
 #[tokio::test]
