@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
     ApiVersionsRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
     JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, MetadataRequest, SyncGroupRequest,
 };
-use kafka_protocol::protocol::{Message, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use kroupier_coordinator::wire::{self, WireRequest};
 
 fn s(v: &str) -> StrBytes {
