@@ -29,6 +29,27 @@ pub struct Args {
     /// `group.initial.rebalance.delay.ms`, 3000 there).
     #[arg(long, default_value_t = 0)]
     initial_rebalance_delay_ms: u64,
+    /// The largest rebalance timeout members may ask for; a JoinGroup above it is refused with
+    /// INVALID_SESSION_TIMEOUT (Kafka has no such bound). Higher lets one member that never
+    /// rejoins stall its whole group longer.
+    #[arg(long, default_value_t = 1_800_000)]
+    max_rebalance_timeout_ms: u64,
+    /// How long a group stays once it has no members before it is deleted (Kafka deletes an
+    /// empty group without offsets within `offsets.retention.check.interval.ms`, 600000).
+    #[arg(long, default_value_t = 600_000)]
+    empty_group_retention_ms: u64,
+    /// How many groups may exist at once; a JoinGroup that would create one more is refused
+    /// with POLICY_VIOLATION.
+    #[arg(long, default_value_t = 10_000)]
+    max_groups: usize,
+    /// How many client connections may be open at once; one more is closed at once (Kafka's
+    /// `max.connections`).
+    #[arg(long, default_value_t = 1_000)]
+    max_connections: usize,
+    /// How long a connection may send no request before it is closed (Kafka's
+    /// `connections.max.idle.ms`).
+    #[arg(long, default_value_t = 600_000)]
+    connections_max_idle_ms: u64,
 }
 
 /// Runs the command until ctrl-c or SIGTERM.
@@ -41,6 +62,11 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             .min_session_timeout(Duration::from_millis(args.min_session_timeout_ms))
             .max_session_timeout(Duration::from_millis(args.max_session_timeout_ms))
             .initial_rebalance_delay(Duration::from_millis(args.initial_rebalance_delay_ms))
+            .max_rebalance_timeout(Duration::from_millis(args.max_rebalance_timeout_ms))
+            .empty_group_retention(Duration::from_millis(args.empty_group_retention_ms))
+            .max_groups(args.max_groups)
+            .max_connections(args.max_connections)
+            .connections_max_idle(Duration::from_millis(args.connections_max_idle_ms))
             .bind(args.listen.as_str())
             .await?;
         println!("bootstrap={}", coordinator.bootstrap());
