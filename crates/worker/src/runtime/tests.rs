@@ -203,7 +203,7 @@ async fn metadata_and_mismatch_and_failover_show() {
     // The first assignment is no failover.
     assert!(
         crate::status::metrics::render(runtime.board())
-            .contains("kroupier_last_failover_timestamp_seconds 0.000\n")
+            .contains("kroupier_last_failover_timestamp_seconds 0.0\n")
     );
 
     let mut second = change(2, "m", &["task-0", "task-1"], &[]);
@@ -212,7 +212,7 @@ async fn metadata_and_mismatch_and_failover_show() {
     assert!(!runtime.board().snapshot().group.catalogue_mismatch);
     assert!(
         !crate::status::metrics::render(runtime.board())
-            .contains("kroupier_last_failover_timestamp_seconds 0.000\n")
+            .contains("kroupier_last_failover_timestamp_seconds 0.0\n")
     );
 
     let metadata = runtime.metadata();

@@ -1,18 +1,17 @@
 //! The status board: the worker's last stable view of the group, the live task table, and the
-//! counters behind `/metrics`. The runtime writes it; the HTTP API reads it.
+//! metrics behind `/metrics`. The runtime writes it; the HTTP API reads it.
 //!
 //! The group view is replaced only when a rebalance completes. While one is in progress, readers
 //! get the last stable view with `rebalancing: true`, never an error (Kafka Connect answers 409).
 
+use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-
-use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::model::{TaskState, TaskStatus, TaskTable, unix_ms};
+use super::metrics::Metrics;
+use super::model::{TaskStatus, TaskTable, unix_ms};
 
 /// The group as this worker last saw it after a completed rebalance.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -60,21 +59,6 @@ pub struct WorkerStatus {
     pub tasks: Vec<TaskView>,
 }
 
-/// Upper bounds (seconds) of the rebalance latency histogram buckets.
-pub(crate) const LATENCY_BUCKETS: [f64; 11] =
-    [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-
-/// Counters behind `/metrics`.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Counters {
-    pub(crate) rebalances: u64,
-    pub(crate) latency_buckets: [u64; LATENCY_BUCKETS.len()],
-    pub(crate) latency_count: u64,
-    pub(crate) latency_sum: f64,
-    pub(crate) last_failover_ms: Option<u64>,
-    rebalance_started: Option<Instant>,
-}
-
 #[derive(Debug)]
 struct Inner {
     worker_id: String,
@@ -84,7 +68,8 @@ struct Inner {
     group: watch::Sender<GroupView>,
     rebalancing: AtomicBool,
     shutting_down: AtomicBool,
-    counters: Mutex<Counters>,
+    rebalance_started: Mutex<Option<Instant>>,
+    metrics: Metrics,
 }
 
 /// Shared status of one worker. Cheap to clone.
@@ -110,7 +95,8 @@ impl StatusBoard {
                 group: watch::Sender::new(GroupView::default()),
                 rebalancing: AtomicBool::new(false),
                 shutting_down: AtomicBool::new(false),
-                counters: Mutex::new(Counters::default()),
+                rebalance_started: Mutex::new(None),
+                metrics: Metrics::new(),
             }),
         }
     }
@@ -143,19 +129,18 @@ impl StatusBoard {
 
     /// A rebalance began (the member is about to rejoin).
     pub fn rebalance_started(&self) {
-        let mut counters = self.counters();
-        counters.rebalances += 1;
-        counters.rebalance_started.get_or_insert_with(Instant::now);
+        self.inner.metrics.rebalance_started();
+        self.rebalance_start().get_or_insert_with(Instant::now);
         self.inner.rebalancing.store(true, Ordering::Release);
     }
 
     /// A rebalance completed with `view`; records its latency if its start was seen.
     pub fn rebalance_completed(&self, view: GroupView) {
-        {
-            let mut counters = self.counters();
-            if let Some(started) = counters.rebalance_started.take() {
-                counters.observe_latency(started.elapsed());
-            }
+        let started = self.rebalance_start().take();
+        if let Some(started) = started {
+            self.inner
+                .metrics
+                .observe_rebalance_latency(started.elapsed().as_secs_f64());
         }
         self.inner.group.send_replace(view);
         self.inner.rebalancing.store(false, Ordering::Release);
@@ -163,7 +148,7 @@ impl StatusBoard {
 
     /// This worker took over tasks after its first assignment (someone else lost them).
     pub fn record_failover(&self) {
-        self.counters().last_failover_ms = Some(unix_ms());
+        self.inner.metrics.failover_at(unix_ms());
     }
 
     /// The worker began shutting down; `/readyz` fails from now on.
@@ -194,35 +179,15 @@ impl StatusBoard {
         }
     }
 
-    /// Tasks by state, and the counters, for `/metrics`.
-    pub(crate) fn metrics(&self) -> (Vec<(TaskState, usize)>, u64, Counters) {
-        let restarts = self
-            .inner
-            .tasks
-            .snapshot()
-            .iter()
-            .map(|s| u64::from(s.restarts))
-            .sum();
-        (self.inner.tasks.counts(), restarts, self.counters().clone())
+    /// The metrics behind `/metrics`.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
-    fn counters(&self) -> std::sync::MutexGuard<'_, Counters> {
+    fn rebalance_start(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
         self.inner
-            .counters
+            .rebalance_started
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Counters {
-    fn observe_latency(&mut self, latency: Duration) {
-        let seconds = latency.as_secs_f64();
-        for (bucket, bound) in self.latency_buckets.iter_mut().zip(LATENCY_BUCKETS) {
-            if seconds <= bound {
-                *bucket += 1;
-            }
-        }
-        self.latency_count += 1;
-        self.latency_sum += seconds;
     }
 }

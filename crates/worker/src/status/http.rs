@@ -3,12 +3,23 @@
 //! | Route | Answer |
 //! |---|---|
 //! | `GET /status` | [`WorkerStatus`](super::WorkerStatus) as JSON; during a rebalance the last stable view with `rebalancing: true` |
-//! | `GET /metrics` | Prometheus text: tasks by state, rebalances, rebalance latency, last failover |
+//! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text` when `Accept` asks for it (Prometheus does), Prometheus' `text/plain; version=0.0.4` otherwise |
 //! | `GET /healthz` | 200 while the process serves (liveness) |
 //! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
 //! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
 //!
 //! Reads never fail because of a rebalance.
+//!
+//! | Metric | Type | Meaning |
+//! |---|---|---|
+//! | `kroupier_tasks{state}` | gauge | tasks held by this worker, by state (every state, 0 included) |
+//! | `kroupier_task_restarts` | gauge | restarts after failures, summed over the tasks held |
+//! | `kroupier_rebalances_total` | counter | rebalances this worker took part in |
+//! | `kroupier_rebalancing` | gauge | 1 while a rebalance is in progress |
+//! | `kroupier_generation` | gauge | generation of the last completed rebalance (-1 before the first) |
+//! | `kroupier_catalogue_mismatch` | gauge | 1 when this worker's catalogue differs from the leader's |
+//! | `kroupier_last_failover_timestamp_seconds` | gauge | Unix time of the last takeover (0 = never) |
+//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start to its assignment applied |
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,7 +27,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
@@ -67,9 +78,12 @@ async fn status(State(state): State<ApiState>) -> Json<super::WorkerStatus> {
     Json(state.board.snapshot())
 }
 
-async fn prometheus(State(state): State<ApiState>) -> Response {
+async fn prometheus(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok());
     (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        [(header::CONTENT_TYPE, metrics::content_type(accept))],
         metrics::render(&state.board),
     )
         .into_response()

@@ -1,100 +1,176 @@
-//! `/metrics` in the Prometheus text exposition format (version 0.0.4).
+//! `/metrics`: the worker's metrics in a [`prometheus_client`] registry, encoded in the OpenMetrics
+//! text format. [`super::http`] lists them.
+//!
+//! Counters and the histogram are updated as events happen; the gauges that mirror the task table
+//! and the group view are set from them when a scrape comes in.
 
-use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
 
-use super::board::{LATENCY_BUCKETS, StatusBoard};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
 
-/// The content type of the Prometheus text format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+use super::board::{GroupView, StatusBoard};
+use super::model::TaskState;
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+/// The content type `/metrics` answers with by default: Prometheus' text format, which scrapers
+/// that do not ask for OpenMetrics read (the OpenMetrics text is a superset they parse).
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The content type `/metrics` answers with when the scraper's `Accept` asks for OpenMetrics, as
+/// Prometheus does.
+pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Upper bounds (seconds) of the rebalance latency histogram buckets.
+const LATENCY_BUCKETS: [f64; 11] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
 }
 
-fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-    header(out, name, kind, help);
-    let _ = writeln!(out, "{name} {value}");
+/// The metrics of one worker and the registry that encodes them.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    tasks: Family<StateLabel, Gauge>,
+    task_restarts: Gauge,
+    rebalances: Counter,
+    rebalancing: Gauge,
+    generation: Gauge,
+    catalogue_mismatch: Gauge,
+    last_failover: Gauge<f64, AtomicU64>,
+    rebalance_latency: Histogram,
 }
 
-/// Renders the board's metrics.
-pub fn render(board: &StatusBoard) -> String {
-    let (counts, restarts, counters) = board.metrics();
-    let group = board.group();
-    let mut out = String::new();
-    header(
-        &mut out,
-        "kroupier_tasks",
-        "gauge",
-        "Tasks held by this worker, by state.",
-    );
-    for (state, count) in counts {
-        let _ = writeln!(
-            out,
-            "kroupier_tasks{{state=\"{}\"}} {count}",
-            state.as_str()
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut metrics = Metrics {
+            registry: Registry::default(),
+            tasks: Family::default(),
+            task_restarts: Gauge::default(),
+            rebalances: Counter::default(),
+            rebalancing: Gauge::default(),
+            generation: Gauge::default(),
+            catalogue_mismatch: Gauge::default(),
+            last_failover: Gauge::default(),
+            rebalance_latency: Histogram::new(LATENCY_BUCKETS),
+        };
+        metrics.generation.set(-1);
+        let registry = &mut metrics.registry;
+        registry.register(
+            "kroupier_tasks",
+            "Tasks held by this worker, by state",
+            metrics.tasks.clone(),
         );
+        registry.register(
+            "kroupier_task_restarts",
+            "Restarts after failures, summed over the tasks this worker holds",
+            metrics.task_restarts.clone(),
+        );
+        registry.register(
+            "kroupier_rebalances",
+            "Rebalances this worker took part in",
+            metrics.rebalances.clone(),
+        );
+        registry.register(
+            "kroupier_rebalancing",
+            "1 while a rebalance is in progress",
+            metrics.rebalancing.clone(),
+        );
+        registry.register(
+            "kroupier_generation",
+            "Generation of the last completed rebalance (-1 before the first)",
+            metrics.generation.clone(),
+        );
+        registry.register(
+            "kroupier_catalogue_mismatch",
+            "1 when this worker's catalogue differs from the leader's",
+            metrics.catalogue_mismatch.clone(),
+        );
+        registry.register_with_unit(
+            "kroupier_last_failover_timestamp",
+            "Unix time this worker last took over tasks after its first assignment (0 = never)",
+            Unit::Seconds,
+            metrics.last_failover.clone(),
+        );
+        registry.register_with_unit(
+            "kroupier_rebalance_latency",
+            "From the start of a rebalance to its assignment applied",
+            Unit::Seconds,
+            metrics.rebalance_latency.clone(),
+        );
+        metrics
     }
-    single(
-        &mut out,
-        "kroupier_task_restarts",
-        "gauge",
-        "Restarts after failures, summed over the tasks this worker holds.",
-        restarts,
-    );
-    single(
-        &mut out,
-        "kroupier_rebalances_total",
-        "counter",
-        "Rebalances this worker took part in.",
-        counters.rebalances,
-    );
-    single(
-        &mut out,
-        "kroupier_rebalancing",
-        "gauge",
-        "1 while a rebalance is in progress.",
-        u8::from(board.is_rebalancing()),
-    );
-    single(
-        &mut out,
-        "kroupier_generation",
-        "gauge",
-        "Generation of the last completed rebalance (-1 before the first).",
-        group.generation.unwrap_or(-1),
-    );
-    single(
-        &mut out,
-        "kroupier_catalogue_mismatch",
-        "gauge",
-        "1 when this worker's catalogue differs from the leader's.",
-        u8::from(group.catalogue_mismatch),
-    );
-    single(
-        &mut out,
-        "kroupier_last_failover_timestamp_seconds",
-        "gauge",
-        "Unix time this worker last took over tasks after its first assignment (0 = never).",
-        format_args!(
-            "{:.3}",
-            counters.last_failover_ms.unwrap_or(0) as f64 / 1000.0
-        ),
-    );
-    let name = "kroupier_rebalance_latency_seconds";
-    header(
-        &mut out,
-        name,
-        "histogram",
-        "From the start of a rebalance to its assignment applied.",
-    );
-    for (bound, count) in LATENCY_BUCKETS.iter().zip(counters.latency_buckets) {
-        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
+
+    /// A rebalance began.
+    pub(crate) fn rebalance_started(&self) {
+        self.rebalances.inc();
     }
-    let _ = writeln!(
-        out,
-        "{name}_bucket{{le=\"+Inf\"}} {}",
-        counters.latency_count
-    );
-    let _ = writeln!(out, "{name}_sum {}", counters.latency_sum);
-    let _ = writeln!(out, "{name}_count {}", counters.latency_count);
-    out
+
+    /// A rebalance whose start was seen completed after `seconds`.
+    pub(crate) fn observe_rebalance_latency(&self, seconds: f64) {
+        self.rebalance_latency.observe(seconds);
+    }
+
+    /// This worker took over tasks at `unix_ms`.
+    pub(crate) fn failover_at(&self, unix_ms: u64) {
+        self.last_failover.set(unix_ms as f64 / 1000.0);
+    }
+
+    /// Sets the gauges that mirror the board, then encodes every metric.
+    fn encode(
+        &self,
+        tasks: &[(TaskState, usize)],
+        restarts: u64,
+        rebalancing: bool,
+        group: &GroupView,
+    ) -> String {
+        for (state, count) in tasks {
+            self.tasks
+                .get_or_create(&StateLabel {
+                    state: state.as_str(),
+                })
+                .set(saturating_i64(*count as u64));
+        }
+        self.task_restarts.set(saturating_i64(restarts));
+        self.rebalancing.set(i64::from(rebalancing));
+        self.generation.set(group.generation.map_or(-1, i64::from));
+        self.catalogue_mismatch
+            .set(i64::from(group.catalogue_mismatch));
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+fn saturating_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// Renders the board's metrics in the OpenMetrics text format.
+pub(crate) fn render(board: &StatusBoard) -> String {
+    let tasks = board.tasks().counts();
+    let restarts = board
+        .tasks()
+        .snapshot()
+        .iter()
+        .map(|s| u64::from(s.restarts))
+        .sum();
+    board
+        .metrics()
+        .encode(&tasks, restarts, board.is_rebalancing(), &board.group())
+}
+
+/// The content type to answer a scrape whose `Accept` header is `accept`.
+pub(crate) fn content_type(accept: Option<&str>) -> &'static str {
+    match accept {
+        Some(accept) if accept.contains("application/openmetrics-text") => OPENMETRICS_CONTENT_TYPE,
+        _ => CONTENT_TYPE,
+    }
 }

@@ -2,7 +2,7 @@
 
 pub mod board;
 pub mod http;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod model;
 
 pub use board::{GroupView, StatusBoard, TaskView, WorkerStatus};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, to_bytes};
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -67,6 +67,29 @@ async fn status_serves_the_last_stable_view_during_a_rebalance() {
     assert!(task["since_ms"].as_u64().is_some());
 }
 
+async fn scrape(router: &Router, accept: Option<&str>) -> (StatusCode, String, String) {
+    let mut request = Request::builder().method(Method::GET).uri("/metrics");
+    if let Some(accept) = accept {
+        request = request.header(header::ACCEPT, accept);
+    }
+    let response = router
+        .clone()
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let content_type = response.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
 #[tokio::test(start_paused = true)]
 async fn metrics_count_tasks_rebalances_and_latency() {
     let board = board();
@@ -75,18 +98,26 @@ async fn metrics_count_tasks_rebalances_and_latency() {
     board.rebalance_completed(stable_view(4));
     board.record_failover();
     let router = router(board, None);
-    let (status, body) = call(&router, Method::GET, "/metrics").await;
+    let (status, content_type, body) = scrape(&router, None).await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
     for line in [
+        "# TYPE kroupier_tasks gauge",
         "kroupier_tasks{state=\"RUNNING\"} 1",
         "kroupier_tasks{state=\"FAILED\"} 0",
+        "kroupier_task_restarts 0",
+        "# TYPE kroupier_rebalances counter",
         "kroupier_rebalances_total 1",
         "kroupier_rebalancing 0",
         "kroupier_generation 4",
-        "kroupier_rebalance_latency_seconds_bucket{le=\"1\"} 0",
+        "kroupier_catalogue_mismatch 0",
+        "# TYPE kroupier_rebalance_latency_seconds histogram",
+        "kroupier_rebalance_latency_seconds_bucket{le=\"1.0\"} 0",
         "kroupier_rebalance_latency_seconds_bucket{le=\"2.5\"} 1",
+        "kroupier_rebalance_latency_seconds_bucket{le=\"+Inf\"} 1",
         "kroupier_rebalance_latency_seconds_count 1",
-        "kroupier_rebalance_latency_seconds_sum 2",
+        "kroupier_rebalance_latency_seconds_sum 2.0",
+        "# EOF",
     ] {
         assert!(
             body.lines().any(|l| l == line),
@@ -98,6 +129,47 @@ async fn metrics_count_tasks_rebalances_and_latency() {
         .find_map(|l| l.strip_prefix("kroupier_last_failover_timestamp_seconds "))
         .unwrap();
     assert!(failover.parse::<f64>().unwrap() > 1.0e9);
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_before_the_first_rebalance_and_during_one() {
+    let board = board();
+    let router = router(board.clone(), None);
+    let (_, _, body) = scrape(&router, None).await;
+    for line in [
+        "kroupier_generation -1",
+        "kroupier_rebalances_total 0",
+        "kroupier_last_failover_timestamp_seconds 0.0",
+        "kroupier_rebalance_latency_seconds_count 0",
+    ] {
+        assert!(
+            body.lines().any(|l| l == line),
+            "missing `{line}` in\n{body}"
+        );
+    }
+    board.rebalance_started();
+    let (_, _, body) = scrape(&router, None).await;
+    assert!(
+        body.lines().any(|l| l == "kroupier_rebalancing 1"),
+        "{body}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_answer_openmetrics_when_asked() {
+    let router = router(board(), None);
+    // What Prometheus sends.
+    let accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                  version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let (status, content_type, body) = scrape(&router, Some(accept)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (_, content_type, _) = scrape(&router, Some("text/plain")).await;
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 #[tokio::test(start_paused = true)]
