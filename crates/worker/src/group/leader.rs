@@ -12,7 +12,7 @@
 //! - Claims of tasks the leader's catalogue does not know are dropped: the claimant stops them.
 //! - A member whose metadata does not decode gets an empty assignment (and an error log).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,6 +48,9 @@ pub(crate) struct Round<'a> {
     pub(crate) leader: String,
     /// The generation being assigned, as far as the leader knows it.
     pub(crate) generation: i32,
+    /// How long a member holds back tasks whose previous owner vanished (`lost`) before
+    /// starting them; zero = at once. See [`lost_tasks`].
+    pub(crate) lost_hold: Duration,
 }
 
 /// What a round produced.
@@ -119,7 +122,9 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
     for (d, owned) in decoded.iter().zip(owned) {
         let mut member = Member::new(d.key.clone());
         match &d.metadata {
+            // A leaving member stopped everything and takes nothing new.
             None => member.kinds = Kinds::Only(Vec::new()),
+            Some(metadata) if metadata.leaving => member.kinds = Kinds::Only(Vec::new()),
             Some(metadata) => {
                 let mut kinds = Vec::with_capacity(metadata.kinds.len());
                 for kind in &metadata.kinds {
@@ -153,12 +158,20 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
     }
     let plan = round.assignor.assign(&input).map_err(fail)?;
 
+    let member_ids: BTreeMap<MemberId, String> = members
+        .iter()
+        .map(|m| {
+            let key = MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id));
+            (key, m.member_id.clone())
+        })
+        .collect();
     let ids = |list: &[TaskIndex]| -> Vec<String> {
         list.iter()
             .filter_map(|t| tasks.id(*t))
             .map(str::to_owned)
             .collect()
     };
+    let suspects = lost_tasks(round.memory, &decoded);
     let mut by_key: BTreeMap<&MemberId, Assignment> = BTreeMap::new();
     for part in &plan.assignments {
         let mut assignment = Assignment::new(round.leader.clone(), round.generation);
@@ -166,6 +179,18 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         assignment.rebalance_delay = plan.rebalance_delay;
         assignment.tasks = ids(&part.assigned).into_iter().collect();
         assignment.revoked = ids(&part.revoked).into_iter().collect();
+        assignment.member_id = member_ids.get(&part.member_id).cloned();
+        if !round.lost_hold.is_zero() {
+            assignment.lost = assignment
+                .tasks
+                .iter()
+                .filter(|t| suspects.contains(t))
+                .cloned()
+                .collect();
+            if !assignment.lost.is_empty() {
+                assignment.lost_hold = Some(round.lost_hold);
+            }
+        }
         by_key.insert(&part.member_id, assignment);
     }
     let assignments = members
@@ -176,6 +201,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
                 || {
                     let mut empty = Assignment::new(round.leader.clone(), round.generation);
                     empty.catalogue_fingerprint = own_fingerprint;
+                    empty.member_id = Some(m.member_id.clone());
                     empty.encode()
                 },
                 Assignment::encode,
@@ -205,6 +231,55 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         unplaced,
         mismatched,
     })
+}
+
+/// The tasks whose previous owner may still run them although it is gone from the group:
+/// Kafka removed it (session expiry, rebalance timeout, a third party's LeaveGroup) rather than
+/// it leaving after stopping them. A member removed while it can still reach the coordinator
+/// learns it at its next heartbeat and stops them at once; whoever gets them next waits the
+/// hold first (see [`Round::lost_hold`]).
+enum Suspects<'a> {
+    /// From the leader's memory: the tasks of last round's owners that are absent now.
+    Known(BTreeSet<&'a str>),
+    /// A leader without memory cannot tell: every task nobody claims is suspect, once any
+    /// member claims something (on a cold start nobody does, and nothing is held).
+    Unclaimed(BTreeSet<&'a str>),
+    /// Nothing is suspect.
+    None,
+}
+
+impl Suspects<'_> {
+    fn contains(&self, task: &str) -> bool {
+        match self {
+            Suspects::Known(lost) => lost.contains(task),
+            Suspects::Unclaimed(claimed) => !claimed.contains(task),
+            Suspects::None => false,
+        }
+    }
+}
+
+fn lost_tasks<'a>(memory: Option<&'a Memory>, decoded: &'a [Decoded]) -> Suspects<'a> {
+    let present: BTreeSet<&MemberId> = decoded.iter().map(|d| &d.key).collect();
+    if let Some(memory) = memory {
+        return Suspects::Known(
+            memory
+                .previous
+                .iter()
+                .filter(|(owner, _)| !present.contains(owner))
+                .flat_map(|(_, tasks)| tasks.iter().map(String::as_str))
+                .collect(),
+        );
+    }
+    let claimed: BTreeSet<&str> = decoded
+        .iter()
+        .filter_map(|d| d.metadata.as_ref())
+        .flat_map(|m| m.owned.keys().map(String::as_str))
+        .collect();
+    if claimed.is_empty() {
+        Suspects::None
+    } else {
+        Suspects::Unclaimed(claimed)
+    }
 }
 
 /// Per member (in `decoded` order), the tasks whose claim it keeps: for each task the claims

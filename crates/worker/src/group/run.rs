@@ -1,7 +1,6 @@
 //! The worker loop: turns the member's events into [`Runtime`] calls, keeps the task lease in
 //! step with the membership's self-fencing deadline, and rejoins when the protocol asks.
 
-use std::collections::BTreeSet;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,23 +12,17 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::Stopping;
+use super::reconciler::{Action, Assigned, Reconciler, Settings, Takeover};
 use super::{WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
-use crate::context::FencingToken;
 use crate::protocol::Assignment;
-use crate::runtime::{ApplyReport, AssignmentChange, Runtime};
+use crate::runtime::{ApplyReport, Runtime};
 
 type Waiting = Pin<Box<dyn Future<Output = ApplyReport> + Send>>;
 
-/// A rejoin the loop owes the group once revocations are done or a delay has passed.
-struct FollowUp {
-    /// The generation that asked for it; skipped if the group moved on meanwhile.
-    generation: i32,
-    /// Not before this instant.
-    not_before: Instant,
-    /// Why (KIP-800 reason).
-    reason: &'static str,
-}
+/// The round trip a removed member's heartbeat is assumed to take at most when the new owners
+/// of its tasks hold them back (docs/reliability.md states it).
+pub(crate) const LOST_HOLD_ROUND_TRIP: Duration = Duration::from_millis(250);
 
 /// The loop's state.
 pub(crate) struct Loop {
@@ -38,6 +31,16 @@ pub(crate) struct Loop {
     pub(crate) member: MemberHandle,
     pub(crate) config: WorkerConfig,
     pub(crate) events: broadcast::Sender<WorkerEvent>,
+    /// Whether this worker's first assignment may be another process's (a static takeover).
+    pub(crate) takeover: Takeover,
+}
+
+/// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
+/// what an eager revocation cancelled.
+#[derive(Default)]
+struct Stops {
+    revoking: Option<(i32, Waiting)>,
+    stopping: Option<Stopping>,
 }
 
 impl Loop {
@@ -48,28 +51,22 @@ impl Loop {
         shutdown: CancellationToken,
     ) -> Result<(), WorkerError> {
         let mut status = self.member.status();
-        let mut revoking: Option<(i32, Waiting)> = None;
-        let mut follow_up: Option<FollowUp> = None;
-        let mut last_applied: Option<GroupToken> = None;
-        // The join gate: the generation whose revocation the member waits for, and the stop
-        // of what an eager `on_revoked` cancelled.
-        let mut ack: Option<i32> = None;
-        let mut stopping: Option<Stopping> = None;
+        let mut reconciler = Reconciler::new(Settings {
+            stop_bound: self.config.stop_bound(),
+            session_timeout: self.config.member.membership.session_timeout,
+            takeover: self.takeover,
+        });
+        let mut stops = Stops::default();
+        // A member that Kafka removed while it could still reach the coordinator learns it at
+        // its next heartbeat; the new owners of its tasks wait that long, plus a round trip.
+        self.protocol
+            .set_lost_hold(self.config.member.membership.heartbeat_interval + LOST_HOLD_ROUND_TRIP);
         loop {
-            if let Some(generation) = ack
-                && revoking.is_none()
-                && stopping.is_none()
-            {
-                ack = None;
-                tracing::info!(generation, "revoked tasks stopped; the member rejoins");
-                if let Err(error) = self.member.revocations_done(generation).await {
-                    tracing::warn!(%error, "could not acknowledge the revocation");
-                }
-            }
-            let follow_up_at = follow_up.as_ref().map(|f| f.not_before);
+            self.act(&mut reconciler, &mut stops).await;
+            let timeout = reconciler.poll_timeout();
             tokio::select! {
                 biased;
-                () = shutdown.cancelled() => return self.stop_and_leave().await,
+                () = shutdown.cancelled() => return self.stop_and_leave(&mut member_events).await,
                 changed = status.changed() => {
                     if changed.is_err() {
                         // The driver ended; its last event says why.
@@ -84,35 +81,24 @@ impl Loop {
                 }
                 event = member_events.recv() => match event {
                     Ok(MemberEvent::Assigned { token, assignment }) => {
-                        let Some(applied) = self.assigned(&token, &assignment).await else {
-                            continue;
-                        };
-                        last_applied = Some(token.clone());
-                        ack = None;
-                        stopping = None;
-                        let (waiting, next) = applied;
-                        // A newer assignment supersedes what the last one asked for.
-                        revoking = waiting.map(|waiting| (token.generation_id, waiting));
-                        follow_up = next;
+                        if let Some(assigned) = self.assigned(&token, &assignment).await {
+                            reconciler.handle_assigned(Instant::now(), assigned);
+                        }
                     }
                     Ok(MemberEvent::Revoked { generation, reason }) => {
-                        // Rejoin only once the revoked tasks stopped: those of the last
-                        // assignment's revocations (`revoking`) and, with an eager assignor,
-                        // everything `on_revoked` cancelled.
                         tracing::debug!(generation, %reason, "revoked; holding the rejoin");
-                        ack = Some(generation);
-                        stopping = self.protocol.take_revocation();
+                        stops.stopping = self.protocol.take_revocation();
+                        reconciler.handle_revoked(generation, stops.stopping.is_some());
                     }
                     Ok(MemberEvent::Lost { generation, reason }) => {
-                        revoking = None;
-                        follow_up = None;
-                        ack = None;
-                        stopping = None;
+                        stops = Stops::default();
+                        reconciler.handle_lost();
                         tracing::warn!(?generation, ?reason, "membership lost; tasks stopped");
                         self.emit(WorkerEvent::Lost { generation });
                     }
                     Ok(MemberEvent::Joined { generation, member_id, leader }) => {
                         tracing::debug!(generation, %member_id, leader, "joined the group");
+                        reconciler.handle_joined(Instant::now());
                     }
                     Ok(MemberEvent::AssignmentFailed { generation, error }) => {
                         tracing::warn!(generation, %error, "the assignment failed; rejoining");
@@ -124,71 +110,118 @@ impl Loop {
                     Ok(_) => {}
                     Err(RecvError::Lagged(skipped)) => {
                         tracing::warn!(skipped, "worker fell behind the member's events");
-                        // An assignment may be among the skipped events: apply the current one.
-                        let now = self.member.current();
-                        // So may a revocation whose rejoin waits for this loop.
-                        if let Some(generation) = now.join_held {
-                            ack = Some(generation);
-                            stopping = stopping.take().or_else(|| self.protocol.take_revocation());
-                        }
-                        let current = now.generation.as_ref().map(|g| g.token());
-                        if let (MemberState::Stable, Some(token), Some(bytes)) =
-                            (now.state, current, now.assignment.as_ref())
-                            && last_applied.as_ref() != Some(&token)
-                            && let Some((waiting, next)) = self.assigned(&token, bytes).await
-                        {
-                            last_applied = Some(token.clone());
-                            revoking = waiting.map(|waiting| (token.generation_id, waiting));
-                            follow_up = next;
-                        }
+                        self.lagged(&mut reconciler, &mut stops).await;
                     }
                     Err(RecvError::Closed) => return self.member_ended(None).await,
                 },
                 report = async {
-                    match revoking.as_mut() {
+                    match stops.revoking.as_mut() {
                         Some((_, waiting)) => waiting.await,
                         None => std::future::pending().await,
                     }
                 } => {
-                    let generation = revoking.take().map_or(-1, |(generation, _)| generation);
+                    let generation = stops.revoking.take().map_or(-1, |(generation, _)| generation);
                     let stopped = report.stopped.graceful.len() + report.stopped.aborted.len();
                     tracing::info!(generation, stopped, "revoked tasks stopped");
-                    let not_before = follow_up
-                        .as_ref()
-                        .map_or_else(Instant::now, |f| f.not_before);
-                    follow_up = Some(FollowUp {
-                        generation,
-                        not_before,
-                        reason: "revoked tasks stopped (incremental cooperative follow-up)",
-                    });
+                    reconciler.handle_revocations_stopped(Instant::now(), generation);
                 }
                 report = async {
-                    match stopping.as_mut() {
+                    match stops.stopping.as_mut() {
                         Some(stopping) => stopping.stopped().await,
                         None => std::future::pending().await,
                     }
                 } => {
-                    stopping = None;
+                    stops.stopping = None;
                     let stopped = report.graceful.len() + report.aborted.len();
                     tracing::info!(stopped, "tasks of the revoked generation stopped");
+                    reconciler.handle_revoked_stopped();
                 }
-                () = sleep_until(follow_up_at), if revoking.is_none() => {
-                    if let Some(f) = follow_up.take() {
-                        self.rejoin_if_current(&f).await;
+                () = sleep_until(timeout) => reconciler.handle_timeout(Instant::now()),
+            }
+            self.protocol.set_held_claims(reconciler.held_claims());
+        }
+    }
+
+    /// Carries out the reconciler's actions, in order.
+    async fn act(&self, reconciler: &mut Reconciler, stops: &mut Stops) {
+        while let Some(action) = reconciler.poll_action() {
+            match action {
+                Action::Apply {
+                    change,
+                    await_revocations,
+                } => {
+                    let generation = change.token.generation;
+                    let token = GroupToken {
+                        generation_id: generation,
+                        member_id: change.token.member_id.to_string(),
+                    };
+                    let run = change.run.clone();
+                    let before: Vec<String> = self.runtime.owned().into_keys().collect();
+                    let waiting = self
+                        .protocol
+                        .if_live(generation, &token.member_id, || self.runtime.apply(change));
+                    reconciler.handle_applied(&token, waiting.is_some());
+                    let Some(waiting) = waiting else { continue };
+                    let leader = self
+                        .member
+                        .current()
+                        .generation
+                        .as_ref()
+                        .is_some_and(|g| g.generation_id == generation && g.is_leader());
+                    self.emit(WorkerEvent::Assigned {
+                        generation,
+                        member_id: token.member_id.clone(),
+                        leader,
+                        started: run
+                            .iter()
+                            .filter(|t| !before.contains(t))
+                            .cloned()
+                            .collect(),
+                        stopped: before
+                            .iter()
+                            .filter(|t| !run.contains(*t))
+                            .cloned()
+                            .collect(),
+                        tasks: run,
+                    });
+                    if await_revocations {
+                        stops.revoking = Some((generation, Box::pin(waiting)));
                     }
+                }
+                Action::AckRevocation { generation } => {
+                    if let Err(error) = self.member.revocations_done(generation).await {
+                        tracing::warn!(%error, "could not acknowledge the revocation");
+                    }
+                }
+                Action::Rejoin { generation, reason } => {
+                    self.rejoin_if_current(generation, reason).await;
                 }
             }
         }
     }
 
-    /// Applies an assignment. Returns the wait for its revocations (if any) and the follow-up
-    /// rejoin it asks for; `None` if the assignment is already stale.
-    async fn assigned(
-        &self,
-        token: &GroupToken,
-        bytes: &[u8],
-    ) -> Option<(Option<Waiting>, Option<FollowUp>)> {
-        let Some((lease, leader_id, protocol)) = self.lease_for(token).await else {
+    /// The loop missed events: catch up from the member's current status.
+    async fn lagged(&self, reconciler: &mut Reconciler, stops: &mut Stops) {
+        let now = self.member.current();
+        // A revocation whose rejoin waits for this loop may be among the skipped events.
+        let join_held = now.join_held;
+        if join_held.is_some() && stops.stopping.is_none() {
+            stops.stopping = self.protocol.take_revocation();
+        }
+        // So may an assignment: the current one is applied if it was not.
+        let current = match (now.state, now.generation.as_ref(), now.assignment.as_ref()) {
+            (MemberState::Stable, Some(generation), Some(bytes)) => {
+                self.assigned(&generation.token(), bytes).await
+            }
+            _ => None,
+        };
+        reconciler.handle_lagged(Instant::now(), join_held, stops.stopping.is_some(), current);
+    }
+
+    /// What the reconciler needs of an assignment: its lease, leader and assignor, and the
+    /// decoded bytes; `None` if the assignment is already stale.
+    async fn assigned(&self, token: &GroupToken, bytes: &[u8]) -> Option<Assigned> {
+        let Some((lease, leader, protocol)) = self.lease_for(token).await else {
             tracing::debug!(
                 generation = token.generation_id,
                 "assignment superseded before it applied"
@@ -206,77 +239,13 @@ impl Loop {
                 }
             }
         };
-        let (run, revoke, delay, fingerprint) = match &assignment {
-            Some(a) => (
-                a.tasks.clone(),
-                a.revoked.clone(),
-                a.rebalance_delay,
-                Some(a.catalogue_fingerprint),
-            ),
-            None => (BTreeSet::new(), BTreeSet::new(), None, None),
-        };
-        let before: BTreeSet<String> = self.runtime.owned().into_keys().collect();
-        let change = AssignmentChange {
-            token: FencingToken::new(token.generation_id, token.member_id.as_str()),
-            leader: leader_id.clone(),
-            valid_until: Instant::from_std(lease.valid_until),
-            run: run.clone(),
-            revoke: revoke.clone(),
-            leader_catalogue_fingerprint: fingerprint,
-        };
-        let Some(waiting) = self
-            .protocol
-            .if_live(token.generation_id, &token.member_id, || {
-                self.runtime.apply(change)
-            })
-        else {
-            tracing::debug!(
-                generation = token.generation_id,
-                "assignment lost before it applied"
-            );
-            return None;
-        };
-        let leader = leader_id == token.member_id;
-        let started: Vec<String> = run.difference(&before).cloned().collect();
-        let stopped: Vec<String> = before.difference(&run).cloned().collect();
-        self.emit(WorkerEvent::Assigned {
-            generation: token.generation_id,
-            member_id: token.member_id.clone(),
+        Some(Assigned {
+            token: token.clone(),
             leader,
-            tasks: run,
-            started,
-            stopped,
-        });
-
-        let generation = token.generation_id;
-        let guard = self.config.graceful_stop_timeout + self.config.abort_timeout;
-        let mut follow_up = delay.map(|d| FollowUp {
-            generation,
-            not_before: Instant::now() + d,
-            reason: "scheduled follow-up rebalance",
-        });
-        // Eager assignors revoked everything when the rebalance started and hand tasks to their
-        // new owners in the same round: their revocations need no follow-up round.
-        let eager = kroupier_assignor::by_name(&protocol)
-            .is_ok_and(|a| a.protocol() == kroupier_assignor::RebalanceProtocol::Eager);
-        if revoke.is_empty() || eager {
-            // Revoking members rejoin once their tasks stopped; a leader without revocations
-            // rejoins only after a delay, or as a guard if nobody else started the follow-up.
-            follow_up = if leader {
-                follow_up.map(|mut f| {
-                    if delay.is_some_and(|d| d.is_zero()) {
-                        f.not_before = Instant::now() + guard + Duration::from_secs(1);
-                        f.reason = "follow-up rebalance guard";
-                    }
-                    f
-                })
-            } else {
-                None
-            };
-            drop(waiting);
-            return Some((None, follow_up));
-        }
-        Some((Some(Box::pin(waiting)), follow_up))
+            eager: self.protocol.is_eager(&protocol),
+            assignment,
+            valid_until: Instant::from_std(lease.valid_until),
+        })
     }
 
     /// Waits (briefly) until the member's status shows the lease of `token`; with the leader's
@@ -320,31 +289,29 @@ impl Loop {
         }
     }
 
-    async fn rejoin_if_current(&self, follow_up: &FollowUp) {
+    async fn rejoin_if_current(&self, generation: i32, reason: &'static str) {
         let status = self.member.current();
         let current = status.generation.as_ref().map(|g| g.generation_id);
-        if current != Some(follow_up.generation) || status.state != MemberState::Stable {
+        if current != Some(generation) || status.state != MemberState::Stable {
             tracing::debug!(
-                generation = follow_up.generation,
+                generation,
                 ?current,
                 "follow-up rebalance not needed: the group moved on"
             );
             return;
         }
-        tracing::info!(
-            generation = follow_up.generation,
-            reason = follow_up.reason,
-            "rejoining"
-        );
-        if let Err(error) = self.member.rejoin(follow_up.reason).await {
+        tracing::info!(generation, reason, "rejoining");
+        if let Err(error) = self.member.rejoin(reason).await {
             tracing::warn!(%error, "could not rejoin");
         }
     }
 
     /// Graceful shutdown: stop every task, then LeaveGroup.
-    async fn stop_and_leave(&self) -> Result<(), WorkerError> {
-        let deadline =
-            Instant::now() + self.config.graceful_stop_timeout + self.config.abort_timeout;
+    async fn stop_and_leave(
+        &self,
+        member_events: &mut broadcast::Receiver<MemberEvent>,
+    ) -> Result<(), WorkerError> {
+        let deadline = Instant::now() + self.config.stop_bound();
         let report = self.runtime.shutdown(deadline).await;
         tracing::info!(
             graceful = report.graceful.len(),
@@ -352,9 +319,20 @@ impl Loop {
             unresponsive = report.unresponsive.len(),
             "tasks stopped; leaving the group"
         );
+        let membership = &self.config.member.membership;
+        if let Some(instance_id) = &membership.group_instance_id
+            && report.unresponsive.is_empty()
+            && let Some(generation) = self.member.current().generation
+        {
+            super::takeover::leave_note(&membership.group_id, instance_id, &generation.member_id);
+        }
         self.emit(WorkerEvent::Stopped);
+        let stopped = report.graceful.len() + report.aborted.len();
+        if membership.group_instance_id.is_none() && report.unresponsive.is_empty() && stopped > 0 {
+            self.hand_over(member_events).await;
+        }
         let leave = self.member.leave("the worker is shutting down");
-        if tokio::time::timeout(self.config.session_timeout, leave)
+        if tokio::time::timeout(self.config.member.membership.session_timeout, leave)
             .await
             .is_err()
         {
@@ -365,9 +343,59 @@ impl Loop {
         Ok(())
     }
 
+    /// After its tasks stopped, a dynamic worker rejoins once saying so (`leaving` in its
+    /// metadata) before it sends LeaveGroup: the leader then gives its tasks to others at once,
+    /// as tasks nobody runs, rather than as the tasks of a member Kafka removed, which the next
+    /// owners would hold back in case their previous owner still ran them. Bounded by the
+    /// session timeout; on any failure the worker just leaves (its tasks are then held back).
+    async fn hand_over(&self, member_events: &mut broadcast::Receiver<MemberEvent>) {
+        let status = self.member.current();
+        let Some(generation) = status.generation.as_ref().map(|g| g.generation_id) else {
+            return;
+        };
+        if status.state != MemberState::Stable {
+            return;
+        }
+        self.protocol.set_leaving();
+        let handed_over = async {
+            self.member
+                .rejoin("the worker is shutting down: its tasks are stopped and go to others")
+                .await
+                .ok()?;
+            loop {
+                match member_events.recv().await {
+                    Ok(MemberEvent::Revoked { generation: g, .. }) => {
+                        // Every task stopped already: the join gate may open at once.
+                        let _ = self.member.revocations_done(g).await;
+                    }
+                    Ok(MemberEvent::Assigned { token, .. }) if token.generation_id > generation => {
+                        return Some(token.generation_id);
+                    }
+                    Ok(
+                        MemberEvent::Lost { .. }
+                        | MemberEvent::Fenced { .. }
+                        | MemberEvent::Fatal { .. }
+                        | MemberEvent::Left,
+                    )
+                    | Err(RecvError::Closed) => return None,
+                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                        if let Some(g) = self.member.current().join_held {
+                            let _ = self.member.revocations_done(g).await;
+                        }
+                    }
+                }
+            }
+        };
+        let timeout = self.config.member.membership.session_timeout;
+        match tokio::time::timeout(timeout, handed_over).await {
+            Ok(Some(next)) => tracing::info!(generation = next, "tasks handed over; leaving"),
+            _ => tracing::warn!("could not hand the tasks over in a rebalance; leaving anyway"),
+        }
+    }
+
     /// The member stopped by itself (fenced, fatal, or its driver ended): stop every task.
     async fn member_ended(&self, event: Option<MemberEvent>) -> Result<(), WorkerError> {
-        let deadline = Instant::now() + self.config.abort_timeout;
+        let deadline = Instant::now() + self.config.abort_timeout();
         let _ = self.runtime.lost(deadline).await;
         let _ = self.runtime.shutdown(Instant::now()).await;
         self.emit(WorkerEvent::Stopped);

@@ -40,6 +40,7 @@ fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> 
         now: Duration::from_secs(1_000),
         leader: "a".into(),
         generation: 1,
+        lost_hold: Duration::ZERO,
     }
 }
 
@@ -207,4 +208,97 @@ fn static_members_are_keyed_by_instance_id() {
     assert_eq!(decoded[0].0, "b");
     assert_eq!(decoded[0].1.tasks, set(&["task-2", "task-3"]));
     assert_eq!(decoded[1].1.tasks, set(&["task-0", "task-1"]));
+}
+
+/// A round over `a`, `b`, `c` with 6 beats, then `c` vanishes (or leaves, with `leaving`).
+fn after_c_is_gone(leaving: bool) -> Vec<(String, Assignment)> {
+    let cat = beats(6);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let members: Vec<GroupMember> = ["a", "b", "c"]
+        .iter()
+        .map(|id| member(id, &["beat"], &[], fp))
+        .collect();
+    let mut first = round(&cat, &assignor);
+    first.lost_hold = Duration::from_millis(700);
+    let outcome = assign(&first, &members).unwrap();
+    let owned: Vec<Vec<(String, i32)>> = decode(&outcome)
+        .iter()
+        .map(|(_, a)| a.tasks.iter().map(|t| (t.clone(), 1)).collect())
+        .collect();
+    let claims =
+        |i: usize| -> Vec<(&str, i32)> { owned[i].iter().map(|(t, g)| (t.as_str(), *g)).collect() };
+    let mut members = vec![
+        member("a", &["beat"], &claims(0), fp),
+        member("b", &["beat"], &claims(1), fp),
+    ];
+    if leaving {
+        // c stopped everything and says so before it leaves.
+        let mut metadata = MemberMetadata::new("worker-c");
+        metadata.kinds = set(&["beat"]);
+        metadata.catalogue_fingerprint = fp;
+        metadata.leaving = true;
+        members.push(GroupMember {
+            member_id: "c".into(),
+            group_instance_id: None,
+            metadata: Bytes::from(metadata.encode()),
+        });
+    }
+    let mut next = round(&cat, &assignor);
+    next.memory = Some(&outcome.memory);
+    next.generation = 2;
+    next.lost_hold = Duration::from_millis(700);
+    decode(&assign(&next, &members).unwrap())
+}
+
+#[test]
+fn the_tasks_of_a_vanished_member_are_marked_lost_with_the_hold() {
+    let decoded = after_c_is_gone(false);
+    let lost: BTreeSet<String> = decoded.iter().flat_map(|(_, a)| a.lost.clone()).collect();
+    assert_eq!(lost.len(), 2, "c's two tasks: {decoded:?}");
+    for (_, a) in &decoded {
+        assert!(a.lost.is_subset(&a.tasks));
+        let expected = (!a.lost.is_empty()).then_some(Duration::from_millis(700));
+        assert_eq!(a.lost_hold, expected);
+    }
+    assert_eq!(decoded[0].1.member_id.as_deref(), Some("a"));
+}
+
+#[test]
+fn the_tasks_of_a_member_that_left_after_stopping_them_are_not_lost() {
+    let decoded = after_c_is_gone(true);
+    assert!(
+        decoded.iter().all(|(_, a)| a.lost.is_empty()),
+        "{decoded:?}"
+    );
+    let moved: usize = decoded[..2].iter().map(|(_, a)| a.tasks.len()).sum();
+    assert_eq!(moved, 6, "a and b run everything at once");
+    assert!(
+        decoded[2].1.tasks.is_empty(),
+        "the leaving member gets nothing"
+    );
+}
+
+#[test]
+fn a_leader_without_memory_suspects_only_unclaimed_tasks_of_a_running_group() {
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let mut with_hold = round(&cat, &assignor);
+    with_hold.lost_hold = Duration::from_millis(700);
+    // A cold start: nobody claims anything, nothing is held.
+    let cold: Vec<GroupMember> = ["a", "b"]
+        .iter()
+        .map(|id| member(id, &["beat"], &[], fp))
+        .collect();
+    let decoded = decode(&assign(&with_hold, &cold).unwrap());
+    assert!(decoded.iter().all(|(_, a)| a.lost.is_empty()));
+    // A new leader after the old one vanished: b claims two tasks, the other two were its.
+    let running = vec![
+        member("a", &["beat"], &[], fp),
+        member("b", &["beat"], &[("task-2", 1), ("task-3", 1)], fp),
+    ];
+    let decoded = decode(&assign(&with_hold, &running).unwrap());
+    let lost: BTreeSet<String> = decoded.iter().flat_map(|(_, a)| a.lost.clone()).collect();
+    assert_eq!(lost, set(&["task-0", "task-1"]));
 }

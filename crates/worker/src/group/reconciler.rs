@@ -1,0 +1,489 @@
+//! # The worker loop's decisions, sans-IO
+//!
+//! [`Reconciler`] decides what the worker does with each of its group member's events, and
+//! when, without doing any of it: no tasks, no sockets, no clock reads. The tokio loop in
+//! `run.rs` feeds it the member's events and the completion of the stops it started, and
+//! carries out what it asks, in the order it asks. Like the membership machine it sits on,
+//! it is driven on virtual time in its tests.
+//!
+//! Inputs: [`handle_joined`](Reconciler::handle_joined),
+//! [`handle_assigned`](Reconciler::handle_assigned) then
+//! [`handle_applied`](Reconciler::handle_applied) once the loop tried the apply,
+//! [`handle_revoked`](Reconciler::handle_revoked), [`handle_lost`](Reconciler::handle_lost),
+//! [`handle_lagged`](Reconciler::handle_lagged),
+//! [`handle_revocations_stopped`](Reconciler::handle_revocations_stopped),
+//! [`handle_revoked_stopped`](Reconciler::handle_revoked_stopped),
+//! [`handle_timeout`](Reconciler::handle_timeout). Outputs:
+//! [`poll_action`](Reconciler::poll_action) and [`poll_timeout`](Reconciler::poll_timeout).
+//!
+//! What it decides:
+//!
+//! - **Apply**: the assignment of a generation, as a runtime change. Tasks whose previous
+//!   owner vanished (the assignment's `lost`) start only after the hold the leader set, and a
+//!   static worker that took over another process's assignment without a rebalance starts
+//!   nothing until that process's lease has surely ended (see [`Takeover`]).
+//! - **Acknowledge a revocation** (the join gate): only once the revoked tasks have stopped —
+//!   those of the last assignment's revocations and, with an eager assignor, everything the
+//!   revocation cancelled.
+//! - **Rejoin**: the follow-up round of the incremental cooperative protocol, once revoked
+//!   tasks stopped, or after the delay the leader asked for; never for a generation the group
+//!   has left.
+//!
+//! One transition travels one way, once: the loop never decides, it only does.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use kroupier_coordinator::membership::FencingToken as GroupToken;
+use tokio::time::Instant;
+
+use crate::context::FencingToken;
+use crate::protocol::Assignment;
+use crate::runtime::AssignmentChange;
+
+/// Whether this worker's first assignment may belong to a process it replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Takeover {
+    /// A dynamic member, or a static one whose previous process is known to have stopped
+    /// every task: start at once.
+    Clean,
+    /// A static member that may have replaced a live process with the same
+    /// `group.instance.id` (Kafka hands the new process the old one's assignment, in the
+    /// same generation, without a rebalance). That process keeps passing its lease checks
+    /// until its own deadline, at most one session timeout after its last heartbeat, which
+    /// came before this member's JoinGroup: an assignment computed for another member id
+    /// waits one session timeout from this member's first join.
+    MustWait,
+}
+
+/// The reconciler's fixed settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    /// Graceful stop plus abort: the longest revoked tasks take to stop.
+    pub(crate) stop_bound: Duration,
+    /// The session timeout: how long a replaced process may hold its lease.
+    pub(crate) session_timeout: Duration,
+    /// See [`Takeover`].
+    pub(crate) takeover: Takeover,
+}
+
+/// An assignment delivered by SyncGroup, with what the loop learned around it.
+#[derive(Debug, Clone)]
+pub(crate) struct Assigned {
+    /// The generation and this member's id in it.
+    pub(crate) token: GroupToken,
+    /// The leader's member id.
+    pub(crate) leader: String,
+    /// Whether the group's assignor is eager (revokes everything before each rebalance).
+    pub(crate) eager: bool,
+    /// The decoded assignment; `None` if it was empty or did not decode (run nothing).
+    pub(crate) assignment: Option<Assignment>,
+    /// The lease of this generation.
+    pub(crate) valid_until: Instant,
+}
+
+/// What the loop must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Apply `change` through the runtime if its generation is still live, then report with
+    /// [`Reconciler::handle_applied`]; if `await_revocations`, wait for the revoked tasks to
+    /// stop and report with [`Reconciler::handle_revocations_stopped`].
+    Apply {
+        /// The change.
+        change: AssignmentChange,
+        /// Whether the loop must wait for its revocations before a follow-up rejoin.
+        await_revocations: bool,
+    },
+    /// The revoked tasks of `generation` stopped: open the join gate.
+    AckRevocation {
+        /// The generation whose revocation is acknowledged.
+        generation: i32,
+    },
+    /// Rejoin the group (the follow-up round of `generation`), if it is still the current one.
+    Rejoin {
+        /// The generation that asked for it.
+        generation: i32,
+        /// Why (KIP-800 reason).
+        reason: &'static str,
+    },
+}
+
+/// A rejoin the worker owes the group once revocations are done or a delay has passed.
+#[derive(Debug, Clone, Copy)]
+struct FollowUp {
+    generation: i32,
+    not_before: Instant,
+    reason: &'static str,
+}
+
+/// An apply waiting for the loop's report.
+#[derive(Debug, Clone)]
+struct Pending {
+    token: GroupToken,
+    await_revocations: bool,
+    follow_up: Option<FollowUp>,
+    /// It completes an assignment already applied (its held lost tasks): the revocation wait
+    /// and follow-up of that first apply stand.
+    completes: bool,
+}
+
+/// A held start: the full assignment, applied at `at` unless a newer one or a loss came first.
+#[derive(Debug, Clone)]
+struct Held {
+    at: Instant,
+    assigned: Assigned,
+    /// The assignment was applied without its lost tasks: this completes it. Otherwise nothing
+    /// of it was applied yet (a takeover's wait).
+    completes: bool,
+}
+
+/// The worker loop's state machine. See the [module guide](self).
+#[derive(Debug)]
+pub(crate) struct Reconciler {
+    settings: Settings,
+    /// When this member first joined (the takeover wait counts from it).
+    first_joined_at: Option<Instant>,
+    /// Whether any assignment was applied since the process started.
+    applied_once: bool,
+    /// The generation whose assignment was applied last (and not lost since).
+    stable: Option<GroupToken>,
+    pending: Option<Pending>,
+    /// The generation whose revocations are stopping (the loop awaits them).
+    revoking: Option<i32>,
+    /// Whether an eager revocation's stop is running (the loop awaits it).
+    stopping: bool,
+    /// The join gate: the generation whose revocation waits to be acknowledged.
+    ack: Option<i32>,
+    follow_up: Option<FollowUp>,
+    /// Nothing from the group starts before this instant (a static takeover's wait).
+    start_not_before: Option<Instant>,
+    held: Option<Held>,
+    actions: VecDeque<Action>,
+}
+
+impl Reconciler {
+    /// A reconciler with `settings`, before the first join.
+    pub(crate) fn new(settings: Settings) -> Self {
+        Reconciler {
+            settings,
+            first_joined_at: None,
+            applied_once: false,
+            stable: None,
+            pending: None,
+            revoking: None,
+            stopping: false,
+            ack: None,
+            follow_up: None,
+            start_not_before: None,
+            held: None,
+            actions: VecDeque::new(),
+        }
+    }
+
+    // ----- inputs -----
+
+    /// The member joined a generation.
+    pub(crate) fn handle_joined(&mut self, now: Instant) {
+        self.first_joined_at.get_or_insert(now);
+    }
+
+    /// SyncGroup delivered an assignment.
+    pub(crate) fn handle_assigned(&mut self, now: Instant, assigned: Assigned) {
+        self.held = None;
+        if let Some(until) = self.takeover_wait(&assigned) {
+            self.start_not_before = Some(until);
+        }
+        if let Some(at) = self.start_not_before.filter(|t| *t > now) {
+            tracing::warn!(
+                generation = assigned.token.generation_id,
+                wait_ms = (at - now).as_millis() as u64,
+                "this static worker took over another process's assignment; its tasks start \
+                 once that process's lease has surely ended"
+            );
+            self.held = Some(Held {
+                at,
+                assigned,
+                completes: false,
+            });
+            return;
+        }
+        let lost_hold = assigned
+            .assignment
+            .as_ref()
+            .filter(|a| !a.lost.is_empty())
+            .and_then(|a| a.lost_hold)
+            .filter(|d| !d.is_zero());
+        match lost_hold {
+            Some(hold) => {
+                // Start everything but the lost tasks now, and all of it after the hold.
+                let mut now_part = assigned.clone();
+                if let Some(a) = now_part.assignment.as_mut() {
+                    a.tasks = &a.tasks - &a.lost;
+                    a.lost.clear();
+                }
+                self.apply(now, now_part, false);
+                self.held = Some(Held {
+                    at: now + hold,
+                    assigned,
+                    completes: true,
+                });
+            }
+            None => self.apply(now, assigned, false),
+        }
+    }
+
+    /// The loop tried the last [`Action::Apply`] of `token`: `applied` is false if its
+    /// generation was lost or superseded before it could apply.
+    pub(crate) fn handle_applied(&mut self, token: &GroupToken, applied: bool) {
+        let Some(pending) = self.pending.take_if(|p| &p.token == token) else {
+            return;
+        };
+        if !applied {
+            tracing::debug!(
+                generation = token.generation_id,
+                "assignment lost before it applied"
+            );
+            return;
+        }
+        self.applied_once = true;
+        self.stable = Some(pending.token.clone());
+        if pending.completes {
+            return;
+        }
+        self.ack = None;
+        self.stopping = false;
+        // A newer assignment supersedes what the last one asked for.
+        self.revoking = pending
+            .await_revocations
+            .then_some(pending.token.generation_id);
+        self.follow_up = pending.follow_up;
+    }
+
+    /// A rebalance started: the member holds its JoinGroup until the revocation of
+    /// `generation` is acknowledged. `eager_stop`: the revocation cancelled tasks whose stop
+    /// the loop now awaits.
+    pub(crate) fn handle_revoked(&mut self, generation: i32, eager_stop: bool) {
+        self.stable = None;
+        // An eager assignor hands everything out again in the next generation: what this one
+        // held back must not start any more.
+        self.held = self.held.take().filter(|h| !h.assigned.eager);
+        self.ack = Some(generation);
+        self.stopping = eager_stop;
+        self.maybe_ack();
+    }
+
+    /// The membership was lost: every task is being stopped by the runtime.
+    pub(crate) fn handle_lost(&mut self) {
+        self.stable = None;
+        self.pending = None;
+        self.revoking = None;
+        self.follow_up = None;
+        self.ack = None;
+        self.stopping = false;
+        self.held = None;
+    }
+
+    /// The loop missed some of the member's events: `join_held` is the revocation the member
+    /// waits for, if any (`eager_stop` as in [`handle_revoked`](Self::handle_revoked)), and
+    /// `current` its current stable assignment, applied if it is not the last one applied.
+    pub(crate) fn handle_lagged(
+        &mut self,
+        now: Instant,
+        join_held: Option<i32>,
+        eager_stop: bool,
+        current: Option<Assigned>,
+    ) {
+        if let Some(generation) = join_held {
+            self.ack = Some(generation);
+            self.stopping |= eager_stop;
+        }
+        if let Some(assigned) = current
+            && self.stable.as_ref() != Some(&assigned.token)
+        {
+            self.handle_assigned(now, assigned);
+        }
+        self.maybe_ack();
+    }
+
+    /// The revocations of the assignment of `generation` have stopped.
+    pub(crate) fn handle_revocations_stopped(&mut self, now: Instant, generation: i32) {
+        if self.revoking != Some(generation) {
+            return;
+        }
+        self.revoking = None;
+        let not_before = self.follow_up.map_or(now, |f| f.not_before);
+        self.follow_up = Some(FollowUp {
+            generation,
+            not_before,
+            reason: "revoked tasks stopped (incremental cooperative follow-up)",
+        });
+        self.maybe_ack();
+    }
+
+    /// The tasks an eager revocation cancelled have stopped.
+    pub(crate) fn handle_revoked_stopped(&mut self) {
+        self.stopping = false;
+        self.maybe_ack();
+    }
+
+    /// Time passed: due follow-ups and held starts.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        if let Some(held) = self.held.take_if(|h| h.at <= now) {
+            if self.start_not_before.is_some_and(|t| t <= now) {
+                self.start_not_before = None;
+            }
+            if held.completes {
+                self.apply(now, held.assigned, true);
+            } else {
+                self.handle_assigned(now, held.assigned);
+            }
+        }
+        if self.revoking.is_none()
+            && let Some(f) = self.follow_up.take_if(|f| f.not_before <= now)
+        {
+            if self.stable.as_ref().map(|t| t.generation_id) == Some(f.generation) {
+                self.actions.push_back(Action::Rejoin {
+                    generation: f.generation,
+                    reason: f.reason,
+                });
+            } else {
+                tracing::debug!(
+                    generation = f.generation,
+                    "follow-up rebalance not needed: the group moved on"
+                );
+            }
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next action, in order.
+    pub(crate) fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) has work next.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let follow_up = self
+            .follow_up
+            .filter(|_| self.revoking.is_none())
+            .map(|f| f.not_before);
+        let held = self.held.as_ref().map(|h| h.at);
+        match (follow_up, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The tasks of a held start, with the generation they were granted in: the member still
+    /// claims them in its JoinGroup metadata, so that a rebalance during the wait keeps them
+    /// here rather than handing them to a third worker while their previous owner may run them.
+    pub(crate) fn held_claims(&self) -> Vec<(String, i32)> {
+        self.held
+            .as_ref()
+            .and_then(|h| {
+                let generation = h.assigned.token.generation_id;
+                let a = h.assigned.assignment.as_ref()?;
+                Some(a.tasks.iter().map(|t| (t.clone(), generation)).collect())
+            })
+            .unwrap_or_default()
+    }
+
+    // ----- internals -----
+
+    /// The instant until which a takeover must wait, if `assigned` is one.
+    fn takeover_wait(&mut self, assigned: &Assigned) -> Option<Instant> {
+        if self.settings.takeover != Takeover::MustWait || self.applied_once {
+            return None;
+        }
+        // Decided once, on the first assignment.
+        self.settings.takeover = Takeover::Clean;
+        let computed_for = assigned.assignment.as_ref()?.member_id.as_deref();
+        let has_tasks = assigned
+            .assignment
+            .as_ref()
+            .is_some_and(|a| !a.tasks.is_empty());
+        if computed_for == Some(assigned.token.member_id.as_str()) || !has_tasks {
+            return None;
+        }
+        let joined = self.first_joined_at?;
+        Some(joined + self.settings.session_timeout)
+    }
+
+    /// Asks the loop to apply `assigned`; `completes`: it completes an earlier apply of the
+    /// same assignment (its held lost tasks), which keeps that apply's waits and follow-up.
+    fn apply(&mut self, now: Instant, assigned: Assigned, completes: bool) {
+        let token = assigned.token.clone();
+        let generation = token.generation_id;
+        let (run, revoke, delay, fingerprint) = match &assigned.assignment {
+            Some(a) => (
+                a.tasks.clone(),
+                a.revoked.clone(),
+                a.rebalance_delay,
+                Some(a.catalogue_fingerprint),
+            ),
+            None => (BTreeSet::new(), BTreeSet::new(), None, None),
+        };
+        let leader = assigned.leader == token.member_id;
+        let mut follow_up = delay.map(|d| FollowUp {
+            generation,
+            not_before: now + d,
+            reason: "scheduled follow-up rebalance",
+        });
+        // Eager assignors revoked everything when the rebalance started and hand tasks to
+        // their new owners in the same round: their revocations need no follow-up round.
+        let await_revocations = !revoke.is_empty() && !assigned.eager;
+        if !await_revocations {
+            // Revoking members rejoin once their tasks stopped; a leader without revocations
+            // rejoins only after a delay, or as a guard if nobody else started the follow-up.
+            follow_up = if leader {
+                follow_up.map(|mut f| {
+                    if delay.is_some_and(|d| d.is_zero()) {
+                        f.not_before = now + self.settings.stop_bound + Duration::from_secs(1);
+                        f.reason = "follow-up rebalance guard";
+                    }
+                    f
+                })
+            } else {
+                None
+            };
+        }
+        if completes {
+            follow_up = self.follow_up;
+        }
+        let await_revocations = await_revocations && !completes;
+        let change = AssignmentChange {
+            token: FencingToken::new(generation, token.member_id.as_str()),
+            leader: assigned.leader.clone(),
+            valid_until: assigned.valid_until,
+            run,
+            revoke,
+            leader_catalogue_fingerprint: fingerprint,
+        };
+        self.pending = Some(Pending {
+            token,
+            await_revocations,
+            follow_up,
+            completes,
+        });
+        self.actions.push_back(Action::Apply {
+            change,
+            await_revocations,
+        });
+    }
+
+    /// Acknowledges the held revocation once nothing it waits for still runs.
+    fn maybe_ack(&mut self) {
+        if self.revoking.is_none()
+            && !self.stopping
+            && let Some(generation) = self.ack.take()
+        {
+            tracing::info!(generation, "revoked tasks stopped; the member rejoins");
+            self.actions.push_back(Action::AckRevocation { generation });
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "reconciler_tests.rs"]
+mod tests;

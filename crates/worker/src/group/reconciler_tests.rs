@@ -1,0 +1,378 @@
+//! The reconciler on virtual time: the revocation gate, lagging events, losses, and held
+//! starts (a static takeover's wait, lost tasks' hold).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kroupier_coordinator::membership::FencingToken as GroupToken;
+use tokio::time::Instant;
+
+use super::*;
+
+const SESSION: Duration = Duration::from_secs(6);
+const STOP: Duration = Duration::from_secs(6);
+
+fn reconciler(takeover: Takeover) -> Reconciler {
+    Reconciler::new(Settings {
+        stop_bound: STOP,
+        session_timeout: SESSION,
+        takeover,
+    })
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn token(generation: i32, member: &str) -> GroupToken {
+    GroupToken {
+        generation_id: generation,
+        member_id: member.to_owned(),
+    }
+}
+
+fn set(tasks: &[&str]) -> BTreeSet<String> {
+    tasks.iter().map(|t| (*t).to_owned()).collect()
+}
+
+/// The assignment of `generation` for member `m1` (led by `m0`): run `tasks`, revoke `revoked`.
+fn assigned(base: Instant, generation: i32, tasks: &[&str], revoked: &[&str]) -> Assigned {
+    let mut assignment = Assignment::new("m0", generation);
+    assignment.tasks = set(tasks);
+    assignment.revoked = set(revoked);
+    assignment.member_id = Some("m1".into());
+    Assigned {
+        token: token(generation, "m1"),
+        leader: "m0".into(),
+        eager: false,
+        assignment: Some(assignment),
+        valid_until: base + SESSION,
+    }
+}
+
+fn actions(r: &mut Reconciler) -> Vec<Action> {
+    std::iter::from_fn(|| r.poll_action()).collect()
+}
+
+/// Takes the single Apply action, reports it applied, and returns its change.
+fn applied(r: &mut Reconciler) -> (AssignmentChange, bool) {
+    let actions = actions(r);
+    let [
+        Action::Apply {
+            change,
+            await_revocations,
+        },
+    ] = actions.as_slice()
+    else {
+        panic!("expected one Apply, got {actions:?}")
+    };
+    let token = token(change.token.generation, &change.token.member_id);
+    r.handle_applied(&token, true);
+    (change.clone(), *await_revocations)
+}
+
+#[test]
+fn an_assignment_applies_at_once() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_joined(base);
+    r.handle_assigned(base, assigned(base, 1, &["a", "b"], &[]));
+    let (change, wait) = applied(&mut r);
+    assert_eq!(change.run, set(&["a", "b"]));
+    assert!(!wait);
+    assert_eq!(
+        r.poll_timeout(),
+        None,
+        "a follower without revocations owes nothing"
+    );
+}
+
+#[test]
+fn the_revocation_is_acknowledged_only_once_revoked_tasks_stopped() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a", "b", "c"], &[]));
+    applied(&mut r);
+    // Generation 2 revokes c (incremental cooperative): the member waits for it to stop.
+    r.handle_assigned(base + ms(100), assigned(base, 2, &["a", "b"], &["c"]));
+    let (_, wait) = applied(&mut r);
+    assert!(wait, "the loop awaits c's stop");
+    // A rebalance starts before c stopped: the join gate stays closed.
+    r.handle_revoked(2, false);
+    assert!(actions(&mut r).is_empty(), "no ack while c still stops");
+    assert_eq!(r.poll_timeout(), None, "no follow-up while revoking");
+    // c stopped: the gate opens.
+    r.handle_revocations_stopped(base + ms(900), 2);
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 2 }]);
+}
+
+#[test]
+fn cooperative_revocations_end_with_a_follow_up_rejoin() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 2, &["a"], &["c"]));
+    applied(&mut r);
+    r.handle_revocations_stopped(base + ms(500), 2);
+    assert_eq!(r.poll_timeout(), Some(base + ms(500)));
+    r.handle_timeout(base + ms(500));
+    assert_eq!(
+        actions(&mut r),
+        [Action::Rejoin {
+            generation: 2,
+            reason: "revoked tasks stopped (incremental cooperative follow-up)"
+        }]
+    );
+}
+
+#[test]
+fn an_eager_revocation_is_acknowledged_once_everything_it_cancelled_stopped() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut first = assigned(base, 1, &["a"], &[]);
+    first.eager = true;
+    r.handle_assigned(base, first);
+    applied(&mut r);
+    r.handle_revoked(1, true);
+    assert!(actions(&mut r).is_empty());
+    r.handle_revoked_stopped();
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 1 }]);
+}
+
+#[test]
+fn a_revocation_with_nothing_to_stop_is_acknowledged_at_once() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(1, false);
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 1 }]);
+}
+
+#[test]
+fn a_loss_drops_every_wait_and_follow_up() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 2, &["a"], &["c"]));
+    applied(&mut r);
+    r.handle_revoked(2, true);
+    r.handle_lost();
+    assert_eq!(r.poll_timeout(), None);
+    r.handle_revocations_stopped(base + ms(500), 2);
+    r.handle_timeout(base + Duration::from_secs(60));
+    assert!(
+        actions(&mut r).is_empty(),
+        "nothing is owed to a lost generation"
+    );
+}
+
+#[test]
+fn a_lost_generation_s_apply_is_not_recorded() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 2, &["a"], &["c"]));
+    assert!(matches!(actions(&mut r).as_slice(), [Action::Apply { .. }]));
+    // The generation was lost before the loop applied it.
+    r.handle_applied(&token(2, "m1"), false);
+    assert_eq!(
+        r.poll_timeout(),
+        None,
+        "no follow-up for an assignment never applied"
+    );
+}
+
+#[test]
+fn a_lagging_loop_acknowledges_the_held_revocation_and_applies_the_current_assignment() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    // Missed: generation 2's assignment, then a revocation whose gate now waits.
+    r.handle_lagged(
+        base + ms(50),
+        Some(2),
+        false,
+        Some(assigned(base, 2, &["a", "b"], &[])),
+    );
+    let actions = actions(&mut r);
+    assert!(
+        matches!(actions.as_slice(), [Action::Apply { change, .. }, Action::AckRevocation { generation: 2 }] if change.run == set(&["a", "b"])),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_lagging_loop_does_not_apply_the_same_assignment_twice() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    r.handle_lagged(base, None, false, Some(assigned(base, 1, &["a"], &[])));
+    assert!(actions(&mut r).is_empty());
+}
+
+#[test]
+fn a_lagging_loop_waits_for_an_eager_stop_before_acknowledging() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_lagged(base, Some(3), true, None);
+    assert!(actions(&mut r).is_empty());
+    r.handle_revoked_stopped();
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 3 }]);
+}
+
+#[test]
+fn a_static_takeover_starts_nothing_until_the_old_process_lease_has_ended() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    // Kafka handed this new process the old one's assignment, computed for member m-old.
+    let mut takeover = assigned(base, 5, &["a", "b"], &[]);
+    if let Some(a) = takeover.assignment.as_mut() {
+        a.member_id = Some("m-old".into());
+    }
+    r.handle_assigned(base + ms(20), takeover);
+    assert!(actions(&mut r).is_empty(), "nothing starts yet");
+    assert_eq!(r.poll_timeout(), Some(base + SESSION));
+    let claims: BTreeSet<_> = r.held_claims().into_iter().collect();
+    assert_eq!(
+        claims,
+        [("a".to_owned(), 5), ("b".to_owned(), 5)].into(),
+        "still claimed"
+    );
+    r.handle_timeout(base + SESSION - ms(1));
+    assert!(actions(&mut r).is_empty());
+    r.handle_timeout(base + SESSION);
+    let (change, _) = applied(&mut r);
+    assert_eq!(change.run, set(&["a", "b"]));
+    assert!(r.held_claims().is_empty());
+}
+
+#[test]
+fn a_takeover_wait_also_holds_a_newer_generation() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    let mut takeover = assigned(base, 5, &["a"], &[]);
+    if let Some(a) = takeover.assignment.as_mut() {
+        a.member_id = None; // an assignment from a leader of the earlier release
+    }
+    r.handle_assigned(base + ms(20), takeover);
+    // A rebalance during the wait: generation 6 keeps a (claimed) here.
+    r.handle_revoked(5, false);
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 5 }]);
+    r.handle_assigned(base + ms(500), assigned(base, 6, &["a"], &[]));
+    assert!(
+        actions(&mut r).is_empty(),
+        "still within the old process's lease"
+    );
+    r.handle_timeout(base + SESSION);
+    let (change, _) = applied(&mut r);
+    assert_eq!(change.token.generation, 6);
+}
+
+#[test]
+fn an_assignment_computed_for_this_member_is_no_takeover() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    r.handle_assigned(base, assigned(base, 5, &["a"], &[]));
+    assert_eq!(applied(&mut r).0.run, set(&["a"]));
+}
+
+#[test]
+fn a_clean_takeover_starts_at_once() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_joined(base);
+    let mut takeover = assigned(base, 5, &["a"], &[]);
+    if let Some(a) = takeover.assignment.as_mut() {
+        a.member_id = Some("m-old".into());
+    }
+    r.handle_assigned(base, takeover);
+    assert_eq!(applied(&mut r).0.run, set(&["a"]));
+}
+
+#[test]
+fn lost_tasks_start_after_the_hold_and_the_others_at_once() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut with_lost = assigned(base, 3, &["a", "b", "x"], &[]);
+    if let Some(a) = with_lost.assignment.as_mut() {
+        a.lost = set(&["x"]);
+        a.lost_hold = Some(ms(700));
+    }
+    r.handle_assigned(base, with_lost);
+    assert_eq!(applied(&mut r).0.run, set(&["a", "b"]));
+    assert_eq!(r.poll_timeout(), Some(base + ms(700)));
+    r.handle_timeout(base + ms(700));
+    assert_eq!(applied(&mut r).0.run, set(&["a", "b", "x"]));
+}
+
+#[test]
+fn a_newer_assignment_or_a_loss_cancels_a_hold() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
+    if let Some(a) = with_lost.assignment.as_mut() {
+        a.lost = set(&["x"]);
+        a.lost_hold = Some(ms(700));
+    }
+    r.handle_assigned(base, with_lost.clone());
+    applied(&mut r);
+    r.handle_lost();
+    r.handle_timeout(base + ms(700));
+    assert!(
+        actions(&mut r).is_empty(),
+        "x never starts for a lost generation"
+    );
+
+    r.handle_assigned(base + ms(800), with_lost);
+    applied(&mut r);
+    r.handle_assigned(base + ms(900), assigned(base, 4, &["a"], &[]));
+    assert_eq!(applied(&mut r).0.token.generation, 4);
+    r.handle_timeout(base + ms(2000));
+    assert!(
+        actions(&mut r).is_empty(),
+        "x went elsewhere in generation 4"
+    );
+}
+
+#[test]
+fn an_eager_revocation_cancels_held_starts() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
+    with_lost.eager = true;
+    if let Some(a) = with_lost.assignment.as_mut() {
+        a.lost = set(&["x"]);
+        a.lost_hold = Some(ms(700));
+    }
+    r.handle_assigned(base, with_lost);
+    applied(&mut r);
+    r.handle_revoked(3, true);
+    r.handle_timeout(base + ms(700));
+    assert!(actions(&mut r).is_empty());
+}
+
+#[test]
+fn a_leader_without_revocations_keeps_a_guard_follow_up() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut leading = assigned(base, 2, &["a"], &[]);
+    leading.leader = "m1".into();
+    if let Some(a) = leading.assignment.as_mut() {
+        a.rebalance_delay = Some(Duration::ZERO);
+    }
+    r.handle_assigned(base, leading);
+    applied(&mut r);
+    let guard = base + STOP + Duration::from_secs(1);
+    assert_eq!(r.poll_timeout(), Some(guard));
+    r.handle_timeout(guard);
+    assert!(matches!(
+        actions(&mut r).as_slice(),
+        [Action::Rejoin {
+            generation: 2,
+            reason: "follow-up rebalance guard"
+        }]
+    ));
+}

@@ -1,0 +1,171 @@
+//! # A static worker's handover note
+//!
+//! Kafka hands a process that joins with a known `group.instance.id` the assignment of the
+//! process it replaces, in the same generation, without a rebalance (KIP-345). If the old
+//! process is still alive — cut off from the broker, or paused for less than its session — it
+//! keeps passing its lease checks until its own deadline, so the new one must not start that
+//! assignment before then ([`Takeover::MustWait`]: one session timeout from its first join).
+//!
+//! A rolling restart should not pay that wait: the old process stopped every task before it
+//! exited. So a static worker that stops cleanly (every task stopped, none left unresponsive)
+//! leaves a note in the host's temporary directory naming its member id; the next process
+//! with the same group and instance id reads it (and removes it) before it joins, and asks the
+//! coordinator (DescribeGroups) which member id holds the instance id now. Only if that is the
+//! member id of the note does it start at once ([`Takeover::Clean`]): then the process being
+//! replaced is the one that wrote the note, and it has stopped. Any doubt — no note (a crash,
+//! another host), another member id (a third process took over meanwhile), no answer from the
+//! coordinator — means waiting.
+//!
+//! Assumption: one restart at a time per instance id (a process that takes the instance id
+//! over between the DescribeGroups and the JoinGroup of the next one is not seen).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+use kroupier_coordinator::observer::Observer;
+use serde::{Deserialize, Serialize};
+
+use super::reconciler::Takeover;
+
+/// How long the check may take before the worker gives up on it and waits instead.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a cleanly stopped static worker leaves for its successor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Note {
+    group: String,
+    instance_id: String,
+    member_id: String,
+    stopped_at_ms: u64,
+}
+
+/// Where the note of `instance_id` in `group` lives.
+fn note_path(group: &str, instance_id: &str) -> PathBuf {
+    let name: String = format!("{group}.{instance_id}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    std::env::temp_dir()
+        .join("kroupier-handover")
+        .join(format!("{name}.json"))
+}
+
+/// Records that the static worker `instance_id`, member `member_id` of `group`, stopped every
+/// task. Errors are logged: without a note the successor waits, which is safe.
+pub(crate) fn leave_note(group: &str, instance_id: &str, member_id: &str) {
+    let note = Note {
+        group: group.to_owned(),
+        instance_id: instance_id.to_owned(),
+        member_id: member_id.to_owned(),
+        stopped_at_ms: crate::journal::unix_ms(),
+    };
+    let path = note_path(group, instance_id);
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            let json = serde_json::to_vec(&note).map_err(std::io::Error::other)?;
+            std::fs::write(&path, json)
+        });
+    match written {
+        Ok(()) => {
+            tracing::info!(path = %path.display(), "left a handover note for the next process")
+        }
+        Err(error) => {
+            tracing::warn!(%error, path = %path.display(), "cannot write the handover note; the next process will wait one session timeout before starting")
+        }
+    }
+}
+
+/// Decides, before joining, whether this worker's first assignment may start at once.
+pub(crate) async fn policy(
+    cluster: &ClusterConfig,
+    group: &str,
+    instance_id: Option<&str>,
+) -> Takeover {
+    let Some(instance_id) = instance_id else {
+        return Takeover::Clean;
+    };
+    let path = note_path(group, instance_id);
+    let note: Option<Note> = std::fs::read(&path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    // A note is read once: a later process must not trust it again.
+    let _ = std::fs::remove_file(&path);
+    let Some(note) = note.filter(|n| n.group == group && n.instance_id == instance_id) else {
+        return Takeover::MustWait;
+    };
+    let describe = async {
+        let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
+        observer.describe_group(group).await.ok()
+    };
+    let holder = match tokio::time::timeout(DESCRIBE_TIMEOUT, describe).await {
+        Ok(Some(description)) => Some(
+            description
+                .members
+                .into_iter()
+                .find(|m| m.group_instance_id.as_deref() == Some(instance_id))
+                .map(|m| m.member_id),
+        ),
+        _ => None,
+    };
+    match holder {
+        // Nobody holds the instance id: joining starts a rebalance, nothing is taken over.
+        Some(None) => Takeover::Clean,
+        Some(Some(member_id)) if member_id == note.member_id => {
+            tracing::info!(
+                %member_id,
+                "the previous process of this instance id stopped cleanly; starting at once"
+            );
+            Takeover::Clean
+        }
+        _ => Takeover::MustWait,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn note_paths_are_plain_file_names() {
+        let path = note_path("orders/eu", "pod 1");
+        assert_eq!(
+            path.file_name().and_then(|n| n.to_str()),
+            Some("orders_eu.pod_1.json")
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_note_a_static_worker_waits_and_a_dynamic_one_does_not() {
+        let cluster = ClusterConfig::new("127.0.0.1:9");
+        let group = format!("no-note-{}", std::process::id());
+        assert_eq!(policy(&cluster, &group, None).await, Takeover::Clean);
+        assert_eq!(
+            policy(&cluster, &group, Some("w1")).await,
+            Takeover::MustWait
+        );
+    }
+
+    #[tokio::test]
+    async fn a_note_is_read_once_and_needs_the_coordinator_to_agree() {
+        let group = format!("note-{}", std::process::id());
+        leave_note(&group, "w1", "member-1");
+        assert!(note_path(&group, "w1").exists());
+        // No coordinator answers (nothing listens on port 9): the note cannot be confirmed.
+        let cluster = ClusterConfig::new("127.0.0.1:9");
+        assert_eq!(
+            policy(&cluster, &group, Some("w1")).await,
+            Takeover::MustWait
+        );
+        assert!(!note_path(&group, "w1").exists(), "the note was consumed");
+    }
+}
