@@ -15,6 +15,11 @@ pub enum RebalanceProtocol {
 ///
 /// Implementations do no IO and read no clock: the same input gives the same plan on every
 /// leader. The name is the protocol name offered in JoinGroup.
+///
+/// The trait is object safe, and `Send + Sync`: a worker holds its assignors as values
+/// (`Arc<dyn Assignor>`), built-in or the application's own, and calls the one the group
+/// selected on whichever member leads. State an assignor needs across rounds travels in the
+/// plan and the next input ([`CooperativeState`](crate::CooperativeState)), not in the value.
 pub trait Assignor: Send + Sync {
     /// The protocol name, as offered in JoinGroup (`round-robin`, `sticky`, `cooperative`).
     fn name(&self) -> &'static str;
@@ -24,6 +29,37 @@ pub trait Assignor: Send + Sync {
 
     /// Computes the plan for one round.
     fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError>;
+}
+
+/// A shared assignor is an assignor: a list of values of different types is a
+/// `Vec<Arc<dyn Assignor>>`, and each element plugs in where an assignor is expected.
+impl<A: Assignor + ?Sized> Assignor for std::sync::Arc<A> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn protocol(&self) -> RebalanceProtocol {
+        (**self).protocol()
+    }
+
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+        (**self).assign(input)
+    }
+}
+
+/// A boxed assignor (as [`by_name`] returns) is an assignor.
+impl<A: Assignor + ?Sized> Assignor for Box<A> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn protocol(&self) -> RebalanceProtocol {
+        (**self).protocol()
+    }
+
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+        (**self).assign(input)
+    }
 }
 
 /// The names of the built-in assignors, in the order of preference kroupier offers them.
