@@ -6,11 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier::worker::journal::Writer;
-use kroupier::worker::{Task, TaskContext, TaskError};
-use serde::Deserialize;
+use kroupier::worker::{Kind, Task, TaskContext, TaskError};
+use serde::{Deserialize, Serialize};
+
+/// The `beat` kind: its name, and its config type, checked by the compiler wherever a `beat`
+/// task is registered or added to the catalogue.
+pub const BEAT: Kind<BeatConfig> = Kind::new("beat");
 
 /// One `beat` task's config, as written in the catalogue (the same on every worker).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BeatConfig {
     /// How often the task beats, in milliseconds.
     pub every_ms: u64,

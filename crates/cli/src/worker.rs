@@ -7,6 +7,7 @@
 //! With `--exit-with-stdin` the worker exits at once when its standard input closes: the demo
 //! holds the other end, so workers never outlive it, however it ends.
 
+use std::convert::Infallible;
 use std::error::Error;
 use std::io::Read;
 use std::path::PathBuf;
@@ -14,10 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier_worker::journal::Writer;
-use kroupier_worker::{
-    Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerExit,
-};
-use serde::Deserialize;
+use kroupier_worker::shutdown::{Outcome, two_signals};
+use kroupier_worker::{Kind, Task, TaskContext, TaskError, WorkerBuilder, WorkerConfig};
+use serde::{Deserialize, Serialize};
 
 /// Arguments of `kroupier worker`.
 #[derive(Debug, clap::Args)]
@@ -48,8 +48,11 @@ pub struct Args {
     pub exit_with_stdin: bool,
 }
 
+/// The `beat` kind and its config type.
+const BEAT: Kind<BeatConfig> = Kind::new("beat");
+
 /// A `beat` task's config, from the catalogue.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct BeatConfig {
     every_ms: u64,
 }
@@ -83,7 +86,8 @@ impl Task for Beat {
     }
 }
 
-/// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group).
+/// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group); a second
+/// signal exits at once.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -104,48 +108,42 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create the journal dir {}: {e}", dir.display()))?;
     }
+    // The default assignor (cooperative) moves a dead worker's tasks at once; the abort
+    // timeout is derived from the session, within the self-fencing margin.
     let mut config = WorkerConfig::new(&args.group);
-    config.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    let member = &mut config.member;
+    member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    member.cluster.connection.client_id = format!("kroupier-{}", args.worker_id);
+    member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);
+    member.membership.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
     config.worker_id = args.worker_id.clone();
-    config.client_id = format!("kroupier-{}", args.worker_id);
-    config.session_timeout = Duration::from_millis(args.session_timeout_ms);
-    config.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
-    config.status_addr = None;
-    // A dead worker's tasks move at once.
-    config.lost_task_delay = Duration::ZERO;
-    // A lost worker must stop its tasks within the self-fencing margin.
-    config.abort_timeout = config
-        .abort_timeout
-        .min(config.effective_self_fence_margin() / 2);
+    config.status.addr = None;
 
     let worker_id: Arc<str> = args.worker_id.as_str().into();
     let journal_dir = args.journal_dir.clone();
     let mut builder = WorkerBuilder::new(config).register_with(
-        "beat",
-        move |config: &serde_json::Value| -> Result<Beat, serde_json::Error> {
+        BEAT,
+        move |config: BeatConfig| -> Result<Beat, Infallible> {
             Ok(Beat {
-                config: BeatConfig::deserialize(config)?,
+                config,
                 worker_id: worker_id.clone(),
                 journal_dir: journal_dir.clone(),
             })
         },
     );
     for i in 0..args.tasks {
-        builder = builder.task(TaskSpec::new(
-            format!("task-{i}"),
-            "beat",
-            serde_json::json!({ "every_ms": 100 }),
-        ));
+        builder = builder.typed_task(&BEAT, format!("task-{i}"), BeatConfig { every_ms: 100 });
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        let signals = crate::signal::signals()?;
         let worker = builder.spawn().await?;
-        match worker.until_signal().await? {
-            WorkerExit::Interrupted => Err("interrupted during the graceful shutdown".into()),
-            _ => Ok(()),
+        match two_signals(signals, |first| worker.run_until(first)).await {
+            Outcome::Interrupted => Err("interrupted during the graceful shutdown".into()),
+            Outcome::Finished(exit) => exit.map(drop).map_err(Into::into),
         }
     })
 }

@@ -62,15 +62,12 @@ async fn describe_json_shows_two_workers_and_their_tasks_on_the_embedded_coordin
     let mut workers = Vec::new();
     for id in ["worker-a", "worker-b"] {
         let mut config = WorkerConfig::new("cli-describe");
-        config.bootstrap_servers = vec![bootstrap.clone()];
+        config.member.cluster.bootstrap_servers = vec![bootstrap.clone()];
         config.worker_id = id.into();
-        config.client_id = format!("client-{id}");
-        config.session_timeout = Duration::from_secs(3);
-        config.heartbeat_interval = Duration::from_millis(500);
-        config.status_addr = None;
-        config.abort_timeout = config
-            .abort_timeout
-            .min(config.effective_self_fence_margin() / 2);
+        config.member.cluster.connection.client_id = format!("client-{id}");
+        config.member.membership.session_timeout = Duration::from_secs(3);
+        config.member.membership.heartbeat_interval = Duration::from_millis(500);
+        config.status.addr = None;
         let mut builder = WorkerBuilder::new(config).register::<Idle>("idle");
         for i in 0..4 {
             builder = builder.task(TaskSpec::new(

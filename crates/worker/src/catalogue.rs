@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::task::{Kind, TaskConfigError};
+
 /// One task instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
@@ -36,6 +38,28 @@ impl TaskSpec {
             kind: kind.into(),
             config,
             weight: 1,
+        }
+    }
+
+    /// A task of `kind` with `config`, weight 1. The config's type is the kind's, so a task
+    /// cannot name a kind it does not match; the kind's name is taken from `kind`.
+    ///
+    /// # Errors
+    /// [`TaskConfigError::InvalidConfig`] if `config` does not serialize to JSON (a map with
+    /// non-string keys, or a `Serialize` impl that fails).
+    pub fn typed<C: Serialize>(
+        kind: &Kind<C>,
+        id: impl Into<String>,
+        config: &C,
+    ) -> Result<Self, TaskConfigError> {
+        let id = id.into();
+        match serde_json::to_value(config) {
+            Ok(config) => Ok(TaskSpec::new(id, kind.name(), config)),
+            Err(error) => Err(TaskConfigError::InvalidConfig {
+                task_id: id,
+                kind: kind.name().to_owned(),
+                message: error.to_string(),
+            }),
         }
     }
 
@@ -221,6 +245,29 @@ mod tests {
 
     fn spec(id: &str, config: serde_json::Value) -> TaskSpec {
         TaskSpec::new(id, "copy", config)
+    }
+
+    #[test]
+    fn typed_specs_take_the_kinds_name_and_serialized_config() {
+        #[derive(Serialize)]
+        struct Copy {
+            table: &'static str,
+        }
+        const COPY: Kind<Copy> = Kind::new("copy");
+        let spec = TaskSpec::typed(&COPY, "copy-0", &Copy { table: "orders" }).unwrap();
+        assert_eq!(
+            spec,
+            TaskSpec::new("copy-0", "copy", json!({"table": "orders"}))
+        );
+
+        // A map with non-string keys has no JSON form: a clear error, not a panic.
+        let odd: Kind<BTreeMap<(u8, u8), u8>> = Kind::named("odd");
+        let err = TaskSpec::typed(&odd, "odd-0", &BTreeMap::from([((1, 2), 3)])).unwrap_err();
+        assert!(
+            matches!(&err, TaskConfigError::InvalidConfig { task_id, kind, .. }
+                if task_id == "odd-0" && kind == "odd"),
+            "{err:?}"
+        );
     }
 
     #[test]

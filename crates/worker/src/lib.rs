@@ -55,7 +55,7 @@
 //! assert_eq!(report.started, ["beat-0", "beat-1"]);
 //! assert_eq!(runtime.board().snapshot().group.generation, Some(1));
 //!
-//! // ... and on SIGTERM, before LeaveGroup:
+//! // ... and when the application shuts down, before LeaveGroup:
 //! let stopped = runtime.shutdown(Instant::now() + Duration::from_secs(6)).await;
 //! assert!(stopped.all_stopped());
 //! # }
@@ -66,7 +66,9 @@
 //! - [`context`]: the [`TaskContext`] a task runs with: fencing token, lease, cancellation;
 //! - [`supervisor`]: runs tasks, stops them within a bound, restarts them after failures;
 //! - [`protocol`]: the kroupier wire format (member metadata, assignments);
-//! - [`config`] and [`builder`]: the worker's config and its builder;
+//! - [`config`] and [`builder`]: the worker's config (nested, derived defaults, Kafka client
+//!   properties) and its builder (assignors as values, typed task kinds);
+//! - [`shutdown`]: the two-signal rule for binaries (the library handles no OS signal);
 //! - [`runtime`]: the seam the group driver calls with each assignment change;
 //! - [`group`]: the kroupier group protocol and the worker loop that joins the Kafka group;
 //! - [`status`]: task states and the status HTTP API;
@@ -81,13 +83,14 @@ pub mod group;
 pub mod journal;
 pub mod protocol;
 pub mod runtime;
+pub mod shutdown;
 pub mod status;
 pub mod supervisor;
 pub mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
-pub use config::WorkerConfig;
+pub use config::{StatusConfig, TasksConfig, WorkerConfig};
 pub use context::{FencingToken, Lease, LeaseError, MemberLease, TaskContext};
 pub use group::{WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerProtocol};
 pub use runtime::{ApplyReport, AssignmentChange, Runtime};
@@ -95,4 +98,4 @@ pub use status::{StatusBoard, TaskState, TaskStatus, TaskTable, WorkerStatus};
 pub use supervisor::{
     InvalidConfig, RestartPolicy, StartOutcome, StopReport, Supervisor, SupervisorConfig,
 };
-pub use task::{Registry, Task, TaskConfigError, TaskError};
+pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};

@@ -38,10 +38,12 @@
 //! assert!(registry.contains("ticker"));
 //! ```
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -63,6 +65,90 @@ use crate::context::{LeaseError, TaskContext};
 pub trait Task: Send + 'static {
     /// Runs the task until it is cancelled, finishes, or fails.
     fn run(self, ctx: TaskContext) -> impl Future<Output = Result<(), TaskError>> + Send;
+}
+
+/// A task kind: its name, and in its type the config its tasks take.
+///
+/// Declare each kind once, as a constant, and use it both to register the kind and to add its
+/// tasks: the name cannot be misspelt between the two, and a task's config is checked against
+/// the kind's config type at compile time.
+///
+/// `C` is what the catalogue's JSON config deserializes into: the task struct itself for
+/// [`WorkerBuilder::register`](crate::WorkerBuilder::register), or a separate config struct
+/// for [`WorkerBuilder::register_with`](crate::WorkerBuilder::register_with).
+///
+/// # Examples
+///
+/// ```
+/// use kroupier_worker::{Kind, Task, TaskContext, TaskError, WorkerBuilder, WorkerConfig};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Beat { every_ms: u64 }
+///
+/// impl Task for Beat {
+///     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+///         ctx.cancelled().await;
+///         Ok(())
+///     }
+/// }
+///
+/// const BEAT: Kind<Beat> = Kind::new("beat");
+///
+/// let runtime = WorkerBuilder::new(WorkerConfig::new("beats"))
+///     .register(BEAT)
+///     .typed_task(&BEAT, "beat-0", Beat { every_ms: 100 })
+///     .build_runtime()
+///     .unwrap();
+/// assert_eq!(runtime.supervisor().catalogue().len(), 1);
+/// ```
+pub struct Kind<C> {
+    name: Cow<'static, str>,
+    config: PhantomData<fn() -> C>,
+}
+
+impl<C> Kind<C> {
+    /// The kind called `name` (sent in each worker's metadata, so keep it stable).
+    pub const fn new(name: &'static str) -> Self {
+        Kind {
+            name: Cow::Borrowed(name),
+            config: PhantomData,
+        }
+    }
+
+    /// A kind whose name is known only at run time.
+    pub fn named(name: impl Into<String>) -> Self {
+        Kind {
+            name: Cow::Owned(name.into()),
+            config: PhantomData,
+        }
+    }
+
+    /// The kind's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<C> Clone for Kind<C> {
+    fn clone(&self) -> Self {
+        Kind {
+            name: self.name.clone(),
+            config: PhantomData,
+        }
+    }
+}
+
+impl<C> fmt::Debug for Kind<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Kind").field(&self.name).finish()
+    }
+}
+
+impl<C> From<&'static str> for Kind<C> {
+    fn from(name: &'static str) -> Self {
+        Kind::new(name)
+    }
 }
 
 /// Why a task's `run` returned early.

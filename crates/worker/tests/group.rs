@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use kroupier_assignor::{Assignor, Cooperative, CooperativeConfig, Sticky};
 use kroupier_embedded::{CoordinatorHandle, EmbeddedCoordinator};
 use kroupier_worker::{
     Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerHandle, WorkerStatus,
@@ -37,17 +38,20 @@ async fn coordinator() -> CoordinatorHandle {
         .expect("the embedded coordinator starts")
 }
 
-fn config(bootstrap: &str, group: &str, worker: &str, assignor: &str) -> WorkerConfig {
+fn config(bootstrap: &str, group: &str, worker: &str) -> WorkerConfig {
     let mut config = WorkerConfig::new(group);
-    config.bootstrap_servers = vec![bootstrap.to_owned()];
+    config.member.cluster.bootstrap_servers = vec![bootstrap.to_owned()];
     config.worker_id = worker.to_owned();
-    config.client_id = worker.to_owned();
-    config.assignors = vec![assignor.to_owned()];
-    config.session_timeout = Duration::from_secs(3);
-    config.heartbeat_interval = Duration::from_millis(500);
-    config.abort_timeout = Duration::from_millis(200);
-    config.status_addr = None;
+    worker.clone_into(&mut config.member.cluster.connection.client_id);
+    config.member.membership.session_timeout = Duration::from_secs(3);
+    config.member.membership.heartbeat_interval = Duration::from_millis(500);
+    config.tasks.abort_timeout = Some(Duration::from_millis(200));
+    config.status.addr = None;
     config
+}
+
+fn builder(config: WorkerConfig, assignor: impl Assignor + 'static) -> WorkerBuilder {
+    WorkerBuilder::new(config).assignor(assignor)
 }
 
 fn specs(kind: &str, n: usize) -> Vec<TaskSpec> {
@@ -105,26 +109,30 @@ async fn a_rolling_upgrade_gives_new_kinds_only_to_workers_that_know_them() {
     let coordinator = coordinator().await;
     let bootstrap = coordinator.bootstrap();
     // The upgraded worker knows kind `new`; it starts first, so it leads.
-    let upgraded = WorkerBuilder::new(config(&bootstrap, "upgrade", "upgraded", "cooperative"))
-        .register::<Beat>("old")
-        .register::<Beat>("new")
-        .catalogue(
-            &kroupier_worker::Catalogue::from_specs(
-                specs("old", 4).into_iter().chain(specs("new", 2)),
-            )
+    let upgraded = builder(
+        config(&bootstrap, "upgrade", "upgraded"),
+        Cooperative::default(),
+    )
+    .register::<Beat>("old")
+    .register::<Beat>("new")
+    .catalogue(
+        &kroupier_worker::Catalogue::from_specs(specs("old", 4).into_iter().chain(specs("new", 2)))
             .unwrap(),
-        )
-        .spawn()
-        .await
-        .unwrap();
+    )
+    .spawn()
+    .await
+    .unwrap();
     let all: BTreeSet<String> = (0..4)
         .map(|i| format!("old-{i}"))
         .chain((0..2).map(|i| format!("new-{i}")))
         .collect();
     until(&[&upgraded], |s| exactly_once(s, &all)).await;
 
-    let mut older = WorkerBuilder::new(config(&bootstrap, "upgrade", "older", "cooperative"))
-        .register::<Beat>("old");
+    let mut older = builder(
+        config(&bootstrap, "upgrade", "older"),
+        Cooperative::default(),
+    )
+    .register::<Beat>("old");
     for spec in specs("old", 4) {
         older = older.task(spec);
     }
@@ -166,8 +174,7 @@ async fn an_eager_group_spreads_tasks_and_takes_them_over_on_shutdown() {
     let coordinator = coordinator().await;
     let bootstrap = coordinator.bootstrap();
     let start = |id: &str| {
-        let mut builder =
-            WorkerBuilder::new(config(&bootstrap, "eager", id, "sticky")).register::<Beat>("beat");
+        let mut builder = builder(config(&bootstrap, "eager", id), Sticky).register::<Beat>("beat");
         for spec in specs("beat", 6) {
             builder = builder.task(spec);
         }
@@ -192,11 +199,15 @@ async fn a_lost_workers_tasks_wait_the_lost_task_delay_then_move() {
     let coordinator = coordinator().await;
     let bootstrap = coordinator.bootstrap();
     let start = |id: &str| {
-        let mut config = config(&bootstrap, "lost-delay", id, "cooperative");
+        let mut config = config(&bootstrap, "lost-delay", id);
         // Static: its shutdown sends no LeaveGroup, so the group sees it vanish, as a crash.
-        config.group_instance_id = Some(id.to_owned());
-        config.lost_task_delay = Duration::from_secs(2);
-        let mut builder = WorkerBuilder::new(config).register::<Beat>("beat");
+        config.member.membership.group_instance_id = Some(id.to_owned());
+        let cooperative = Cooperative::new(CooperativeConfig {
+            lost_task_delay: Duration::from_secs(2),
+            ..CooperativeConfig::default()
+        })
+        .unwrap();
+        let mut builder = builder(config, cooperative).register::<Beat>("beat");
         for spec in specs("beat", 4) {
             builder = builder.task(spec);
         }

@@ -17,6 +17,7 @@ use clap::Parser;
 use kroupier::coordinator::driver::MemberConfig;
 use kroupier::coordinator::election::{ElectionEvent, Elector};
 use kroupier::worker::journal::unix_ms;
+use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;
 
 /// Elect one leader among the processes sharing a Kafka group.
@@ -59,21 +60,6 @@ fn print(id: &str, event: &ElectionEvent) {
     let _ = out.flush();
 }
 
-async fn terminated() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(e) => {
-            eprintln!("leader_election: cannot listen for SIGTERM: {e}");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-}
-
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
@@ -87,8 +73,9 @@ async fn main() -> std::process::ExitCode {
     let heartbeat = Duration::from_millis(args.heartbeat_interval_ms);
     let mut config =
         MemberConfig::new(&args.bootstrap, &args.group).with_timeouts(session, heartbeat);
-    // The broker enforces its own bounds (INVALID_SESSION_TIMEOUT names them).
-    config.membership.min_session_timeout = config.membership.min_session_timeout.min(session);
+    // No client-side guess of the broker's session bounds: the broker checks the session
+    // timeout against its own group.min/max.session.timeout.ms, and its error names them.
+    config.membership.min_session_timeout = Duration::ZERO;
     config.cluster.connection.client_id = format!("leader_election-{}", args.id);
 
     let (elector, driver) = match Elector::new(config, &args.id, true) {

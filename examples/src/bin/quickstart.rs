@@ -12,17 +12,21 @@
 //! stderr (`RUST_LOG`). SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
 //! signal exits at once.
 
+use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use kroupier::assignor::{Assignor, by_name};
 use kroupier::worker::journal::unix_ms;
-use kroupier::worker::{TaskSpec, WorkerBuilder, WorkerConfig, WorkerEvent, WorkerExit};
-use kroupier_examples::beat::{Beat, BeatConfig, BeatEnv};
-use serde::Deserialize;
+use kroupier::worker::shutdown::{Outcome, two_signals};
+use kroupier::worker::{WorkerBuilder, WorkerConfig, WorkerEvent};
+use kroupier_examples::beat::{BEAT, Beat, BeatConfig, BeatEnv};
+use kroupier_examples::os_signals;
 
 /// Run `beat` tasks in a Kafka group.
 #[derive(Debug, Parser)]
@@ -114,24 +118,34 @@ async fn main() -> ExitCode {
         .init();
     let args = Args::parse();
 
-    // The worker: where Kafka is, which group, how fast to fail over.
+    // The worker: where Kafka is, which group, how fast to fail over. What depends on the
+    // session (self-fencing margin, abort timeout) is derived from it.
     let mut config = WorkerConfig::new(&args.group);
-    config.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    let member = &mut config.member;
+    member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    member.cluster.connection.client_id = format!("quickstart-{}", args.worker_id);
+    member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);
+    member.membership.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
+    member.membership.group_instance_id = args.static_membership.then(|| args.worker_id.clone());
     config.worker_id = args.worker_id.clone();
-    config.client_id = format!("quickstart-{}", args.worker_id);
-    config.session_timeout = Duration::from_millis(args.session_timeout_ms);
-    config.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
-    config.group_instance_id = args.static_membership.then(|| args.worker_id.clone());
-    config.status_addr = Some(args.status_addr);
-    config.assignors = args.assignors.clone();
-    // A dead worker's tasks move at once (Kafka Connect waits 5 minutes by default).
-    config.lost_task_delay = Duration::ZERO;
-    // A lost worker must stop its tasks within the self-fencing margin.
-    config.abort_timeout = config
-        .abort_timeout
-        .min(config.effective_self_fence_margin() / 2);
-    config.restart.max_attempts = args.max_attempts;
-    config.restart.initial_backoff = Duration::from_millis(args.restart_backoff_ms);
+    config.status.addr = Some(args.status_addr);
+    config.tasks.restart.max_attempts = args.max_attempts;
+    config.tasks.restart.initial_backoff = Duration::from_millis(args.restart_backoff_ms);
+
+    // Assignors are values; the built-in ones can be looked up by name. The default
+    // cooperative assignor moves a dead worker's tasks at once (Connect waits 5 minutes).
+    let assignors: Result<Vec<Arc<dyn Assignor>>, _> = args
+        .assignors
+        .iter()
+        .map(|name| by_name(name).map(Arc::from))
+        .collect();
+    let assignors = match assignors {
+        Ok(assignors) => assignors,
+        Err(e) => {
+            eprintln!("quickstart: {e}");
+            return ExitCode::from(2);
+        }
+    };
 
     if let Some(dir) = &args.journal_dir
         && let Err(e) = std::fs::create_dir_all(dir)
@@ -144,22 +158,30 @@ async fn main() -> ExitCode {
         journal_dir: args.journal_dir.clone(),
     };
 
-    // The task kind, built from each task's config with serde, plus the worker's environment.
-    let mut builder = WorkerBuilder::new(config).register_with(
-        "beat",
-        move |config: &serde_json::Value| -> Result<Beat, serde_json::Error> {
-            Ok(Beat {
-                config: BeatConfig::deserialize(config)?,
-                env: env.clone(),
-            })
-        },
-    );
-    // The catalogue: the same on every worker of the group.
+    // The task kind: each task's typed config, plus the worker's environment.
+    let mut builder = WorkerBuilder::new(config)
+        .assignors(assignors)
+        .register_with(
+            BEAT,
+            move |config: BeatConfig| -> Result<Beat, Infallible> {
+                Ok(Beat {
+                    config,
+                    env: env.clone(),
+                })
+            },
+        );
+    // The catalogue: the same on every worker of the group; configs are checked by the compiler.
     for i in 0..args.tasks {
         let id = format!("task-{i}");
         let panic = args.panic_task.as_deref() == Some(id.as_str());
-        let config = serde_json::json!({ "every_ms": 100, "panic": panic });
-        builder = builder.task(TaskSpec::new(id, "beat", config));
+        builder = builder.typed_task(
+            &BEAT,
+            id,
+            BeatConfig {
+                every_ms: 100,
+                panic,
+            },
+        );
     }
 
     let worker = match builder.spawn().await {
@@ -182,12 +204,13 @@ async fn main() -> ExitCode {
         }
     });
 
-    let exit = worker.until_signal().await;
+    // SIGTERM or ctrl-c: stop the tasks and leave; a second signal exits at once.
+    let outcome = two_signals(os_signals(), |first| worker.run_until(first)).await;
     let _ = tokio::time::timeout(Duration::from_secs(1), printer).await;
-    match exit {
-        Ok(WorkerExit::Interrupted) => ExitCode::from(130),
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
+    match outcome {
+        Outcome::Interrupted => ExitCode::from(130),
+        Outcome::Finished(Ok(_)) => ExitCode::SUCCESS,
+        Outcome::Finished(Err(e)) => {
             eprintln!("quickstart: {e}");
             ExitCode::FAILURE
         }

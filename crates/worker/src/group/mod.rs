@@ -2,8 +2,9 @@
 //!
 //! [`WorkerBuilder::spawn`](crate::WorkerBuilder::spawn) joins the group with the kroupier
 //! [`WorkerProtocol`] on `kroupier-coordinator`'s driver and runs the worker loop;
-//! [`WorkerBuilder::run`](crate::WorkerBuilder::run) does the same and also handles SIGTERM and
-//! ctrl-c.
+//! [`WorkerBuilder::run_until`](crate::WorkerBuilder::run_until) does the same and stops the
+//! worker when the future it is given completes. The library handles no OS signal: the
+//! application owns them (see [`shutdown`](crate::shutdown) for the two-signal rule).
 //!
 //! ```text
 //!  member event            worker loop                              runtime
@@ -17,7 +18,7 @@
 //!  lease extended          every successful heartbeat               extend_lease(valid_until)
 //!  Lost (callback)         stop every task within the margin        lost(deadline)
 //!  Fenced / Fatal          stop every task, report the error        lost + shutdown
-//!  SIGTERM / ctrl-c        stop every task, then LeaveGroup, Ok     shutdown(deadline)
+//!  shutdown future         stop every task, then LeaveGroup, Ok     shutdown(deadline)
 //! ```
 //!
 //! The member runs with the join gate (`await_revocation`): after a revocation its JoinGroup
@@ -48,11 +49,12 @@
 //!
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut config = WorkerConfig::new("orders");
-//! config.bootstrap_servers = vec!["127.0.0.1:9092".into()];
+//! config.member.cluster.bootstrap_servers = vec!["127.0.0.1:9092".into()];
 //! let exit = WorkerBuilder::new(config)
 //!     .register::<Copy>("copy")
 //!     .task(TaskSpec::new("copy-0", "copy", serde_json::json!({"table": "orders"})))
-//!     .run()
+//!     // Any future: a signal, a channel, a test's timer.
+//!     .run_until(async { let _ = tokio::signal::ctrl_c().await; })
 //!     .await?;
 //! println!("worker ended: {exit:?}");
 //! # Ok(()) }
@@ -60,10 +62,10 @@
 
 mod leader;
 mod protocol;
+mod reconciler;
 mod run;
+mod takeover;
 
-#[cfg(test)]
-mod signal_tests;
 #[cfg(test)]
 mod tests;
 
@@ -71,7 +73,8 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kroupier_coordinator::driver::{Member, MemberConfig, MemberError, MemberHandle};
+use kroupier_assignor::Assignor;
+use kroupier_coordinator::driver::{Member, MemberError, MemberHandle};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -115,14 +118,12 @@ pub enum WorkerError {
     Panicked(String),
 }
 
-/// How [`WorkerBuilder::run`](crate::WorkerBuilder::run) ended without an error.
+/// How [`WorkerHandle::run_until`] ended without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WorkerExit {
-    /// SIGTERM or ctrl-c: tasks stopped, LeaveGroup sent.
+    /// The shutdown future completed: tasks stopped, LeaveGroup sent.
     Shutdown,
-    /// A second signal came during the graceful shutdown: it was cut short.
-    Interrupted,
     /// The member left the group by itself.
     Left,
 }
@@ -181,7 +182,8 @@ impl WorkerHandle {
         &self.member
     }
 
-    /// Where the status API listens (the bound port when the config asked for port 0).
+    /// Where the status API listens (the bound port when the config asked for port 0, as it
+    /// does by default); `None` when it is disabled.
     pub fn status_addr(&self) -> Option<SocketAddr> {
         self.status_addr
     }
@@ -211,38 +213,39 @@ impl WorkerHandle {
 }
 
 impl WorkerHandle {
-    /// Runs until SIGTERM or ctrl-c: then stops every task, sends LeaveGroup and returns
-    /// [`WorkerExit::Shutdown`]; a second signal cuts that short ([`WorkerExit::Interrupted`]).
-    /// Returns early if the member ends by itself.
-    pub async fn until_signal(self) -> Result<WorkerExit, WorkerError> {
-        run_until_signal(self).await
+    /// Runs until `shutdown` completes: then stops every task (within the graceful stop timeout
+    /// plus the abort timeout), sends LeaveGroup and returns [`WorkerExit::Shutdown`]. Returns
+    /// earlier if the member ends by itself: [`WorkerExit::Left`], or the error that ended it,
+    /// after stopping every task.
+    ///
+    /// `shutdown` is any future: a signal the application listens for, a channel, a timer.
+    /// See [`shutdown::two_signals`](crate::shutdown::two_signals) for the usual policy of a
+    /// service binary.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<WorkerExit, WorkerError> {
+        let stop = self.shutdown.clone();
+        let mut wait = std::pin::pin!(self.wait());
+        tokio::select! {
+            result = &mut wait => return result.map(|()| WorkerExit::Left),
+            () = shutdown => {}
+        }
+        tracing::info!("shutdown requested: stopping tasks, then leaving the group");
+        stop.cancel();
+        wait.await.map(|()| WorkerExit::Shutdown)
     }
-}
-
-/// The member config for a worker config.
-pub(crate) fn member_config(config: &WorkerConfig) -> MemberConfig {
-    let mut member = MemberConfig::new(&config.bootstrap_servers.join(","), &config.group_id)
-        .with_timeouts(config.session_timeout, config.heartbeat_interval);
-    let membership = &mut member.membership;
-    membership.rebalance_timeout = config.rebalance_timeout.max(config.session_timeout);
-    membership.group_instance_id = config.group_instance_id.clone();
-    membership.self_fence_margin = config.self_fence_margin;
-    // Revoked tasks stop before this worker rejoins (the worker loop acknowledges).
-    membership.await_revocation = true;
-    // The broker enforces its own bounds (INVALID_SESSION_TIMEOUT names them).
-    membership.min_session_timeout = membership.min_session_timeout.min(config.session_timeout);
-    member.cluster.connection.client_id = config.client_id.clone();
-    member
 }
 
 /// Binds the status API, joins the group and starts the worker loop.
 pub(crate) async fn spawn(
     config: WorkerConfig,
     runtime: Runtime,
+    assignors: Vec<Arc<dyn Assignor>>,
 ) -> Result<WorkerHandle, WorkerError> {
     let runtime = Arc::new(runtime);
     let shutdown = CancellationToken::new();
-    let listener = match config.status_addr {
+    let listener = match config.status.addr {
         Some(addr) => Some(
             crate::status::http::bind(addr)
                 .await
@@ -255,15 +258,24 @@ pub(crate) async fn spawn(
         .map(|l| l.local_addr())
         .transpose()
         .map_err(WorkerError::StatusApi)?;
+    if let Some(addr) = status_addr {
+        tracing::info!(worker = %config.worker_id, %addr, "status API listening");
+    }
 
     let protocol = Arc::new(WorkerProtocol::new(
         runtime.clone(),
-        config.assignors.clone(),
-        config.lost_task_delay,
-        config.effective_self_fence_margin(),
-        config.abort_timeout,
+        assignors,
+        config.self_fence_margin(),
+        config.abort_timeout(),
     ));
-    let (member, driver) = Member::new(member_config(&config), protocol.clone())?;
+    // Before joining: a static worker's join may replace a live process (see takeover.rs).
+    let takeover = takeover::policy(
+        &config.member.cluster,
+        &config.member.membership.group_id,
+        config.member.membership.group_instance_id.as_deref(),
+    )
+    .await;
+    let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;
     let member_events = member.events();
     tokio::spawn(driver);
 
@@ -285,6 +297,7 @@ pub(crate) async fn spawn(
         runtime: runtime.clone(),
         protocol,
         member: member.clone(),
+        takeover,
         config,
         events: events.clone(),
     };
@@ -298,74 +311,4 @@ pub(crate) async fn spawn(
         server_stop,
         task,
     })
-}
-
-/// Runs a spawned worker until SIGTERM or ctrl-c (graceful), a second signal (cut short), or
-/// the member's end.
-async fn run_until_signal(handle: WorkerHandle) -> Result<WorkerExit, WorkerError> {
-    let mut signals = Signals::new();
-    let shutdown = handle.shutdown.clone();
-    until_signals(handle.wait(), shutdown, &mut signals).await
-}
-
-/// Where shutdown signals come from: the OS ([`Signals`]) or, in tests, a channel.
-trait SignalSource {
-    /// Completes at the next signal.
-    fn next(&mut self) -> impl Future<Output = ()> + Send + '_;
-}
-
-/// The two-signal rule, apart from the OS signals so it can be tested: the first signal starts
-/// the graceful shutdown (`shutdown` is cancelled and the worker's own end is awaited), a second
-/// one returns [`WorkerExit::Interrupted`] at once.
-async fn until_signals<W>(
-    wait: W,
-    shutdown: CancellationToken,
-    signals: &mut impl SignalSource,
-) -> Result<WorkerExit, WorkerError>
-where
-    W: Future<Output = Result<(), WorkerError>>,
-{
-    let mut wait = std::pin::pin!(wait);
-    tokio::select! {
-        result = &mut wait => return result.map(|()| WorkerExit::Left),
-        () = signals.next() => {}
-    }
-    tracing::info!(
-        "signal received: stopping tasks, then leaving the group (again to exit at once)"
-    );
-    shutdown.cancel();
-    tokio::select! {
-        result = &mut wait => result.map(|()| WorkerExit::Shutdown),
-        () = signals.next() => Ok(WorkerExit::Interrupted),
-    }
-}
-
-/// SIGTERM and ctrl-c (SIGINT), as one stream.
-struct Signals {
-    #[cfg(unix)]
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Self {
-        Signals {
-            #[cfg(unix)]
-            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .map_err(|error| tracing::warn!(%error, "cannot listen for SIGTERM"))
-                .ok(),
-        }
-    }
-}
-
-impl SignalSource for Signals {
-    async fn next(&mut self) {
-        #[cfg(unix)]
-        if let Some(term) = self.term.as_mut() {
-            tokio::select! {
-                _ = term.recv() => return,
-                _ = tokio::signal::ctrl_c() => return,
-            }
-        }
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

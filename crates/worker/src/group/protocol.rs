@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use kroupier_assignor::{Assignor, Cooperative, CooperativeConfig, RebalanceProtocol};
+use kroupier_assignor::{Assignor, RebalanceProtocol};
 use kroupier_coordinator::membership::{
     AssignContext, AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
     MemberMetadata as GroupMember, ProtocolMetadata,
 };
 use tokio::time::Instant;
 
-use super::leader::{self, Memory, Round};
+use super::leader::{self, LostHold, Memory, Round};
 use crate::protocol::PROTOCOL_TYPE;
 use crate::runtime::Runtime;
 use crate::supervisor::StopReport;
@@ -37,21 +37,6 @@ impl fmt::Debug for Stopping {
     }
 }
 
-/// The assignor called `name`, with the worker's lost-task delay for `cooperative`.
-pub(crate) fn assignor_for(
-    name: &str,
-    lost_task_delay: Duration,
-) -> Result<Box<dyn Assignor>, kroupier_assignor::AssignError> {
-    if name == "cooperative" {
-        let config = CooperativeConfig {
-            lost_task_delay,
-            ..CooperativeConfig::default()
-        };
-        return Ok(Box::new(Cooperative::new(config)?));
-    }
-    kroupier_assignor::by_name(name)
-}
-
 /// What the protocol remembers between callbacks.
 #[derive(Debug, Default)]
 struct State {
@@ -68,11 +53,20 @@ struct State {
     /// With an eager assignor: the stop of everything `on_revoked` cancelled, until the worker
     /// loop takes it to await it before acknowledging the revocation.
     revocation: Option<Stopping>,
+    /// Tasks assigned here whose start the worker loop holds back (a static takeover's wait,
+    /// lost tasks' hold): still claimed in the metadata, so a rebalance meanwhile keeps them.
+    held_claims: BTreeMap<String, i32>,
+    /// How the members hold back tasks whose previous owner vanished (see
+    /// `leader::Round::lost_hold`); this worker's heartbeat interval goes into its metadata.
+    lost_hold: Option<LostHold>,
+    /// The worker stopped every task to shut down: its metadata says so.
+    leaving: bool,
 }
 
 /// The kroupier group protocol of one worker.
 ///
-/// - `protocols`: one entry per configured assignor, in preference order, each carrying the
+/// - `protocols`: one entry per assignor (a value implementing [`Assignor`], built-in or the
+///   application's own), in preference order, each carrying the
 ///   worker's [`MemberMetadata`](crate::protocol::MemberMetadata) (owned tasks with their
 ///   generation, kinds, catalogue fingerprint, capacity, rack).
 /// - `assign` (leader): decodes every member's metadata, gives tasks only to members that list
@@ -86,29 +80,26 @@ struct State {
 ///   self-fencing margin.
 ///
 /// Assignments themselves are applied by the worker loop, which also knows the lease.
-#[derive(Debug)]
 pub struct WorkerProtocol {
     runtime: Arc<Runtime>,
-    assignors: Vec<String>,
-    lost_task_delay: Duration,
+    /// The assignors offered, most preferred first; their names are the protocol names.
+    assignors: Vec<Arc<dyn Assignor>>,
     self_fence_margin: Duration,
     abort_timeout: Duration,
     state: Mutex<State>,
 }
 
 impl WorkerProtocol {
-    /// The protocol for `runtime`, offering `assignors` (most preferred first).
+    /// The protocol for `runtime`, offering `assignors` (most preferred first, unique names).
     pub fn new(
         runtime: Arc<Runtime>,
-        assignors: Vec<String>,
-        lost_task_delay: Duration,
+        assignors: Vec<Arc<dyn Assignor>>,
         self_fence_margin: Duration,
         abort_timeout: Duration,
     ) -> Self {
         WorkerProtocol {
             runtime,
             assignors,
-            lost_task_delay,
             self_fence_margin,
             abort_timeout,
             state: Mutex::new(State::default()),
@@ -155,8 +146,52 @@ impl WorkerProtocol {
         self.state().revocation.take()
     }
 
-    fn is_eager(name: &str) -> bool {
-        kroupier_assignor::by_name(name).is_ok_and(|a| a.protocol() == RebalanceProtocol::Eager)
+    /// The worker stopped every task to shut down: its next metadata says `leaving`.
+    pub(crate) fn set_leaving(&self) {
+        let mut state = self.state();
+        state.leaving = true;
+        state.held_claims.clear();
+    }
+
+    /// Sets how long, in the assignments this member computes as leader, the new owners of
+    /// lost tasks wait before starting them.
+    pub(crate) fn set_lost_hold(&self, hold: LostHold) {
+        self.state().lost_hold = Some(hold);
+    }
+
+    /// Replaces the tasks the worker loop holds back, claimed in the next metadata.
+    pub(crate) fn set_held_claims(&self, claims: Vec<(String, i32)>) {
+        let claims: BTreeMap<String, i32> = claims.into_iter().collect();
+        let mut state = self.state();
+        if state.held_claims != claims {
+            state.held_claims = claims;
+        }
+    }
+
+    /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
+    pub(crate) fn is_eager(&self, name: &str) -> bool {
+        self.assignor(name)
+            .is_some_and(|a| a.protocol() == RebalanceProtocol::Eager)
+    }
+
+    /// The configured assignor whose protocol name is `name`.
+    fn assignor(&self, name: &str) -> Option<&dyn Assignor> {
+        self.assignors
+            .iter()
+            .find(|a| a.name() == name)
+            .map(|a| a.as_ref())
+    }
+}
+
+impl fmt::Debug for WorkerProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.assignors.iter().map(|a| a.name()).collect();
+        f.debug_struct("WorkerProtocol")
+            .field("runtime", &self.runtime)
+            .field("assignors", &names)
+            .field("self_fence_margin", &self.self_fence_margin)
+            .field("abort_timeout", &self.abort_timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -173,11 +208,16 @@ impl GroupProtocol for WorkerProtocol {
                 metadata.owned.entry(task.clone()).or_insert(*generation);
             }
         }
+        for (task, generation) in &state.held_claims {
+            metadata.owned.entry(task.clone()).or_insert(*generation);
+        }
+        metadata.leaving = state.leaving;
+        metadata.heartbeat_interval = state.lost_hold.map(|h| h.heartbeat_interval);
         drop(state);
         let bytes = Bytes::from(metadata.encode());
         self.assignors
             .iter()
-            .map(|name| ProtocolMetadata::new(name.clone(), bytes.clone()))
+            .map(|assignor| ProtocolMetadata::new(assignor.name(), bytes.clone()))
             .collect()
     }
 
@@ -187,23 +227,25 @@ impl GroupProtocol for WorkerProtocol {
         members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         let protocol_name = context.protocol_name.as_str();
-        if !self.assignors.iter().any(|a| a == protocol_name) {
+        let Some(assignor) = self.assignor(protocol_name) else {
             return Err(AssignError::UnknownProtocol(protocol_name.to_owned()));
-        }
-        let assignor = assignor_for(protocol_name, self.lost_task_delay)
-            .map_err(|e| AssignError::Failed(e.to_string()))?;
-        let memory = self.state().memory.clone();
+        };
+        let (memory, lost_hold) = {
+            let state = self.state();
+            (state.memory.clone(), state.lost_hold)
+        };
         let catalogue = self.runtime.supervisor().catalogue();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let round = Round {
             catalogue: &catalogue,
-            assignor: assignor.as_ref(),
+            assignor,
             memory: memory.as_ref(),
             now,
             leader: context.leader_member_id.clone(),
             generation: context.generation_id,
+            lost_hold,
         };
         let outcome =
             leader::assign(&round, members).map_err(|e| AssignError::Failed(e.to_string()))?;
@@ -252,7 +294,7 @@ impl GroupProtocol for WorkerProtocol {
     fn on_revoked(&self, generation: &Generation) {
         self.runtime.rebalance_started();
         let mut state = self.state();
-        if Self::is_eager(&generation.protocol_name) {
+        if self.is_eager(&generation.protocol_name) {
             // Eager: stop everything before the rejoin (lease checks fail from this call).
             state.eager_previous = Some(self.runtime.owned());
             drop(state);
@@ -267,6 +309,7 @@ impl GroupProtocol for WorkerProtocol {
             state.memory = None;
             state.pending = None;
             state.eager_previous = None;
+            state.held_claims.clear();
             state.live = None;
             // The loss stops every task within its own bound; nothing to acknowledge.
             state.revocation = None;
@@ -309,9 +352,11 @@ mod tests {
     }
 
     fn protocol(assignors: &[&str]) -> WorkerProtocol {
-        let mut builder = WorkerBuilder::new(WorkerConfig::new("g"))
-            .configure(|c| c.worker_id = "w1".into())
-            .register::<Idle>("idle");
+        let mut builder = WorkerBuilder::new(WorkerConfig {
+            worker_id: "w1".into(),
+            ..WorkerConfig::new("g")
+        })
+        .register::<Idle>("idle");
         for i in 0..3 {
             builder = builder.task(TaskSpec::new(
                 format!("t-{i}"),
@@ -321,8 +366,10 @@ mod tests {
         }
         WorkerProtocol::new(
             Arc::new(builder.build_runtime().unwrap()),
-            assignors.iter().map(|s| s.to_string()).collect(),
-            Duration::ZERO,
+            assignors
+                .iter()
+                .map(|name| Arc::from(kroupier_assignor::by_name(name).unwrap()))
+                .collect(),
             Duration::from_secs(3),
             Duration::from_secs(1),
         )

@@ -47,13 +47,13 @@ impl Task for SlowStop {
 
 fn config(bootstrap: &str, group: &str, id: &str) -> WorkerConfig {
     let mut config = WorkerConfig::new(group);
-    config.bootstrap_servers = vec![bootstrap.to_owned()];
+    config.member.cluster.bootstrap_servers = vec![bootstrap.to_owned()];
     config.worker_id = id.to_owned();
-    config.client_id = id.to_owned();
-    config.session_timeout = Duration::from_secs(3);
-    config.heartbeat_interval = Duration::from_millis(500);
-    config.abort_timeout = Duration::from_millis(200);
-    config.status_addr = None;
+    id.clone_into(&mut config.member.cluster.connection.client_id);
+    config.member.membership.session_timeout = Duration::from_secs(3);
+    config.member.membership.heartbeat_interval = Duration::from_millis(500);
+    config.tasks.abort_timeout = Some(Duration::from_millis(200));
+    config.status.addr = None;
     config
 }
 
@@ -118,9 +118,10 @@ async fn an_eager_worker_rejoins_only_after_its_revoked_tasks_stopped() {
     let bootstrap = coordinator.bootstrap();
     let spawn = |id: &'static str| {
         let mut config = config(&bootstrap, "join-gate", id);
-        config.assignors = vec!["sticky".to_owned()];
-        config.graceful_stop_timeout = Duration::from_secs(3);
-        let mut builder = WorkerBuilder::new(config).register::<SlowStop>("slow");
+        config.tasks.graceful_stop_timeout = Duration::from_secs(3);
+        let mut builder = WorkerBuilder::new(config)
+            .assignor(kroupier_assignor::Sticky)
+            .register::<SlowStop>("slow");
         for i in 0..4 {
             builder = builder.task(TaskSpec::new(
                 format!("gate-{i}"),

@@ -1,0 +1,342 @@
+//! A [`WorkerConfig`] from Kafka client properties (`bootstrap.servers`, `group.id`,
+//! `session.timeout.ms`, ...), given as a map or as a `.properties` file, as Kafka's own tools
+//! take them with `--command-config`. The keys are listed in the [module guide](super).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::WorkerConfig;
+
+/// Why client properties could not become a [`WorkerConfig`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PropertiesError {
+    /// A key kroupier does not read.
+    #[error("unknown property `{key}`: {hint}")]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// A value that does not parse.
+    #[error("property `{key}` has the invalid value `{value}`: expected {expected}")]
+    InvalidValue {
+        /// The key.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What the key takes.
+        expected: &'static str,
+    },
+    /// The properties file cannot be read.
+    #[error("cannot read the properties file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        source: std::io::Error,
+    },
+    /// A line of the properties file is not `key=value`.
+    #[error("{}:{line}: {reason}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The line number, from 1.
+        line: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+/// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`), kept for TLS and SASL.
+///
+/// Values may be secrets (`sasl.jaas.config`, `ssl.key.password`): `Debug` shows the keys only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecurityProperties(BTreeMap<String, String>);
+
+impl SecurityProperties {
+    /// Whether `key` is a security property: `security.protocol`, `sasl.*` or `ssl.*`.
+    pub fn is_security_key(key: &str) -> bool {
+        key == "security.protocol" || key.starts_with("sasl.") || key.starts_with("ssl.")
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// The keys, sorted.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
+    /// Whether none is set.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets `key` to `value`.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.0.insert(key.into(), value.into());
+    }
+}
+
+impl fmt::Debug for SecurityProperties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl WorkerConfig {
+    /// The defaults, changed by Kafka client `properties` (see the
+    /// [table](crate::config#kafka-client-properties) of keys).
+    ///
+    /// # Errors
+    /// [`PropertiesError::UnknownKey`] or [`PropertiesError::InvalidValue`], naming the key.
+    /// Rules between values are checked later, by [`validate`](Self::validate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use std::time::Duration;
+    /// use kroupier_worker::WorkerConfig;
+    ///
+    /// let properties = BTreeMap::from([
+    ///     ("bootstrap.servers".to_owned(), "kafka-1:9092,kafka-2:9092".to_owned()),
+    ///     ("group.id".to_owned(), "orders".to_owned()),
+    ///     ("session.timeout.ms".to_owned(), "6000".to_owned()),
+    /// ]);
+    /// let config = WorkerConfig::from_properties(&properties)?;
+    /// assert_eq!(config.member.cluster.bootstrap_servers, ["kafka-1:9092", "kafka-2:9092"]);
+    /// assert_eq!(config.member.membership.session_timeout, Duration::from_secs(6));
+    /// # Ok::<(), kroupier_worker::config::PropertiesError>(())
+    /// ```
+    pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Self, PropertiesError> {
+        let mut config = WorkerConfig::default();
+        for (key, value) in properties {
+            config.set_property(key, value)?;
+        }
+        if !config.security.is_empty() {
+            let keys: Vec<&str> = config.security.keys().collect();
+            tracing::warn!(
+                ?keys,
+                "security properties are not supported yet and are ignored: kroupier connects \
+                 in plaintext"
+            );
+        }
+        Ok(config)
+    }
+
+    /// [`from_properties`](Self::from_properties) with the properties of a Java `.properties`
+    /// file: `key=value` (or `key: value`) lines, `#` and `!` comments, `\` line continuations
+    /// and escapes.
+    ///
+    /// # Errors
+    /// [`PropertiesError::Read`], [`PropertiesError::Syntax`], or those of `from_properties`.
+    pub fn from_properties_file(path: impl AsRef<Path>) -> Result<Self, PropertiesError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PropertiesError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let properties = parse(&text).map_err(|(line, reason)| PropertiesError::Syntax {
+            path: path.to_owned(),
+            line,
+            reason,
+        })?;
+        Self::from_properties(&properties)
+    }
+
+    /// Sets the field that Kafka client property `key` names.
+    ///
+    /// # Errors
+    /// [`PropertiesError::UnknownKey`] or [`PropertiesError::InvalidValue`], naming the key.
+    pub fn set_property(&mut self, key: &str, value: &str) -> Result<(), PropertiesError> {
+        let member = &mut self.member;
+        let value = value.trim();
+        match key {
+            "bootstrap.servers" => {
+                member.cluster.bootstrap_servers = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
+            "client.id" => value.clone_into(&mut member.cluster.connection.client_id),
+            "client.rack" => self.rack = Some(value.to_owned()),
+            "group.id" => value.clone_into(&mut member.membership.group_id),
+            "group.instance.id" => member.membership.group_instance_id = Some(value.to_owned()),
+            "session.timeout.ms" => member.membership.session_timeout = millis(key, value)?,
+            "heartbeat.interval.ms" => member.membership.heartbeat_interval = millis(key, value)?,
+            "rebalance.timeout.ms" => member.membership.rebalance_timeout = millis(key, value)?,
+            "request.timeout.ms" => {
+                member.membership.request_timeout = millis(key, value)?;
+                member.cluster.connection.request_timeout = member.membership.request_timeout;
+            }
+            "retry.backoff.ms" => {
+                member.membership.retry_backoff = millis(key, value)?;
+                member.cluster.retry_backoff = member.membership.retry_backoff;
+            }
+            "retry.backoff.max.ms" => {
+                member.membership.retry_backoff_max = millis(key, value)?;
+                member.cluster.retry_backoff_max = member.membership.retry_backoff_max;
+            }
+            "reconnect.backoff.ms" => member.cluster.reconnect_backoff = millis(key, value)?,
+            "reconnect.backoff.max.ms" => {
+                member.cluster.reconnect_backoff_max = millis(key, value)?;
+            }
+            "socket.connection.setup.timeout.ms" => {
+                member.cluster.connection.connect_timeout = millis(key, value)?;
+            }
+            "task.shutdown.graceful.timeout.ms" => {
+                self.tasks.graceful_stop_timeout = millis(key, value)?;
+            }
+            "kroupier.worker.id" => value.clone_into(&mut self.worker_id),
+            "kroupier.capacity" => {
+                self.capacity = Some(parse_as(key, value, "a whole number of weight units")?);
+            }
+            "kroupier.task.abort.timeout.ms" => {
+                self.tasks.abort_timeout = Some(millis(key, value)?);
+            }
+            "kroupier.self.fence.margin.ms" => {
+                member.membership.self_fence_margin = Some(millis(key, value)?);
+            }
+            "kroupier.group.min.session.timeout.ms" => {
+                member.membership.min_session_timeout = millis(key, value)?;
+            }
+            "kroupier.status.addr" => {
+                self.status.addr = if value.eq_ignore_ascii_case("none") {
+                    None
+                } else {
+                    Some(parse_as::<SocketAddr>(
+                        key,
+                        value,
+                        "`ip:port` (port 0 picks a free one) or `none`",
+                    )?)
+                };
+            }
+            _ if SecurityProperties::is_security_key(key) => self.security.insert(key, value),
+            "partition.assignment.strategy" => {
+                return Err(PropertiesError::UnknownKey {
+                    key: key.to_owned(),
+                    hint: "assignors are values: give them to WorkerBuilder::assignor",
+                });
+            }
+            _ => {
+                return Err(PropertiesError::UnknownKey {
+                    key: key.to_owned(),
+                    hint: "kroupier does not read it; fix its spelling or remove it (the \
+                           documentation of kroupier_worker::config lists the keys)",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_as<T: FromStr>(
+    key: &str,
+    value: &str,
+    expected: &'static str,
+) -> Result<T, PropertiesError> {
+    value.parse().map_err(|_| PropertiesError::InvalidValue {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        expected,
+    })
+}
+
+fn millis(key: &str, value: &str) -> Result<Duration, PropertiesError> {
+    parse_as(key, value, "a whole number of milliseconds").map(Duration::from_millis)
+}
+
+/// The key/value pairs of a Java `.properties` text; a later key replaces an earlier one.
+/// Errors carry the (1-based) line number.
+pub(super) fn parse(text: &str) -> Result<BTreeMap<String, String>, (usize, &'static str)> {
+    let mut properties = BTreeMap::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((index, line)) = lines.next() {
+        let mut logical = line.trim_start().to_owned();
+        if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
+            continue;
+        }
+        // An odd number of trailing backslashes continues the line.
+        while ends_with_continuation(&logical) {
+            logical.pop();
+            match lines.next() {
+                Some((_, next)) => logical.push_str(next.trim_start()),
+                None => break,
+            }
+        }
+        let (key, value) = split_key_value(&logical);
+        let key = unescape(key).map_err(|reason| (index + 1, reason))?;
+        let value = unescape(value).map_err(|reason| (index + 1, reason))?;
+        if key.is_empty() {
+            return Err((index + 1, "the line has a value but no key"));
+        }
+        properties.insert(key, value);
+    }
+    Ok(properties)
+}
+
+fn ends_with_continuation(line: &str) -> bool {
+    line.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1
+}
+
+/// Splits at the first unescaped `=`, `:` or whitespace (then skips whitespace and one `=`/`:`).
+fn split_key_value(line: &str) -> (&str, &str) {
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '=' | ':' => return (&line[..i], line[i + 1..].trim_start()),
+            c if c.is_whitespace() => {
+                let rest = line[i..].trim_start();
+                let rest = rest.strip_prefix(['=', ':']).map_or(rest, str::trim_start);
+                return (&line[..i], rest);
+            }
+            _ => {}
+        }
+    }
+    (line, "")
+}
+
+fn unescape(s: &str) -> Result<String, &'static str> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                let code = u32::from_str_radix(&hex, 16)
+                    .ok()
+                    .filter(|_| hex.len() == 4)
+                    .and_then(char::from_u32)
+                    .ok_or("a \\u escape needs four hex digits of a character")?;
+                out.push(code);
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,318 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::properties::parse;
+use super::*;
+
+fn field(change: impl FnOnce(&mut WorkerConfig)) -> &'static str {
+    let mut config = WorkerConfig::new("orders");
+    change(&mut config);
+    config.validate().unwrap_err().field
+}
+
+fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn from(pairs: &[(&str, &str)]) -> Result<WorkerConfig, PropertiesError> {
+    WorkerConfig::from_properties(&props(pairs))
+}
+
+#[test]
+fn defaults_are_valid_and_derived() {
+    let config = WorkerConfig::new("orders");
+    assert_eq!(config.validate(), Ok(()));
+    assert_eq!(config.member.membership.group_id, "orders");
+    assert_eq!(config.member.cluster.bootstrap_servers, ["127.0.0.1:9092"]);
+    assert_eq!(
+        config.member.cluster.connection.client_id,
+        "kroupier-worker"
+    );
+    assert!(config.member.membership.await_revocation);
+    assert_eq!(config.self_fence_margin(), Duration::from_secs(3));
+    // min(1 s, 3 s / 2)
+    assert_eq!(config.abort_timeout(), Duration::from_secs(1));
+    assert_eq!(config.stop_bound(), Duration::from_secs(6));
+    assert_eq!(config.status.addr, Some("127.0.0.1:0".parse().unwrap()));
+    assert_eq!(config.supervisor().abort_timeout, Duration::from_secs(1));
+}
+
+#[test]
+fn a_short_session_derives_an_abort_timeout_that_fits() {
+    // Used to fail validation with the fixed 1 s default: callers computed it by hand.
+    let mut config = WorkerConfig::new("orders");
+    config.member.membership.session_timeout = Duration::from_secs(3);
+    config.member.membership.heartbeat_interval = Duration::from_millis(500);
+    assert_eq!(config.self_fence_margin(), Duration::from_millis(500));
+    assert_eq!(config.abort_timeout(), Duration::from_millis(250));
+    assert_eq!(config.validate(), Ok(()));
+    // A set value wins over the derived one.
+    config.tasks.abort_timeout = Some(Duration::from_millis(100));
+    assert_eq!(config.abort_timeout(), Duration::from_millis(100));
+    assert_eq!(
+        config.supervisor().abort_timeout,
+        Duration::from_millis(100)
+    );
+}
+
+#[test]
+fn the_broker_checks_the_minimum_session_unless_one_is_set() {
+    let mut config = WorkerConfig::new("orders");
+    config.member.membership.session_timeout = Duration::from_secs(2);
+    config.member.membership.heartbeat_interval = Duration::from_millis(500);
+    assert_eq!(
+        config.validate(),
+        Ok(()),
+        "no client-side guess of the bound"
+    );
+    config.member.membership.min_session_timeout = Duration::from_secs(6);
+    let err = config.validate().unwrap_err();
+    assert_eq!(err.field, "member.membership.session_timeout");
+    assert!(err.reason.contains("min/max_session_timeout"), "{err}");
+}
+
+#[test]
+fn a_stop_longer_than_the_join_gate_is_rejected() {
+    let mut config = WorkerConfig::new("orders");
+    config.member.membership.rebalance_timeout = Duration::from_secs(10);
+    // margin 3 s (heartbeat interval), gate 7 s; 6 s graceful + 1 s abort does not fit.
+    config.tasks.graceful_stop_timeout = Duration::from_secs(6);
+    let err = config.validate().unwrap_err();
+    assert_eq!(err.field, "tasks.graceful_stop_timeout");
+    assert!(
+        err.reason
+            .contains("raise member.membership.rebalance_timeout")
+    );
+    config.tasks.graceful_stop_timeout = Duration::from_secs(5);
+    assert_eq!(config.validate(), Ok(()));
+}
+
+#[test]
+fn each_rule_names_its_field() {
+    assert_eq!(field(|c| c.worker_id.clear()), "worker_id");
+    assert_eq!(
+        field(|c| c.member.cluster.connection.client_id.clear()),
+        "member.cluster.connection.client_id"
+    );
+    assert_eq!(
+        field(|c| c.member.cluster.bootstrap_servers.clear()),
+        "member.cluster.bootstrap_servers"
+    );
+    assert_eq!(
+        field(|c| c.member.cluster.bootstrap_servers = vec!["kafka".into()]),
+        "member.cluster.bootstrap_servers"
+    );
+    assert_eq!(
+        field(|c| c.member.membership.group_id.clear()),
+        "member.membership.group_id"
+    );
+    assert_eq!(
+        field(|c| c.member.membership.heartbeat_interval = Duration::from_secs(8)),
+        "member.membership.heartbeat_interval"
+    );
+    assert_eq!(
+        field(|c| c.member.membership.heartbeat_interval = Duration::ZERO),
+        "member.membership.heartbeat_interval"
+    );
+    assert_eq!(
+        field(|c| c.member.membership.rebalance_timeout = Duration::from_secs(1)),
+        "member.membership.rebalance_timeout"
+    );
+    assert_eq!(
+        field(|c| c.member.membership.session_timeout = Duration::from_secs(3600)),
+        "member.membership.session_timeout"
+    );
+    assert_eq!(
+        field(|c| c.member.membership.await_revocation = false),
+        "member.membership.await_revocation"
+    );
+    assert_eq!(
+        field(|c| c.tasks.abort_timeout = Some(Duration::from_secs(4))),
+        "tasks.abort_timeout"
+    );
+    assert_eq!(
+        field(|c| c.tasks.restart.max_attempts = 0),
+        "restart.max_attempts"
+    );
+}
+
+#[test]
+fn group_instance_id_has_one_rule() {
+    for bad in ["", "a b", ".", "..", &"x".repeat(250)] {
+        let err = WorkerConfig {
+            member: {
+                let mut member = WorkerConfig::new("g").member;
+                member.membership.group_instance_id = Some(bad.to_owned());
+                member
+            },
+            ..WorkerConfig::new("g")
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(err.field, "member.membership.group_instance_id", "{bad:?}");
+        assert!(err.reason.contains("[a-zA-Z0-9._-]"), "{err}");
+    }
+    let mut config = WorkerConfig::new("g");
+    config.member.membership.group_instance_id = Some("pod-1.zone_a".into());
+    assert_eq!(config.validate(), Ok(()));
+}
+
+#[test]
+fn every_kafka_property_lands_in_its_field() {
+    let config = from(&[
+        ("bootstrap.servers", " kafka-1:9092, kafka-2:9092 ,"),
+        ("client.id", "orders-app"),
+        ("client.rack", "eu-west-1a"),
+        ("group.id", "orders"),
+        ("group.instance.id", "pod-1"),
+        ("session.timeout.ms", "6000"),
+        ("heartbeat.interval.ms", "1500"),
+        ("rebalance.timeout.ms", "45000"),
+        ("request.timeout.ms", "20000"),
+        ("retry.backoff.ms", "200"),
+        ("retry.backoff.max.ms", "2000"),
+        ("reconnect.backoff.ms", "70"),
+        ("reconnect.backoff.max.ms", "3000"),
+        ("socket.connection.setup.timeout.ms", "4000"),
+    ])
+    .unwrap();
+    let ms = Duration::from_millis;
+    let (cluster, membership) = (&config.member.cluster, &config.member.membership);
+    assert_eq!(cluster.bootstrap_servers, ["kafka-1:9092", "kafka-2:9092"]);
+    assert_eq!(cluster.connection.client_id, "orders-app");
+    assert_eq!(config.rack.as_deref(), Some("eu-west-1a"));
+    assert_eq!(membership.group_id, "orders");
+    assert_eq!(membership.group_instance_id.as_deref(), Some("pod-1"));
+    assert_eq!(membership.session_timeout, ms(6000));
+    assert_eq!(membership.heartbeat_interval, ms(1500));
+    assert_eq!(membership.rebalance_timeout, ms(45000));
+    assert_eq!(membership.request_timeout, ms(20000));
+    assert_eq!(cluster.connection.request_timeout, ms(20000));
+    assert_eq!(membership.retry_backoff, ms(200));
+    assert_eq!(cluster.retry_backoff, ms(200));
+    assert_eq!(membership.retry_backoff_max, ms(2000));
+    assert_eq!(cluster.retry_backoff_max, ms(2000));
+    assert_eq!(cluster.reconnect_backoff, ms(70));
+    assert_eq!(cluster.reconnect_backoff_max, ms(3000));
+    assert_eq!(cluster.connection.connect_timeout, ms(4000));
+    assert_eq!(config.validate(), Ok(()));
+}
+
+#[test]
+fn every_kroupier_property_lands_in_its_field() {
+    let config = from(&[
+        ("kroupier.worker.id", "worker-a"),
+        ("kroupier.capacity", "12"),
+        ("task.shutdown.graceful.timeout.ms", "2500"),
+        ("kroupier.task.abort.timeout.ms", "300"),
+        ("kroupier.self.fence.margin.ms", "3500"),
+        ("kroupier.group.min.session.timeout.ms", "6000"),
+        ("kroupier.status.addr", "127.0.0.1:8083"),
+    ])
+    .unwrap();
+    assert_eq!(config.worker_id, "worker-a");
+    assert_eq!(config.capacity, Some(12));
+    assert_eq!(
+        config.tasks.graceful_stop_timeout,
+        Duration::from_millis(2500)
+    );
+    assert_eq!(config.tasks.abort_timeout, Some(Duration::from_millis(300)));
+    assert_eq!(
+        config.member.membership.self_fence_margin,
+        Some(Duration::from_millis(3500))
+    );
+    assert_eq!(
+        config.member.membership.min_session_timeout,
+        Duration::from_secs(6)
+    );
+    assert_eq!(config.status.addr, Some("127.0.0.1:8083".parse().unwrap()));
+    let off = from(&[("kroupier.status.addr", "none")]).unwrap();
+    assert_eq!(off.status.addr, None);
+}
+
+#[test]
+fn unknown_keys_are_errors_that_name_them() {
+    let err = from(&[("sesion.timeout.ms", "6000")]).unwrap_err();
+    assert!(
+        matches!(&err, PropertiesError::UnknownKey { key, .. } if key == "sesion.timeout.ms"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("`sesion.timeout.ms`"), "{err}");
+    let err = from(&[("partition.assignment.strategy", "x")]).unwrap_err();
+    assert!(err.to_string().contains("WorkerBuilder::assignor"), "{err}");
+}
+
+#[test]
+fn bad_values_are_errors_that_name_the_key() {
+    for (key, value) in [
+        ("session.timeout.ms", "10s"),
+        ("heartbeat.interval.ms", "-1"),
+        ("rebalance.timeout.ms", ""),
+        ("kroupier.capacity", "lots"),
+        ("kroupier.status.addr", "localhost"),
+    ] {
+        let err = from(&[(key, value)]).unwrap_err();
+        assert!(
+            matches!(&err, PropertiesError::InvalidValue { key: k, .. } if k == key),
+            "{key}: {err:?}"
+        );
+        assert!(err.to_string().contains(key), "{err}");
+    }
+}
+
+#[test]
+fn security_properties_are_kept_not_applied_and_not_printed() {
+    let config = from(&[
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "PLAIN"),
+        ("sasl.jaas.config", "secret-password"),
+        ("ssl.truststore.location", "/etc/kafka/trust.jks"),
+    ])
+    .unwrap();
+    assert_eq!(config.security.get("security.protocol"), Some("SASL_SSL"));
+    assert_eq!(config.security.keys().count(), 4);
+    let shown = format!("{config:?}");
+    assert!(shown.contains("sasl.jaas.config"));
+    assert!(!shown.contains("secret-password"), "{shown}");
+}
+
+#[test]
+fn rules_between_properties_are_left_to_validate() {
+    let config = from(&[("session.timeout.ms", "3000")]).unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(err.field, "member.membership.heartbeat_interval");
+}
+
+#[test]
+fn properties_files_parse_like_java() {
+    let text = "# comment\n! also a comment\n\n  bootstrap.servers = a:1,\\\n    b:2\n\
+                group.id:orders\nclient.id worker\\u0041\nkey\\=with\\:seps=v\\tx\nempty=\n";
+    let parsed = parse(text).unwrap();
+    assert_eq!(parsed["bootstrap.servers"], "a:1,b:2");
+    assert_eq!(parsed["group.id"], "orders");
+    assert_eq!(parsed["client.id"], "workerA");
+    assert_eq!(parsed["key=with:seps"], "v\tx");
+    assert_eq!(parsed["empty"], "");
+    assert_eq!(parse("=value"), Err((1, "the line has a value but no key")));
+    assert!(parse("a=\\u00").is_err());
+}
+
+#[test]
+fn a_properties_file_becomes_a_config() {
+    let dir = std::env::temp_dir().join(format!("kroupier-props-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("worker.properties");
+    std::fs::write(&path, "bootstrap.servers=k:9092\ngroup.id=orders\n").unwrap();
+    let config = WorkerConfig::from_properties_file(&path).unwrap();
+    assert_eq!(config.member.membership.group_id, "orders");
+    std::fs::write(&path, "group.id=orders\nnope=1\n").unwrap();
+    let err = WorkerConfig::from_properties_file(&path).unwrap_err();
+    assert!(matches!(err, PropertiesError::UnknownKey { .. }), "{err:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let err = WorkerConfig::from_properties_file(dir.join("missing")).unwrap_err();
+    assert!(matches!(err, PropertiesError::Read { .. }), "{err:?}");
+    assert!(err.to_string().contains("missing"));
+}
