@@ -23,9 +23,9 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    Catalogue, FencingToken, LeaseError, Registry, RestartPolicy, Task, TaskContext, TaskError,
-    TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig, WorkerError, WorkerEvent,
-    WorkerExit, WorkerHandle, WorkerStatus,
+    Catalogue, FencingToken, Kind, LeaseError, Registry, RestartPolicy, Task, TaskContext,
+    TaskError, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig, WorkerError,
+    WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
 /// The worker runtime in full: [`Task`]s started, stopped and restarted under supervision as

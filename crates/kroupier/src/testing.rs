@@ -19,7 +19,7 @@
 //! # async fn main() -> Result<(), kroupier::testing::EmbeddedError> {
 //! let coordinator = kroupier::testing::coordinator().await?;
 //! let config = kroupier::testing::worker_config(&coordinator, "orders");
-//! assert_eq!(config.bootstrap_servers, [coordinator.bootstrap()]);
+//! assert_eq!(config.member.cluster.bootstrap_servers, [coordinator.bootstrap()]);
 //! coordinator.shutdown().await;
 //! # Ok(())
 //! # }
@@ -47,12 +47,11 @@ pub async fn coordinator() -> Result<CoordinatorHandle, EmbeddedError> {
     EmbeddedCoordinator::builder().bind("127.0.0.1:0").await
 }
 
-/// A [`WorkerConfig`] for group `group_id` on `coordinator`: its bootstrap address, and the
-/// status API on a free loopback port so that tests running at once never collide. Everything
-/// else is [`WorkerConfig::new`]'s default; change what the test needs.
+/// A [`WorkerConfig`] for group `group_id` on `coordinator`: its bootstrap address. Everything
+/// else is [`WorkerConfig::new`]'s default (the status API on a free loopback port, so tests
+/// running at once never collide); change what the test needs.
 pub fn worker_config(coordinator: &CoordinatorHandle, group_id: &str) -> WorkerConfig {
     let mut config = WorkerConfig::new(group_id);
-    config.bootstrap_servers = vec![coordinator.bootstrap()];
-    config.status_addr = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    config.member.cluster.bootstrap_servers = vec![coordinator.bootstrap()];
     config
 }
