@@ -32,6 +32,9 @@ pub(crate) struct Memory {
     pub(crate) previous: Vec<(MemberId, Vec<String>)>,
     /// The cooperative assignor's cross-round state.
     pub(crate) state: CooperativeState,
+    /// Each member's heartbeat interval, as its metadata said: how long one that vanishes may
+    /// take to learn it was removed.
+    pub(crate) heartbeats: BTreeMap<MemberId, Duration>,
 }
 
 /// One round's input besides the members.
@@ -48,9 +51,19 @@ pub(crate) struct Round<'a> {
     pub(crate) leader: String,
     /// The generation being assigned, as far as the leader knows it.
     pub(crate) generation: i32,
-    /// How long a member holds back tasks whose previous owner vanished (`lost`) before
-    /// starting them; zero = at once. See [`lost_tasks`].
-    pub(crate) lost_hold: Duration,
+    /// Tasks whose previous owner vanished (`lost`) are held back by their new owner for that
+    /// owner's heartbeat interval plus this round trip; `None` = not held. See [`Suspects`].
+    pub(crate) lost_hold: Option<LostHold>,
+}
+
+/// How the new owners of lost tasks hold them back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LostHold {
+    /// Added to the vanished owner's heartbeat interval: its heartbeat's round trip.
+    pub(crate) round_trip: Duration,
+    /// The heartbeat interval assumed for an owner whose metadata did not say (an earlier
+    /// release): the leader's own.
+    pub(crate) heartbeat_interval: Duration,
 }
 
 /// What a round produced.
@@ -171,6 +184,10 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             .map(str::to_owned)
             .collect()
     };
+    let heartbeats: BTreeMap<MemberId, Duration> = decoded
+        .iter()
+        .filter_map(|d| Some((d.key.clone(), d.metadata.as_ref()?.heartbeat_interval?)))
+        .collect();
     let suspects = lost_tasks(round.memory, &decoded);
     let mut by_key: BTreeMap<&MemberId, Assignment> = BTreeMap::new();
     for part in &plan.assignments {
@@ -180,16 +197,22 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         assignment.tasks = ids(&part.assigned).into_iter().collect();
         assignment.revoked = ids(&part.revoked).into_iter().collect();
         assignment.member_id = member_ids.get(&part.member_id).cloned();
-        if !round.lost_hold.is_zero() {
-            assignment.lost = assignment
-                .tasks
-                .iter()
-                .filter(|t| suspects.contains(t))
-                .cloned()
-                .collect();
-            if !assignment.lost.is_empty() {
-                assignment.lost_hold = Some(round.lost_hold);
+        if let Some(hold) = round.lost_hold {
+            let fallback = heartbeats
+                .values()
+                .copied()
+                .chain([hold.heartbeat_interval])
+                .max()
+                .unwrap_or(hold.heartbeat_interval);
+            let mut longest = None;
+            for task in &assignment.tasks {
+                if let Some(heartbeat) = suspects.heartbeat_of(task, round.memory) {
+                    assignment.lost.insert(task.clone());
+                    let wait = heartbeat.unwrap_or(fallback) + hold.round_trip;
+                    longest = longest.max(Some(wait));
+                }
             }
+            assignment.lost_hold = longest;
         }
         by_key.insert(&part.member_id, assignment);
     }
@@ -218,6 +241,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             .map(|owner| (owner.member_id.clone(), ids(&owner.tasks)))
             .collect(),
         state: plan.state,
+        heartbeats,
     };
     let unplaced = plan
         .unplaced
@@ -239,8 +263,9 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
 /// learns it at its next heartbeat and stops them at once; whoever gets them next waits the
 /// hold first (see [`Round::lost_hold`]).
 enum Suspects<'a> {
-    /// From the leader's memory: the tasks of last round's owners that are absent now.
-    Known(BTreeSet<&'a str>),
+    /// From the leader's memory: the tasks of last round's owners that are absent now, with
+    /// their owner.
+    Known(BTreeMap<&'a str, &'a MemberId>),
     /// A leader without memory cannot tell: every task nobody claims is suspect, once any
     /// member claims something (on a cold start nobody does, and nothing is held).
     Unclaimed(BTreeSet<&'a str>),
@@ -249,11 +274,16 @@ enum Suspects<'a> {
 }
 
 impl Suspects<'_> {
-    fn contains(&self, task: &str) -> bool {
+    /// `None` if `task` is not suspect; otherwise the heartbeat interval of its vanished owner
+    /// if known (`Some(None)`: unknown).
+    fn heartbeat_of(&self, task: &str, memory: Option<&Memory>) -> Option<Option<Duration>> {
         match self {
-            Suspects::Known(lost) => lost.contains(task),
-            Suspects::Unclaimed(claimed) => !claimed.contains(task),
-            Suspects::None => false,
+            Suspects::Known(lost) => {
+                let owner = lost.get(task)?;
+                Some(memory.and_then(|m| m.heartbeats.get(*owner).copied()))
+            }
+            Suspects::Unclaimed(claimed) => (!claimed.contains(task)).then_some(None),
+            Suspects::None => None,
         }
     }
 }
@@ -266,7 +296,7 @@ fn lost_tasks<'a>(memory: Option<&'a Memory>, decoded: &'a [Decoded]) -> Suspect
                 .previous
                 .iter()
                 .filter(|(owner, _)| !present.contains(owner))
-                .flat_map(|(_, tasks)| tasks.iter().map(String::as_str))
+                .flat_map(|(owner, tasks)| tasks.iter().map(move |t| (t.as_str(), owner)))
                 .collect(),
         );
     }

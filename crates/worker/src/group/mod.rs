@@ -268,6 +268,12 @@ pub(crate) async fn spawn(
         config.self_fence_margin(),
         config.abort_timeout(),
     ));
+    // A member that Kafka removed while it could still reach the coordinator learns it at its
+    // next heartbeat; the new owners of its tasks wait that long, plus a round trip.
+    protocol.set_lost_hold(leader::LostHold {
+        round_trip: run::LOST_HOLD_ROUND_TRIP,
+        heartbeat_interval: config.member.membership.heartbeat_interval,
+    });
     // Before joining: a static worker's join may replace a live process (see takeover.rs).
     let takeover = takeover::policy(
         &config.member.cluster,

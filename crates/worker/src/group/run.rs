@@ -57,10 +57,6 @@ impl Loop {
             takeover: self.takeover,
         });
         let mut stops = Stops::default();
-        // A member that Kafka removed while it could still reach the coordinator learns it at
-        // its next heartbeat; the new owners of its tasks wait that long, plus a round trip.
-        self.protocol
-            .set_lost_hold(self.config.member.membership.heartbeat_interval + LOST_HOLD_ROUND_TRIP);
         loop {
             self.act(&mut reconciler, &mut stops).await;
             let timeout = reconciler.poll_timeout();

@@ -1,6 +1,7 @@
 //! Member metadata: what each worker tells the group leader in JoinGroup.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use super::codec::{Reader, Writer};
 use super::{DecodeError, METADATA_VERSION, finish, read_version, task_set};
@@ -28,6 +29,10 @@ pub struct MemberMetadata {
     /// nothing, and hands what it ran to others at once (those tasks are not lost: nobody runs
     /// them). Read as `false` from version 0.
     pub leaving: bool,
+    /// The worker's heartbeat interval (version 1): removed by Kafka while it can still reach
+    /// the coordinator, it learns so within this interval, which is how long the next owners
+    /// of its tasks hold them back. `None` from version 0.
+    pub heartbeat_interval: Option<Duration>,
 }
 
 impl MemberMetadata {
@@ -68,6 +73,9 @@ impl MemberMetadata {
             task_set::encode(&mut w, tasks);
         }
         w.uvarint(u64::from(self.leaving));
+        w.uvarint(self.heartbeat_interval.map_or(0, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1) + 1
+        }));
         w.finish()
     }
 
@@ -99,18 +107,24 @@ impl MemberMetadata {
                 Ok(())
             })?;
         }
-        let leaving = if version >= 1 {
-            match r.uvarint("leaving")? {
+        let (leaving, heartbeat_interval) = if version >= 1 {
+            let leaving = match r.uvarint("leaving")? {
                 0 => false,
                 1 => true,
                 _ => return Err(r.invalid("leaving", "flag is neither 0 nor 1")),
-            }
+            };
+            let heartbeat_interval = match r.uvarint("heartbeat_interval_ms")? {
+                0 => None,
+                n => Some(Duration::from_millis(n - 1)),
+            };
+            (leaving, heartbeat_interval)
         } else {
-            false
+            (false, None)
         };
         finish(&r, version, METADATA_VERSION)?;
         Ok(MemberMetadata {
             leaving,
+            heartbeat_interval,
             version,
             worker_id,
             owned,

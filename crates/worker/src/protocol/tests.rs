@@ -25,6 +25,7 @@ prop_compose! {
         capacity in proptest::option::of(any::<u64>()),
         rack in proptest::option::of("\\PC{0,10}"),
         leaving in any::<bool>(),
+        heartbeat_ms in proptest::option::of(0u64..(1 << 42)),
     ) -> MemberMetadata {
         MemberMetadata {
             version: METADATA_VERSION,
@@ -35,6 +36,7 @@ prop_compose! {
             capacity,
             rack,
             leaving,
+            heartbeat_interval: heartbeat_ms.map(Duration::from_millis),
         }
     }
 }
@@ -152,7 +154,8 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     let mut metadata = MemberMetadata::new("w1");
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
-    bytes.truncate(bytes.len() - 1);
+    // Version 1 appends: leaving (no), the heartbeat interval (none).
+    bytes.truncate(bytes.len() - 2);
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 0 decodes");
     assert_eq!(

@@ -40,7 +40,7 @@ fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> 
         now: Duration::from_secs(1_000),
         leader: "a".into(),
         generation: 1,
-        lost_hold: Duration::ZERO,
+        lost_hold: None,
     }
 }
 
@@ -210,6 +210,12 @@ fn static_members_are_keyed_by_instance_id() {
     assert_eq!(decoded[1].1.tasks, set(&["task-0", "task-1"]));
 }
 
+/// 500 ms heartbeats (the leader's, for owners that do not say) plus a 200 ms round trip.
+const HOLD: LostHold = LostHold {
+    round_trip: Duration::from_millis(200),
+    heartbeat_interval: Duration::from_millis(500),
+};
+
 /// A round over `a`, `b`, `c` with 6 beats, then `c` vanishes (or leaves, with `leaving`).
 fn after_c_is_gone(leaving: bool) -> Vec<(String, Assignment)> {
     let cat = beats(6);
@@ -220,7 +226,7 @@ fn after_c_is_gone(leaving: bool) -> Vec<(String, Assignment)> {
         .map(|id| member(id, &["beat"], &[], fp))
         .collect();
     let mut first = round(&cat, &assignor);
-    first.lost_hold = Duration::from_millis(700);
+    first.lost_hold = Some(HOLD);
     let outcome = assign(&first, &members).unwrap();
     let owned: Vec<Vec<(String, i32)>> = decode(&outcome)
         .iter()
@@ -247,7 +253,7 @@ fn after_c_is_gone(leaving: bool) -> Vec<(String, Assignment)> {
     let mut next = round(&cat, &assignor);
     next.memory = Some(&outcome.memory);
     next.generation = 2;
-    next.lost_hold = Duration::from_millis(700);
+    next.lost_hold = Some(HOLD);
     decode(&assign(&next, &members).unwrap())
 }
 
@@ -285,7 +291,7 @@ fn a_leader_without_memory_suspects_only_unclaimed_tasks_of_a_running_group() {
     let fp = cat.fingerprint();
     let assignor = Cooperative::default();
     let mut with_hold = round(&cat, &assignor);
-    with_hold.lost_hold = Duration::from_millis(700);
+    with_hold.lost_hold = Some(HOLD);
     // A cold start: nobody claims anything, nothing is held.
     let cold: Vec<GroupMember> = ["a", "b"]
         .iter()
