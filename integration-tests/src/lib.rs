@@ -8,6 +8,7 @@
 pub mod fault;
 pub mod journal;
 pub mod process;
+pub mod quickstart;
 pub mod wire;
 
 /// The environment variable that names the broker the tests run against.

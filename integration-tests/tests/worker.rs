@@ -6,297 +6,14 @@
 //! restart fits in a session). Needs the example built (`scripts/test` builds all targets;
 //! locally `cargo build -p kroupier-examples`). Prints `MEASURE name=ms` lines.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use kroupier_integration_tests::journal::{self, Beat, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
-use kroupier_integration_tests::process::{Process, Signal};
+use kroupier_integration_tests::process::Signal;
+use kroupier_integration_tests::quickstart::*;
 use serde_json::Value;
-
-const SESSION_MS: u64 = 3_000;
-const HEARTBEAT_MS: u64 = 500;
-/// Scheduling, JoinGroup and SyncGroup round trips on a busy 2-core machine.
-const SLACK_MS: u64 = 1_000;
-/// Beats come every 100 ms; a longer silence ends a worker's tenure of a task.
-const TENURE_GAP_MS: u64 = 300;
-/// A task counts as running if its last beat is this recent.
-const RECENT_MS: u64 = 600;
-
-/// A name no other test run uses.
-fn unique(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), unix_ms())
-}
-
-/// A fresh journal directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let path = std::env::temp_dir().join(unique(&format!("kroupier-{name}")));
-        std::fs::create_dir_all(&path).expect("create the journal dir");
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// One quickstart process.
-struct Worker {
-    id: String,
-    process: Process,
-    lines: Receiver<String>,
-    /// Every stdout line seen so far, parsed.
-    seen: Vec<Value>,
-    status_addr: String,
-}
-
-/// How to start workers of one group.
-#[derive(Clone)]
-struct Group {
-    bootstrap: String,
-    group: String,
-    tasks: usize,
-    journal: PathBuf,
-    session_ms: u64,
-    heartbeat_ms: u64,
-    extra: Vec<String>,
-}
-
-impl Group {
-    fn new(bootstrap: &str, name: &str, tasks: usize, journal: &Path) -> Self {
-        Group {
-            bootstrap: bootstrap.to_owned(),
-            group: unique(name),
-            tasks,
-            journal: journal.to_owned(),
-            session_ms: SESSION_MS,
-            heartbeat_ms: HEARTBEAT_MS,
-            extra: Vec::new(),
-        }
-    }
-
-    fn start(&self, id: &str) -> Worker {
-        let mut args: Vec<String> = vec![
-            "--bootstrap".into(),
-            self.bootstrap.clone(),
-            "--group".into(),
-            self.group.clone(),
-            "--worker-id".into(),
-            id.into(),
-            "--tasks".into(),
-            self.tasks.to_string(),
-            "--journal-dir".into(),
-            self.journal.display().to_string(),
-            "--session-timeout-ms".into(),
-            self.session_ms.to_string(),
-            "--heartbeat-interval-ms".into(),
-            self.heartbeat_ms.to_string(),
-        ];
-        args.extend(self.extra.iter().cloned());
-        let mut process = Process::spawn("quickstart", &args);
-        let lines = process.stdout_lines();
-        let mut worker = Worker {
-            id: id.to_owned(),
-            process,
-            lines,
-            seen: Vec::new(),
-            status_addr: String::new(),
-        };
-        let started = worker
-            .wait_line(Duration::from_secs(20), |v| v["event"] == "started")
-            .unwrap_or_else(|| panic!("{id} did not start"));
-        worker.status_addr = started["status_addr"]
-            .as_str()
-            .expect("status address")
-            .to_owned();
-        worker
-    }
-}
-
-impl Worker {
-    /// Reads lines until one matches (returns it) or `timeout` passes.
-    fn wait_line(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
-        if let Some(v) = self.seen.iter().find(|v| pred(v)) {
-            return Some(v.clone());
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(raw) => {
-                    let v: Value = serde_json::from_str(&raw)
-                        .unwrap_or_else(|e| panic!("{}: not a JSON line ({e}): {raw}", self.id));
-                    self.seen.push(v.clone());
-                    if pred(&v) {
-                        return Some(v);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
-            }
-        }
-    }
-
-    /// Takes every line printed so far.
-    fn drain(&mut self) {
-        while let Ok(raw) = self.lines.try_recv() {
-            if let Ok(v) = serde_json::from_str(&raw) {
-                self.seen.push(v);
-            }
-        }
-    }
-
-    /// `GET path` on the worker's status API: the body.
-    fn get(&self, path: &str) -> String {
-        let mut stream = TcpStream::connect(&self.status_addr).expect("connect to the status API");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("read timeout");
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.status_addr
-        )
-        .expect("send the request");
-        let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .expect("read the response");
-        response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_owned())
-            .unwrap_or_default()
-    }
-}
-
-/// Polls `check` every 100 ms until it returns `Some` or `timeout` passes.
-fn poll<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn journals(dir: &Path) -> BTreeMap<String, Vec<Beat>> {
-    journal::read_dir(dir).expect("journals parse")
-}
-
-/// Each task's current owner: the worker of its recent beats (after `since_ms`), if exactly one
-/// worker beat for it recently. `None` unless all `tasks` tasks run, each on exactly one worker.
-fn running(dir: &Path, tasks: usize, since_ms: u64) -> Option<BTreeMap<String, String>> {
-    let recent_ms = unix_ms().saturating_sub(RECENT_MS).max(since_ms + 1);
-    let all = journals(dir);
-    if all.len() != tasks {
-        return None;
-    }
-    journal::exactly_once_since(&all, all.keys(), recent_ms).ok()
-}
-
-fn counts(owners: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
-    for worker in owners.values() {
-        *counts.entry(worker.clone()).or_insert(0) += 1;
-    }
-    counts
-}
-
-/// Waits until every task runs on exactly one worker (beating after `since_ms`) and the counts
-/// are balanced over `workers` workers.
-fn wait_balanced_since(
-    dir: &Path,
-    tasks: usize,
-    workers: usize,
-    since_ms: u64,
-) -> BTreeMap<String, String> {
-    poll(Duration::from_secs(30), || {
-        let owners = running(dir, tasks, since_ms)?;
-        let counts = counts(&owners);
-        let (min, max) = (counts.values().min()?, counts.values().max()?);
-        (counts.len() == workers && max - min <= 1).then_some(owners)
-    })
-    .unwrap_or_else(|| {
-        panic!(
-            "{tasks} tasks never ran balanced over {workers} workers; last view: {:?}",
-            running(dir, tasks, since_ms)
-        )
-    })
-}
-
-/// [`wait_balanced_since`] the start of time.
-fn wait_balanced(dir: &Path, tasks: usize, workers: usize) -> BTreeMap<String, String> {
-    wait_balanced_since(dir, tasks, workers, 0)
-}
-
-/// Asserts that no task's journal shows two workers beating in overlapping time.
-fn assert_no_overlap(dir: &Path) {
-    for (task, beats) in journals(dir) {
-        if let Some((a, b)) = journal::overlaps(&journal::tenures(&beats, TENURE_GAP_MS)).first() {
-            panic!("{task} ran on two workers at once: {a:?} and {b:?}");
-        }
-    }
-}
-
-/// Waits until every task in `moved` beats on another worker than `from` after `since_ms`;
-/// returns the latest such first beat, in ms after `since_ms`.
-fn moved_after(dir: &Path, moved: &[String], from: &str, since_ms: u64, bound: u64) -> u64 {
-    poll(Duration::from_millis(bound + 10_000), || {
-        let all = journals(dir);
-        let mut latest = 0;
-        for task in moved {
-            let first = all
-                .get(task)?
-                .iter()
-                .filter(|b| b.worker != from && b.unix_ms > since_ms)
-                .map(|b| b.unix_ms)
-                .min()?;
-            latest = latest.max(first - since_ms);
-        }
-        Some(latest)
-    })
-    .unwrap_or_else(|| panic!("the tasks of {from} never ran elsewhere: {moved:?}"))
-}
-
-/// The generations of the recent beats.
-fn recent_generations(dir: &Path) -> BTreeSet<i32> {
-    let now = unix_ms();
-    journals(dir)
-        .values()
-        .flat_map(|beats| beats.iter().filter(|b| b.unix_ms + RECENT_MS >= now))
-        .map(|b| b.generation)
-        .collect()
-}
-
-/// Waits until the group has settled (the follow-up round after the last join is done): every
-/// task beats in one generation, which it returns.
-fn settled_generation(dir: &Path) -> i32 {
-    poll(Duration::from_secs(10), || {
-        let generations = recent_generations(dir);
-        (generations.len() == 1).then(|| generations.into_iter().next())?
-    })
-    .expect("the group settles in one generation")
-}
-
-fn tasks_of(owners: &BTreeMap<String, String>, worker: &str) -> Vec<String> {
-    owners
-        .iter()
-        .filter(|(_, w)| w.as_str() == worker)
-        .map(|(t, _)| t.clone())
-        .collect()
-}
 
 #[test]
 fn three_workers_run_every_task_once_and_a_fourth_gets_its_share_without_stopping_others() {
@@ -430,6 +147,7 @@ fn a_rolling_restart_of_static_workers_moves_nothing() {
     assert_eq!(wait_balanced(&dir.0, 12, 3), before);
 
     for (i, id) in ids.iter().enumerate() {
+        let stopped_ms = unix_ms();
         workers[i].process.signal(Signal::Term);
         assert_eq!(workers[i].process.wait(), Some(0), "{id} exit code");
         let restarted_ms = unix_ms();
@@ -445,6 +163,18 @@ fn a_rolling_restart_of_static_workers_moves_nothing() {
         // Back on its own tasks, in the same generation: nothing moved, no rebalance.
         let owners = wait_balanced_since(&dir.0, 12, 3, restarted_ms);
         assert_eq!(owners, before, "a task moved when {id} restarted");
+        // Down for about one process restart: the handover note spares the takeover's wait.
+        let all = journals(&dir.0);
+        let down = tasks_of(&before, id)
+            .iter()
+            .map(|task| journal::longest_unowned(&all[task], stopped_ms.saturating_sub(200)))
+            .max()
+            .unwrap_or(0);
+        println!("MEASURE static_restart_{id}_tasks_down={down}");
+        assert!(
+            down < group.session_ms,
+            "{id}'s tasks were down {down} ms: the restart waited out a session"
+        );
         assert_eq!(
             recent_generations(&dir.0),
             generations,

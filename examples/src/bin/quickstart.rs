@@ -3,6 +3,7 @@
 //! ```text
 //! quickstart --bootstrap ADDR --group G --worker-id ID --tasks N [--status-addr ADDR]
 //!            [--journal-dir DIR] [--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--static]
+//!            [--instance-id ID] [--rebalance-timeout-ms MS]
 //! ```
 //!
 //! Start it several times with the same `--group`: the tasks `task-0` .. `task-{N-1}` spread over
@@ -59,6 +60,13 @@ struct Args {
     /// Static membership: `group.instance.id` = the worker id, so a restart moves nothing.
     #[arg(long = "static")]
     static_membership: bool,
+    /// Static membership with this `group.instance.id` instead of the worker id (two processes
+    /// with one instance id and different worker ids tell their journals apart).
+    #[arg(long)]
+    instance_id: Option<String>,
+    /// Kafka's `rebalance.timeout.ms`: how long the group waits for every worker to rejoin.
+    #[arg(long)]
+    rebalance_timeout_ms: Option<u64>,
     /// Assignors offered to the group, most preferred first (`cooperative`, `sticky`,
     /// `round-robin`); offer the old and the new one to change assignors in a rolling restart.
     #[arg(long, value_delimiter = ',', default_value = "cooperative")]
@@ -126,7 +134,13 @@ async fn main() -> ExitCode {
     member.cluster.connection.client_id = format!("quickstart-{}", args.worker_id);
     member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);
     member.membership.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
-    member.membership.group_instance_id = args.static_membership.then(|| args.worker_id.clone());
+    member.membership.group_instance_id = args
+        .instance_id
+        .clone()
+        .or_else(|| args.static_membership.then(|| args.worker_id.clone()));
+    if let Some(ms) = args.rebalance_timeout_ms {
+        member.membership.rebalance_timeout = Duration::from_millis(ms);
+    }
     config.worker_id = args.worker_id.clone();
     config.status.addr = Some(args.status_addr);
     config.tasks.restart.max_attempts = args.max_attempts;
