@@ -11,6 +11,9 @@
 //! - `w3`'s Heartbeat responses held longer than the heartbeat interval but well within the
 //!   session: nothing moves, no task stops, no rebalance.
 //!
+//! And the proxy itself against the broker: every FindCoordinator and Metadata version both
+//! the broker and kroupier speak names proxy listeners only.
+//!
 //! Timeouts: session 3 s, heartbeat 500 ms. Needs the example built (`cargo build -p
 //! kroupier-examples`). Run against Kafka or the embedded coordinator through
 //! `KROUPIER_KAFKA_BOOTSTRAP`. Prints `MEASURE name=ms` lines.
@@ -20,11 +23,16 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::ApiKey;
-use kroupier_integration_tests::fault::{FaultProxy, Scope};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use kroupier_coordinator::wire;
+use kroupier_integration_tests::fault::{FaultProxy, Role, Scope};
 use kroupier_integration_tests::journal::{self, Journals, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Process;
+use kroupier_integration_tests::wire::Connection;
 use serde_json::Value;
 
 const SESSION_MS: u64 = 3_000;
@@ -454,4 +462,98 @@ fn heartbeats_delayed_beyond_the_interval_but_within_the_session_move_nothing() 
         );
         scenario.assert_no_overlap();
     }
+}
+
+/// FindCoordinator for group `g` at `version` through `conn`, retried while the broker has no
+/// coordinator yet: the `host:port` it names.
+async fn coordinator_at(conn: &mut Connection, version: i16) -> String {
+    let group = StrBytes::from_static_str("faults-rewrite");
+    let request = if version < 4 {
+        FindCoordinatorRequest::default().with_key(group)
+    } else {
+        FindCoordinatorRequest::default().with_coordinator_keys(vec![group])
+    };
+    for _ in 0..50 {
+        let response = conn
+            .send(&request, version)
+            .await
+            .unwrap_or_else(|e| panic!("FindCoordinator v{version}: {e}"));
+        let (code, host, port) = match response.coordinators.first() {
+            Some(c) if version >= 4 => (c.error_code, c.host.to_string(), c.port),
+            _ => (
+                response.error_code,
+                response.host.to_string(),
+                response.port,
+            ),
+        };
+        match code {
+            0 => return format!("{host}:{port}"),
+            // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE: not ready yet.
+            14 | 15 => tokio::time::sleep(Duration::from_millis(200)).await,
+            other => panic!("FindCoordinator v{version}: error {other}"),
+        }
+    }
+    panic!("FindCoordinator v{version}: no coordinator within 10 s");
+}
+
+#[tokio::test]
+async fn every_find_coordinator_and_metadata_version_the_broker_answers_names_the_proxy() {
+    let Some(bootstrap) = kafka_bootstrap("faults: address rewrite") else {
+        return;
+    };
+    let proxy = FaultProxy::start(&bootstrap).expect("the fault proxy listens");
+    let mut conn = Connection::connect(&proxy.bootstrap())
+        .await
+        .expect("connect to the proxy");
+    let offered = conn
+        .send(&ApiVersionsRequest::default(), 0)
+        .await
+        .expect("ApiVersions");
+    let versions = |api: ApiKey| {
+        let ours = wire::versions(api).expect("kroupier speaks it");
+        let theirs = offered
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == api as i16)
+            .expect("the broker serves it");
+        theirs.min_version.max(*ours.start())..=theirs.max_version.min(*ours.end())
+    };
+    let listeners = |role: Role| -> Vec<String> {
+        proxy
+            .listeners()
+            .into_iter()
+            .filter(|(r, _, _)| *r == role)
+            .map(|(_, _, addr)| addr.to_string())
+            .collect()
+    };
+
+    let find_coordinator = versions(ApiKey::FindCoordinator);
+    let metadata = versions(ApiKey::Metadata);
+    println!("rewrite checked for FindCoordinator v{find_coordinator:?}, Metadata v{metadata:?}");
+    assert!(!find_coordinator.is_empty(), "{find_coordinator:?}");
+    for version in find_coordinator {
+        let named = coordinator_at(&mut conn, version).await;
+        assert_eq!(
+            listeners(Role::Coordinator),
+            [named],
+            "FindCoordinator v{version} names the proxy's coordinator listener"
+        );
+    }
+    assert!(!metadata.is_empty(), "{metadata:?}");
+    for version in metadata {
+        let response = conn
+            .send(&MetadataRequest::default(), version)
+            .await
+            .unwrap_or_else(|e| panic!("Metadata v{version}: {e}"));
+        assert!(!response.brokers.is_empty(), "Metadata v{version}");
+        let brokers = listeners(Role::Broker);
+        for broker in &response.brokers {
+            let named = format!("{}:{}", broker.host.as_str(), broker.port);
+            assert!(
+                brokers.contains(&named),
+                "Metadata v{version} names {named}, not a proxy listener ({brokers:?})"
+            );
+        }
+    }
+    assert!(proxy.stats().rewritten >= 2, "{:?}", proxy.stats());
 }
