@@ -35,6 +35,9 @@ pub(crate) struct Memory {
     /// Each member's heartbeat interval, as its metadata said: how long one that vanishes may
     /// take to learn it was removed.
     pub(crate) heartbeats: BTreeMap<MemberId, Duration>,
+    /// Each member's advertised status API address and host, to see whether one that vanished
+    /// is gone (see `liveness.rs`).
+    pub(crate) addresses: BTreeMap<MemberId, (String, Option<String>)>,
 }
 
 /// One round's input besides the members.
@@ -54,6 +57,8 @@ pub(crate) struct Round<'a> {
     /// Tasks whose previous owner vanished (`lost`) are held back by their new owner for that
     /// owner's heartbeat interval plus this round trip; `None` = not held. See [`Suspects`].
     pub(crate) lost_hold: Option<LostHold>,
+    /// Last round's owners whose process is surely gone: their tasks are not held back.
+    pub(crate) gone: &'a BTreeSet<MemberId>,
 }
 
 /// How the new owners of lost tasks hold them back.
@@ -188,7 +193,17 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         .iter()
         .filter_map(|d| Some((d.key.clone(), d.metadata.as_ref()?.heartbeat_interval?)))
         .collect();
-    let suspects = lost_tasks(round.memory, &decoded);
+    let addresses: BTreeMap<MemberId, (String, Option<String>)> = decoded
+        .iter()
+        .filter_map(|d| {
+            let metadata = d.metadata.as_ref()?;
+            Some((
+                d.key.clone(),
+                (metadata.status_addr.clone()?, metadata.host.clone()),
+            ))
+        })
+        .collect();
+    let suspects = lost_tasks(round.memory, &decoded, round.gone);
     let mut by_key: BTreeMap<&MemberId, Assignment> = BTreeMap::new();
     for part in &plan.assignments {
         let mut assignment = Assignment::new(round.leader.clone(), round.generation);
@@ -242,6 +257,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             .collect(),
         state: plan.state,
         heartbeats,
+        addresses,
     };
     let unplaced = plan
         .unplaced
@@ -288,14 +304,18 @@ impl Suspects<'_> {
     }
 }
 
-fn lost_tasks<'a>(memory: Option<&'a Memory>, decoded: &'a [Decoded]) -> Suspects<'a> {
+fn lost_tasks<'a>(
+    memory: Option<&'a Memory>,
+    decoded: &'a [Decoded],
+    gone: &BTreeSet<MemberId>,
+) -> Suspects<'a> {
     let present: BTreeSet<&MemberId> = decoded.iter().map(|d| &d.key).collect();
     if let Some(memory) = memory {
         return Suspects::Known(
             memory
                 .previous
                 .iter()
-                .filter(|(owner, _)| !present.contains(owner))
+                .filter(|(owner, _)| !present.contains(owner) && !gone.contains(owner))
                 .flat_map(|(owner, tasks)| tasks.iter().map(move |t| (t.as_str(), owner)))
                 .collect(),
         );
@@ -310,6 +330,29 @@ fn lost_tasks<'a>(memory: Option<&'a Memory>, decoded: &'a [Decoded]) -> Suspect
     } else {
         Suspects::Unclaimed(claimed)
     }
+}
+
+/// Last round's owners, absent from `members`, whose process is surely gone: nothing listens
+/// any more on the status API address they advertised (see `liveness.rs`). Blocks for a short
+/// connection attempt per vanished owner; the leader's assign runs off the heartbeat path.
+pub(crate) fn gone_owners(memory: &Memory, members: &[GroupMember]) -> BTreeSet<MemberId> {
+    let present: BTreeSet<MemberId> = members
+        .iter()
+        .map(|m| MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id)))
+        .collect();
+    let own_host = super::liveness::host_name();
+    memory
+        .previous
+        .iter()
+        .map(|(owner, _)| owner)
+        .filter(|owner| !present.contains(*owner))
+        .filter(|owner| {
+            memory.addresses.get(*owner).is_some_and(|(addr, host)| {
+                super::liveness::is_gone(addr, host.as_deref(), own_host.as_deref())
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// Per member (in `decoded` order), the tasks whose claim it keeps: for each task the claims

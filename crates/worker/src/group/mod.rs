@@ -61,6 +61,7 @@
 //! ```
 
 mod leader;
+mod liveness;
 mod protocol;
 mod reconciler;
 mod run;
@@ -274,6 +275,10 @@ pub(crate) async fn spawn(
         round_trip: run::LOST_HOLD_ROUND_TRIP,
         heartbeat_interval: config.member.membership.heartbeat_interval,
     });
+    // The status API's address tells a leader when this process is gone (see liveness.rs).
+    if let Some(addr) = status_addr {
+        protocol.set_status_addr(addr);
+    }
     // Before joining: a static worker's join may replace a live process (see takeover.rs).
     let takeover = takeover::policy(
         &config.member.cluster,

@@ -61,6 +61,9 @@ struct State {
     lost_hold: Option<LostHold>,
     /// The worker stopped every task to shut down: its metadata says so.
     leaving: bool,
+    /// Where this worker's status API listens and the host it runs on, advertised in its
+    /// metadata so that a leader can see when its process is gone (see `liveness.rs`).
+    advertised: Option<(String, Option<String>)>,
 }
 
 /// The kroupier group protocol of one worker.
@@ -146,6 +149,11 @@ impl WorkerProtocol {
         self.state().revocation.take()
     }
 
+    /// Advertises where this worker's status API listens (with this host's name).
+    pub(crate) fn set_status_addr(&self, addr: std::net::SocketAddr) {
+        self.state().advertised = Some((addr.to_string(), super::liveness::host_name()));
+    }
+
     /// The worker stopped every task to shut down: its next metadata says `leaving`.
     pub(crate) fn set_leaving(&self) {
         let mut state = self.state();
@@ -213,6 +221,10 @@ impl GroupProtocol for WorkerProtocol {
         }
         metadata.leaving = state.leaving;
         metadata.heartbeat_interval = state.lost_hold.map(|h| h.heartbeat_interval);
+        if let Some((addr, host)) = &state.advertised {
+            metadata.status_addr = Some(addr.clone());
+            metadata.host = host.clone();
+        }
         drop(state);
         let bytes = Bytes::from(metadata.encode());
         self.assignors
@@ -234,6 +246,10 @@ impl GroupProtocol for WorkerProtocol {
             let state = self.state();
             (state.memory.clone(), state.lost_hold)
         };
+        let gone = memory
+            .as_ref()
+            .map(|m| leader::gone_owners(m, members))
+            .unwrap_or_default();
         let catalogue = self.runtime.supervisor().catalogue();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -246,6 +262,7 @@ impl GroupProtocol for WorkerProtocol {
             leader: context.leader_member_id.clone(),
             generation: context.generation_id,
             lost_hold,
+            gone: &gone,
         };
         let outcome =
             leader::assign(&round, members).map_err(|e| AssignError::Failed(e.to_string()))?;

@@ -33,6 +33,14 @@ pub struct MemberMetadata {
     /// the coordinator, it learns so within this interval, which is how long the next owners
     /// of its tasks hold them back. `None` from version 0.
     pub heartbeat_interval: Option<Duration>,
+    /// Where the worker's status API listens, as `host:port` (version 1). When the worker
+    /// vanishes from the group, a leader that finds nothing listening there any more (the
+    /// connection is refused) knows the process is gone and hands its tasks over without
+    /// holding them back. `None` without a status API, and from version 0.
+    pub status_addr: Option<String>,
+    /// The host name of the worker's machine (version 1): a loopback `status_addr` can be
+    /// checked only from the same host. `None` if unknown, and from version 0.
+    pub host: Option<String>,
 }
 
 impl MemberMetadata {
@@ -76,6 +84,8 @@ impl MemberMetadata {
         w.uvarint(self.heartbeat_interval.map_or(0, |d| {
             u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1) + 1
         }));
+        w.nullable_string(self.status_addr.as_deref());
+        w.nullable_string(self.host.as_deref());
         w.finish()
     }
 
@@ -107,7 +117,7 @@ impl MemberMetadata {
                 Ok(())
             })?;
         }
-        let (leaving, heartbeat_interval) = if version >= 1 {
+        let (leaving, heartbeat_interval, status_addr, host) = if version >= 1 {
             let leaving = match r.uvarint("leaving")? {
                 0 => false,
                 1 => true,
@@ -117,14 +127,18 @@ impl MemberMetadata {
                 0 => None,
                 n => Some(Duration::from_millis(n - 1)),
             };
-            (leaving, heartbeat_interval)
+            let status_addr = r.nullable_string("status_addr")?;
+            let host = r.nullable_string("host")?;
+            (leaving, heartbeat_interval, status_addr, host)
         } else {
-            (false, None)
+            (false, None, None, None)
         };
         finish(&r, version, METADATA_VERSION)?;
         Ok(MemberMetadata {
             leaving,
             heartbeat_interval,
+            status_addr,
+            host,
             version,
             worker_id,
             owned,

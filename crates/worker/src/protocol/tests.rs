@@ -26,6 +26,8 @@ prop_compose! {
         rack in proptest::option::of("\\PC{0,10}"),
         leaving in any::<bool>(),
         heartbeat_ms in proptest::option::of(0u64..(1 << 42)),
+        status_addr in proptest::option::of("\\PC{0,24}"),
+        host in proptest::option::of("\\PC{0,16}"),
     ) -> MemberMetadata {
         MemberMetadata {
             version: METADATA_VERSION,
@@ -37,6 +39,8 @@ prop_compose! {
             rack,
             leaving,
             heartbeat_interval: heartbeat_ms.map(Duration::from_millis),
+            status_addr,
+            host,
         }
     }
 }
@@ -154,8 +158,8 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     let mut metadata = MemberMetadata::new("w1");
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
-    // Version 1 appends: leaving (no), the heartbeat interval (none).
-    bytes.truncate(bytes.len() - 2);
+    // Version 1 appends: leaving (no), the heartbeat interval, status address and host (none).
+    bytes.truncate(bytes.len() - 4);
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 0 decodes");
     assert_eq!(

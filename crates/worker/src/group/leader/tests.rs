@@ -32,6 +32,8 @@ fn member(id: &str, kinds: &[&str], owned: &[(&str, i32)], fingerprint: u64) -> 
     }
 }
 
+static NONE_GONE: BTreeSet<MemberId> = BTreeSet::new();
+
 fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> {
     Round {
         catalogue,
@@ -41,6 +43,7 @@ fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> 
         leader: "a".into(),
         generation: 1,
         lost_hold: None,
+        gone: &NONE_GONE,
     }
 }
 
