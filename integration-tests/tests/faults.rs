@@ -19,9 +19,7 @@
 //! `KROUPIER_KAFKA_BOOTSTRAP`. Prints `MEASURE name=ms` lines.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest,
@@ -31,14 +29,13 @@ use kroupier_coordinator::wire;
 use kroupier_integration_tests::fault::{FaultProxy, Role, Scope};
 use kroupier_integration_tests::journal::{self, Journals, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
-use kroupier_integration_tests::process::Process;
+use kroupier_integration_tests::quickstart::{
+    self, Group, HEARTBEAT_MS, RECENT_MS, SESSION_MS, SLACK_MS, TempDir, Worker, counts, poll,
+    tasks_of,
+};
 use kroupier_integration_tests::wire::Connection;
 use serde_json::Value;
 
-const SESSION_MS: u64 = 3_000;
-const HEARTBEAT_MS: u64 = 500;
-/// Scheduling, JoinGroup and SyncGroup round trips on a busy 2-core machine.
-const SLACK_MS: u64 = 1_000;
 /// How soon a faulted worker's tasks must run elsewhere.
 const FAILOVER_BOUND_MS: u64 = SESSION_MS + 2 * HEARTBEAT_MS + SLACK_MS;
 /// kroupier's request timeout (the default, as Kafka's `request.timeout.ms`).
@@ -51,66 +48,10 @@ const CUT_HEAL_BOUND_MS: u64 = 5_000;
 /// worker waits for its request timeout (its FindCoordinator, sent when it fenced itself, is
 /// the one it waits on), then rejoins as after a cut.
 const BLACKHOLE_HEAL_BOUND_MS: u64 = REQUEST_TIMEOUT_MS + CUT_HEAL_BOUND_MS;
-/// Beats come every 100 ms; a longer silence ends a worker's tenure of a task.
-const TENURE_GAP_MS: u64 = 300;
-/// A task counts as running if its last beat is this recent.
-const RECENT_MS: u64 = 600;
 const TASKS: usize = 12;
 const ROUNDS: usize = 2;
 /// The worker behind the proxy.
 const VICTIM: &str = "w3";
-
-/// A name no other test run uses.
-fn unique(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), unix_ms())
-}
-
-/// A fresh journal directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let path = std::env::temp_dir().join(unique(&format!("kroupier-fault-{name}")));
-        std::fs::create_dir_all(&path).expect("create the journal dir");
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// One quickstart process and the JSON lines it printed.
-struct Worker {
-    id: String,
-    _process: Process,
-    lines: Receiver<String>,
-    seen: Vec<Value>,
-}
-
-impl Worker {
-    /// Takes every line printed so far.
-    fn drain(&mut self) -> &[Value] {
-        while let Ok(raw) = self.lines.try_recv() {
-            if let Ok(v) = serde_json::from_str(&raw) {
-                self.seen.push(v);
-            }
-        }
-        &self.seen
-    }
-
-    /// The `lost` and `assigned` events printed at or after `since_ms`.
-    fn changes_since(&mut self, since_ms: u64) -> Vec<Value> {
-        self.drain()
-            .iter()
-            .filter(|v| v["ts_ms"].as_u64() >= Some(since_ms))
-            .filter(|v| v["event"] == "lost" || v["event"] == "assigned")
-            .cloned()
-            .collect()
-    }
-}
 
 /// Three quickstart workers of one group, `w3` behind a fault proxy.
 struct Scenario {
@@ -121,14 +62,18 @@ struct Scenario {
 
 impl Scenario {
     fn start(bootstrap: &str, name: &str) -> Self {
-        let dir = TempDir::new(name);
-        let group = unique(&format!("faults-{name}"));
+        let dir = TempDir::new(&format!("fault-{name}"));
         let proxy = FaultProxy::start(bootstrap).expect("the fault proxy listens");
-        let workers = [("w1", bootstrap.to_owned()), ("w2", bootstrap.to_owned())]
-            .into_iter()
-            .chain([(VICTIM, proxy.bootstrap())])
-            .map(|(id, via)| start_worker(&via, &group, id, &dir.0))
-            .collect();
+        let direct = Group::new(bootstrap, &format!("faults-{name}"), TASKS, &dir.0);
+        let proxied = Group {
+            bootstrap: proxy.bootstrap(),
+            ..direct.clone()
+        };
+        let workers = vec![
+            direct.start("w1"),
+            direct.start("w2"),
+            proxied.start(VICTIM),
+        ];
         Scenario {
             dir,
             proxy,
@@ -137,7 +82,7 @@ impl Scenario {
     }
 
     fn journals(&self) -> Journals {
-        journal::read_dir(&self.dir.0).expect("journals parse")
+        quickstart::journals(&self.dir.0)
     }
 
     /// Waits until every task runs on exactly one of `workers` workers, balanced, with beats
@@ -177,73 +122,19 @@ impl Scenario {
 
     /// Asserts that no task ran on two workers at once, anywhere in the journals.
     fn assert_no_overlap(&self) {
-        for (task, beats) in self.journals() {
-            let overlaps = journal::overlaps(&journal::tenures(&beats, TENURE_GAP_MS));
-            assert!(
-                overlaps.is_empty(),
-                "{task} ran on two workers at once: {overlaps:?}"
-            );
-        }
+        quickstart::assert_no_overlap(&self.dir.0);
     }
 }
 
-fn start_worker(bootstrap: &str, group: &str, id: &str, journal: &Path) -> Worker {
-    let args: Vec<String> = [
-        "--bootstrap",
-        bootstrap,
-        "--group",
-        group,
-        "--worker-id",
-        id,
-        "--tasks",
-        &TASKS.to_string(),
-        "--journal-dir",
-        &journal.display().to_string(),
-        "--session-timeout-ms",
-        &SESSION_MS.to_string(),
-        "--heartbeat-interval-ms",
-        &HEARTBEAT_MS.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut process = Process::spawn("quickstart", &args);
-    let lines = process.stdout_lines();
-    Worker {
-        id: id.to_owned(),
-        _process: process,
-        lines,
-        seen: Vec::new(),
-    }
-}
-
-/// Polls `check` every 100 ms until it returns `Some` or `timeout` passes.
-fn poll<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn counts(owners: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
-    for worker in owners.values() {
-        *counts.entry(worker.clone()).or_insert(0) += 1;
-    }
-    counts
-}
-
-fn tasks_of(owners: &BTreeMap<String, String>, worker: &str) -> Vec<String> {
-    owners
+/// The `lost` and `assigned` events `worker` printed at or after `since_ms`.
+fn changes_since(worker: &mut Worker, since_ms: u64) -> Vec<Value> {
+    worker.drain();
+    worker
+        .seen
         .iter()
-        .filter(|(_, w)| w.as_str() == worker)
-        .map(|(t, _)| t.clone())
+        .filter(|v| v["ts_ms"].as_u64() >= Some(since_ms))
+        .filter(|v| v["event"] == "lost" || v["event"] == "assigned")
+        .cloned()
         .collect()
 }
 
@@ -388,19 +279,7 @@ fn heartbeats_delayed_beyond_the_interval_but_within_the_session_move_nothing() 
             &format!("slow heartbeats round {round}: start"),
         );
         // Settled: the follow-up round after the last join is done, one generation beats.
-        let generation = poll(Duration::from_secs(10), || {
-            let now = unix_ms();
-            let mut generations: Vec<i32> = scenario
-                .journals()
-                .values()
-                .flat_map(|beats| beats.iter().filter(|b| b.unix_ms + RECENT_MS >= now))
-                .map(|b| b.generation)
-                .collect();
-            generations.sort_unstable();
-            generations.dedup();
-            (generations.len() == 1).then(|| generations[0])
-        })
-        .expect("the group settles in one generation");
+        let generation = quickstart::settled_generation(&scenario.dir.0);
 
         let slow_ms = unix_ms();
         scenario
@@ -447,7 +326,7 @@ fn heartbeats_delayed_beyond_the_interval_but_within_the_session_move_nothing() 
             );
         }
         for worker in &mut scenario.workers {
-            let changes = worker.changes_since(slow_ms);
+            let changes = changes_since(worker, slow_ms);
             assert!(
                 changes.is_empty(),
                 "round {round}: {} saw membership changes with heartbeats {HEARTBEAT_DELAY_MS} \
