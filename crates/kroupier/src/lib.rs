@@ -9,6 +9,7 @@
 //! | Module | For |
 //! |---|---|
 //! | [`worker`] | everything of the worker runtime: supervision, catalogue, status API, journal |
+//! | [`shutdown`] | the two-signal rule for programs: the first signal stops gracefully, a second exits |
 //! | [`election`] | one leader among N replicas, with a fencing token (Schema Registry style) |
 //! | [`assignor`] | who runs what: round-robin, sticky, incremental cooperative, or your own |
 //! | [`observer`] | see a group (members, leader, generation, tasks) without joining it |
@@ -27,6 +28,8 @@ pub use kroupier_worker::{
     TaskError, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig, WorkerError,
     WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
+
+pub use kroupier_worker::shutdown;
 
 /// The worker runtime in full: [`Task`]s started, stopped and restarted under supervision as
 /// the group's assignment changes, the status API and the task journal. The root of this crate
