@@ -80,7 +80,14 @@ pub(crate) struct Assigned {
     pub(crate) assignment: Option<Assignment>,
     /// The lease of this generation.
     pub(crate) valid_until: Instant,
+    /// The assignment's bytes were rejected (they did not decode): the member runs nothing
+    /// and rejoins after [`REJECTED_REJOIN_DELAY`], so the group recovers without it.
+    pub(crate) rejected: bool,
 }
+
+/// How long after rejecting an assignment the member rejoins: soon, but not in a tight loop
+/// with a leader that keeps sending the same bytes.
+pub(crate) const REJECTED_REJOIN_DELAY: Duration = Duration::from_secs(1);
 
 /// What the loop must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -430,10 +437,17 @@ impl Reconciler {
             not_before: now + d,
             reason: "scheduled follow-up rebalance",
         });
+        if assigned.rejected {
+            follow_up = Some(FollowUp {
+                generation,
+                not_before: now + REJECTED_REJOIN_DELAY,
+                reason: "the leader's assignment for this member did not decode",
+            });
+        }
         // Eager assignors revoked everything when the rebalance started and hand tasks to
         // their new owners in the same round: their revocations need no follow-up round.
         let await_revocations = !revoke.is_empty() && !assigned.eager;
-        if !await_revocations {
+        if !await_revocations && !assigned.rejected {
             // Revoking members rejoin once their tasks stopped; a leader without revocations
             // rejoins only after a delay, or as a guard if nobody else started the follow-up.
             follow_up = if leader {

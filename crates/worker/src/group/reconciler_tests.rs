@@ -47,6 +47,7 @@ fn assigned(base: Instant, generation: i32, tasks: &[&str], revoked: &[&str]) ->
         eager: false,
         assignment: Some(assignment),
         valid_until: base + SESSION,
+        rejected: false,
     }
 }
 
@@ -374,5 +375,31 @@ fn a_leader_without_revocations_keeps_a_guard_follow_up() {
             generation: 2,
             reason: "follow-up rebalance guard"
         }]
+    ));
+}
+
+#[test]
+fn a_rejected_assignment_runs_nothing_and_rejoins_soon() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    let mut garbage = assigned(base, 2, &[], &[]);
+    garbage.assignment = None;
+    garbage.rejected = true;
+    r.handle_assigned(base + ms(10), garbage);
+    let (change, _) = applied(&mut r);
+    assert!(
+        change.run.is_empty(),
+        "nothing runs on bytes that did not decode"
+    );
+    assert_eq!(
+        r.poll_timeout(),
+        Some(base + ms(10) + REJECTED_REJOIN_DELAY)
+    );
+    r.handle_timeout(base + ms(10) + REJECTED_REJOIN_DELAY);
+    assert!(matches!(
+        actions(&mut r).as_slice(),
+        [Action::Rejoin { generation: 2, .. }]
     ));
 }

@@ -224,13 +224,18 @@ impl Loop {
             );
             return None;
         };
+        let mut rejected = false;
         let assignment = if bytes.is_empty() {
             None
         } else {
             match Assignment::decode(bytes) {
-                Ok(assignment) => Some(assignment),
+                Ok(assignment) => Some(self.checked(assignment, token)),
                 Err(error) => {
-                    tracing::error!(%error, "the leader's assignment does not decode; running nothing");
+                    tracing::error!(
+                        %error,
+                        "the leader's assignment does not decode; running nothing and rejoining"
+                    );
+                    rejected = true;
                     None
                 }
             }
@@ -241,7 +246,61 @@ impl Loop {
             eager: self.protocol.is_eager(&protocol),
             assignment,
             valid_until: Instant::from_std(lease.valid_until),
+            rejected,
         })
+    }
+
+    /// Drops what no leader may ask of this worker, with a logged reason: tasks its catalogue
+    /// does not have (a leader with another catalogue, or a broken one) and tasks both to run
+    /// and to revoke (the revocation wins); and revocations of tasks it does not run. The rest
+    /// of the assignment stands.
+    fn checked(&self, mut assignment: Assignment, token: &GroupToken) -> Assignment {
+        let catalogue = self.runtime.supervisor().catalogue();
+        let unknown: Vec<String> = assignment
+            .tasks
+            .iter()
+            .filter(|t| !catalogue.contains(t))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            tracing::error!(
+                generation = token.generation_id,
+                tasks = ?unknown,
+                "the leader assigned tasks this worker's catalogue does not have; not starting them"
+            );
+            for task in &unknown {
+                assignment.tasks.remove(task);
+                assignment.lost.remove(task);
+            }
+        }
+        let both: Vec<String> = assignment
+            .tasks
+            .intersection(&assignment.revoked)
+            .cloned()
+            .collect();
+        if !both.is_empty() {
+            tracing::error!(
+                generation = token.generation_id,
+                tasks = ?both,
+                "the leader both assigned and revoked these tasks; stopping them"
+            );
+            for task in &both {
+                assignment.tasks.remove(task);
+                assignment.lost.remove(task);
+            }
+        }
+        // A revocation of a task this worker does not run asks nothing of it (and must not
+        // start a follow-up round that a leader repeating itself would turn into a loop).
+        let owned = self.runtime.owned();
+        assignment.revoked.retain(|task| owned.contains_key(task));
+        if assignment.generation != token.generation_id {
+            tracing::warn!(
+                sync_group = token.generation_id,
+                assignment = assignment.generation,
+                "the assignment names another generation than SyncGroup's; SyncGroup's is used"
+            );
+        }
+        assignment
     }
 
     /// Waits (briefly) until the member's status shows the lease of `token`; with the leader's
