@@ -1,12 +1,13 @@
 //! A real worker, with no Kafka: the embedded coordinator from `kroupier::testing`, one worker
-//! built as a program would build it, one task seen running, then a clean shutdown.
+//! built as a program would build it, one task seen running and beating, then a clean shutdown.
 
 use std::time::Duration;
 
-use kroupier::{Task, TaskContext, TaskError, TaskSpec, TaskState, WorkerBuilder};
-use serde::Deserialize;
+use kroupier::testing::{TaskWaitError, coordinator, wait_for_task, worker_config};
+use kroupier::{Kind, Task, TaskContext, TaskError, TaskSpec, TaskState, WorkerBuilder};
+use serde::{Deserialize, Serialize};
 
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct Beat {
     every_ms: u64,
 }
@@ -25,13 +26,17 @@ impl Task for Beat {
     }
 }
 
+const BEAT: Kind<Beat> = Kind::new("beat");
+
 #[tokio::test]
 async fn a_worker_runs_its_task_on_the_embedded_coordinator() {
-    let coordinator = kroupier::testing::coordinator().await.unwrap();
-    let worker = WorkerBuilder::new(kroupier::testing::worker_config(&coordinator, "beats"))
-        .register::<Beat>("beat")
+    let coordinator = coordinator().await.unwrap();
+    let worker = WorkerBuilder::new(worker_config(&coordinator, "beats"))
+        .register(BEAT)
+        .typed_task(&BEAT, "beat-0", Beat { every_ms: 20 })
+        // A spec read at run time, as JSON.
         .task(TaskSpec::new(
-            "beat-0",
+            "beat-1",
             "beat",
             serde_json::json!({ "every_ms": 20 }),
         ))
@@ -39,22 +44,27 @@ async fn a_worker_runs_its_task_on_the_embedded_coordinator() {
         .await
         .unwrap();
 
+    for task in ["beat-0", "beat-1"] {
+        let status = wait_for_task(&worker, task, TaskState::Running, Duration::from_secs(20))
+            .await
+            .unwrap();
+        assert!(status.generation > 0, "{status:?}");
+    }
     let beating = async {
-        loop {
-            let status = worker.runtime().board().snapshot();
-            let task = status.tasks.iter().find(|t| t.status.task_id == "beat-0");
-            if task.is_some_and(|t| {
-                t.status.state == TaskState::Running && t.status.progress.is_some()
-            }) {
-                return status;
-            }
+        while !worker
+            .runtime()
+            .board()
+            .tasks()
+            .snapshot()
+            .iter()
+            .all(|task| task.progress.is_some())
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };
-    let status = tokio::time::timeout(Duration::from_secs(20), beating)
+    tokio::time::timeout(Duration::from_secs(20), beating)
         .await
-        .expect("beat-0 runs and beats within 20 s");
-    assert!(status.group.generation.is_some());
+        .expect("both tasks beat");
 
     worker.shutdown().await.unwrap();
     let group = coordinator.describe_group("beats").await;
@@ -62,5 +72,39 @@ async fn a_worker_runs_its_task_on_the_embedded_coordinator() {
         group.as_ref().is_none_or(|g| g.members.is_empty()),
         "the worker left the group: {group:?}"
     );
+    coordinator.shutdown().await;
+}
+
+#[tokio::test]
+async fn waiting_for_a_task_the_worker_never_holds_says_so() {
+    let coordinator = coordinator().await.unwrap();
+    let worker = WorkerBuilder::new(worker_config(&coordinator, "lonely"))
+        .register(BEAT)
+        .typed_task(&BEAT, "beat-0", Beat { every_ms: 20 })
+        .spawn()
+        .await
+        .unwrap();
+    let error = wait_for_task(
+        &worker,
+        "no-such-task",
+        TaskState::Running,
+        Duration::from_millis(200),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error,
+        TaskWaitError {
+            task_id: "no-such-task".into(),
+            wanted: TaskState::Running,
+            last: None,
+            within: Duration::from_millis(200),
+        }
+    );
+    assert!(
+        error.to_string().contains("not held by this worker"),
+        "{error}"
+    );
+    worker.shutdown().await.unwrap();
     coordinator.shutdown().await;
 }
