@@ -122,6 +122,7 @@ mod action;
 mod config;
 mod event;
 mod handle;
+mod heartbeat;
 mod io;
 mod machine;
 mod protocol;
