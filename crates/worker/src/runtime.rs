@@ -123,8 +123,8 @@ impl Runtime {
         &self.board
     }
 
-    /// The status API over this runtime's board, with restart requests enabled; serve it with
-    /// [`status::http::serve`](crate::status::http::serve).
+    /// The status API over this runtime's board, with restart requests enabled (the routes:
+    /// [`status`](crate::status)); serve it with `axum::serve`.
     pub fn status_router(&self) -> axum::Router {
         crate::status::http::router(self.board.clone(), Some(self.supervisor.clone()))
     }

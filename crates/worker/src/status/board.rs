@@ -80,7 +80,7 @@ pub struct StatusBoard {
 
 impl StatusBoard {
     /// A board for `worker_id` in `group_id`, reading task statuses from `tasks`.
-    pub fn new(
+    pub(crate) fn new(
         worker_id: impl Into<String>,
         group_id: impl Into<String>,
         catalogue_fingerprint: u64,
@@ -128,14 +128,14 @@ impl StatusBoard {
     }
 
     /// A rebalance began (the member is about to rejoin).
-    pub fn rebalance_started(&self) {
+    pub(crate) fn rebalance_started(&self) {
         self.inner.metrics.rebalance_started();
         self.rebalance_start().get_or_insert_with(Instant::now);
         self.inner.rebalancing.store(true, Ordering::Release);
     }
 
     /// A rebalance completed with `view`; records its latency if its start was seen.
-    pub fn rebalance_completed(&self, view: GroupView) {
+    pub(crate) fn rebalance_completed(&self, view: GroupView) {
         let started = self.rebalance_start().take();
         if let Some(started) = started {
             self.inner
@@ -147,12 +147,12 @@ impl StatusBoard {
     }
 
     /// This worker took over tasks after its first assignment (someone else lost them).
-    pub fn record_failover(&self) {
+    pub(crate) fn record_failover(&self) {
         self.inner.metrics.failover_at(unix_ms());
     }
 
     /// The worker began shutting down; `/readyz` fails from now on.
-    pub fn set_shutting_down(&self) {
+    pub(crate) fn set_shutting_down(&self) {
         self.inner.shutting_down.store(true, Ordering::Release);
     }
 

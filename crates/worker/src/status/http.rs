@@ -1,25 +1,5 @@
-//! The status HTTP API (axum). Bound to 127.0.0.1 unless configured otherwise.
-//!
-//! | Route | Answer |
-//! |---|---|
-//! | `GET /status` | [`WorkerStatus`](super::WorkerStatus) as JSON; during a rebalance the last stable view with `rebalancing: true` |
-//! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text` when `Accept` asks for it (Prometheus does), Prometheus' `text/plain; version=0.0.4` otherwise |
-//! | `GET /healthz` | 200 while the process serves (liveness) |
-//! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
-//! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
-//!
-//! Reads never fail because of a rebalance.
-//!
-//! | Metric | Type | Meaning |
-//! |---|---|---|
-//! | `kroupier_tasks{state}` | gauge | tasks held by this worker, by state (every state, 0 included) |
-//! | `kroupier_task_restarts` | gauge | restarts after failures, summed over the tasks held |
-//! | `kroupier_rebalances_total` | counter | rebalances this worker took part in |
-//! | `kroupier_rebalancing` | gauge | 1 while a rebalance is in progress |
-//! | `kroupier_generation` | gauge | generation of the last completed rebalance (-1 before the first) |
-//! | `kroupier_catalogue_mismatch` | gauge | 1 when this worker's catalogue differs from the leader's |
-//! | `kroupier_last_failover_timestamp_seconds` | gauge | Unix time of the last takeover (0 = never) |
-//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start to its assignment applied |
+//! The status HTTP API (axum): the routes and their handlers. [`super`] lists the routes and the
+//! metrics.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -43,7 +23,7 @@ struct ApiState {
 }
 
 /// The status API's routes. With a supervisor, `POST /tasks/{id}/restart` restarts tasks.
-pub fn router(board: StatusBoard, supervisor: Option<Arc<Supervisor>>) -> Router {
+pub(crate) fn router(board: StatusBoard, supervisor: Option<Arc<Supervisor>>) -> Router {
     Router::new()
         .route("/status", get(status))
         .route("/metrics", get(prometheus))
@@ -54,7 +34,7 @@ pub fn router(board: StatusBoard, supervisor: Option<Arc<Supervisor>>) -> Router
 }
 
 /// Serves `router` on `listener` until `shutdown` completes.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -65,7 +45,7 @@ pub async fn serve(
 }
 
 /// Binds the status address; the error says which address failed.
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener, std::io::Error> {
+pub(crate) async fn bind(addr: SocketAddr) -> Result<TcpListener, std::io::Error> {
     TcpListener::bind(addr).await.map_err(|error| {
         std::io::Error::new(
             error.kind(),

@@ -1,5 +1,5 @@
 //! `/metrics`: the worker's metrics in a [`prometheus_client`] registry, encoded in the OpenMetrics
-//! text format. [`super::http`] lists them.
+//! text format. [`super`] lists them.
 //!
 //! Counters and the histogram are updated as events happen; the gauges that mirror the task table
 //! and the group view are set from them when a scrape comes in.

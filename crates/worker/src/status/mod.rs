@@ -1,9 +1,32 @@
-//! Status of this worker and its tasks: the model, the board the runtime writes, the HTTP API.
+//! Status of this worker and its tasks: the model, the board the runtime writes, and the HTTP
+//! API that serves it, on a free loopback port unless the config's `status.addr` says otherwise
+//! ([`WorkerHandle::status_addr`](crate::WorkerHandle::status_addr) tells where).
+//!
+//! | Route | Answer |
+//! |---|---|
+//! | `GET /status` | [`WorkerStatus`] as JSON; during a rebalance the last stable view with `rebalancing: true` |
+//! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text` when `Accept` asks for it (Prometheus does), Prometheus' `text/plain; version=0.0.4` otherwise |
+//! | `GET /healthz` | 200 while the process serves (liveness) |
+//! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
+//! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
+//!
+//! Reads never fail because of a rebalance.
+//!
+//! | Metric | Type | Meaning |
+//! |---|---|---|
+//! | `kroupier_tasks{state}` | gauge | tasks held by this worker, by state (every state, 0 included) |
+//! | `kroupier_task_restarts` | gauge | restarts after failures, summed over the tasks held |
+//! | `kroupier_rebalances_total` | counter | rebalances this worker took part in |
+//! | `kroupier_rebalancing` | gauge | 1 while a rebalance is in progress |
+//! | `kroupier_generation` | gauge | generation of the last completed rebalance (-1 before the first) |
+//! | `kroupier_catalogue_mismatch` | gauge | 1 when this worker's catalogue differs from the leader's |
+//! | `kroupier_last_failover_timestamp_seconds` | gauge | Unix time of the last takeover (0 = never) |
+//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start to its assignment applied |
 
-pub mod board;
-pub mod http;
+pub(crate) mod board;
+pub(crate) mod http;
 pub(crate) mod metrics;
-pub mod model;
+pub(crate) mod model;
 
 pub use board::{GroupView, StatusBoard, TaskView, WorkerStatus};
 pub use model::{TaskState, TaskStatus, TaskTable};
