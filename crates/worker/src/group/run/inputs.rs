@@ -1,0 +1,147 @@
+//! What the loop hands the reconciler: an assignment with its lease, checked; and the member's
+//! current status when the loop fell behind its events.
+
+use std::time::Duration;
+
+use kroupier_coordinator::driver::MemberStatus;
+use kroupier_coordinator::membership::{FencingToken as GroupToken, Lease, MemberState};
+use tokio::time::Instant;
+
+use super::{Loop, Stops};
+use crate::group::reconciler::{Assigned, Reconciler};
+use crate::protocol::Assignment;
+
+impl Loop {
+    /// The loop missed events: catch up from the member's current status.
+    pub(super) async fn lagged(&self, reconciler: &mut Reconciler, stops: &mut Stops) {
+        let now = self.member.current();
+        // A revocation whose rejoin waits for this loop may be among the skipped events.
+        let join_held = now.join_held;
+        if join_held.is_some() && stops.stopping.is_none() {
+            stops.stopping = self.protocol.take_revocation();
+        }
+        // So may an assignment: the current one is applied if it was not.
+        let current = match (now.state, now.generation.as_ref(), now.assignment.as_ref()) {
+            (MemberState::Stable, Some(generation), Some(bytes)) => {
+                self.assigned(&generation.token(), bytes).await
+            }
+            _ => None,
+        };
+        reconciler.handle_lagged(Instant::now(), join_held, stops.stopping.is_some(), current);
+    }
+
+    /// What the reconciler needs of an assignment: its lease, leader and assignor, and the
+    /// decoded bytes; `None` if the assignment is already stale.
+    pub(super) async fn assigned(&self, token: &GroupToken, bytes: &[u8]) -> Option<Assigned> {
+        let Some((lease, leader, protocol)) = self.lease_for(token).await else {
+            tracing::debug!(
+                generation = token.generation_id,
+                "assignment superseded before it applied"
+            );
+            return None;
+        };
+        let mut rejected = false;
+        let assignment = if bytes.is_empty() {
+            None
+        } else {
+            match Assignment::decode(bytes) {
+                Ok(assignment) => Some(self.checked(assignment, token)),
+                Err(error) => {
+                    tracing::error!(
+                        %error,
+                        "the leader's assignment does not decode; running nothing and rejoining"
+                    );
+                    rejected = true;
+                    None
+                }
+            }
+        };
+        Some(Assigned {
+            token: token.clone(),
+            leader,
+            eager: self.protocol.is_eager(&protocol),
+            assignment,
+            valid_until: Instant::from_std(lease.valid_until),
+            rejected,
+        })
+    }
+
+    /// Drops what no leader may ask of this worker, with a logged reason: tasks its catalogue
+    /// does not have (a leader with another catalogue, or a broken one) and tasks both to run
+    /// and to revoke (the revocation wins); and revocations of tasks it does not run. The rest
+    /// of the assignment stands.
+    pub(super) fn checked(&self, mut assignment: Assignment, token: &GroupToken) -> Assignment {
+        let catalogue = self.runtime.supervisor().catalogue();
+        let unknown: Vec<String> = assignment
+            .tasks
+            .iter()
+            .filter(|t| !catalogue.contains(t))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            tracing::error!(
+                generation = token.generation_id,
+                tasks = ?unknown,
+                "the leader assigned tasks this worker's catalogue does not have; not starting them"
+            );
+            for task in &unknown {
+                assignment.tasks.remove(task);
+                assignment.lost.remove(task);
+            }
+        }
+        let both: Vec<String> = assignment
+            .tasks
+            .intersection(&assignment.revoked)
+            .cloned()
+            .collect();
+        if !both.is_empty() {
+            tracing::error!(
+                generation = token.generation_id,
+                tasks = ?both,
+                "the leader both assigned and revoked these tasks; stopping them"
+            );
+            for task in &both {
+                assignment.tasks.remove(task);
+                assignment.lost.remove(task);
+            }
+        }
+        // A revocation of a task this worker does not run asks nothing of it (and must not
+        // start a follow-up round that a leader repeating itself would turn into a loop).
+        let owned = self.runtime.owned();
+        assignment.revoked.retain(|task| owned.contains_key(task));
+        if assignment.generation != token.generation_id {
+            tracing::warn!(
+                sync_group = token.generation_id,
+                assignment = assignment.generation,
+                "the assignment names another generation than SyncGroup's; SyncGroup's is used"
+            );
+        }
+        assignment
+    }
+
+    /// Waits (briefly) until the member's status shows the lease of `token`; with the leader's
+    /// member id and the protocol (assignor) the group selected.
+    pub(super) async fn lease_for(&self, token: &GroupToken) -> Option<(Lease, String, String)> {
+        let mut status = self.member.status();
+        let settled = |s: &MemberStatus| {
+            s.stopped
+                || s.lease.as_ref().is_some_and(|l| &l.token == token)
+                || s.generation
+                    .as_ref()
+                    .is_some_and(|g| g.generation_id > token.generation_id)
+                || (s.lease.is_none() && s.generation.is_none())
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), status.wait_for(settled)).await;
+        let s = status.borrow();
+        let lease = s.lease.clone().filter(|l| &l.token == token)?;
+        let generation = s
+            .generation
+            .as_ref()
+            .filter(|g| g.generation_id == token.generation_id);
+        let leader = generation.map(|g| g.leader_id.clone()).unwrap_or_default();
+        let protocol = generation
+            .map(|g| g.protocol_name.clone())
+            .unwrap_or_default();
+        Some((lease, leader, protocol))
+    }
+}
