@@ -6,19 +6,23 @@
 //! worker when the future it is given completes. The library handles no OS signal: the
 //! application owns them (see [`shutdown`](crate::shutdown) for the two-signal rule).
 //!
+//! The worker loop has two halves, as the membership has: a sans-IO
+//! `reconciler` decides, on virtual time in its tests, and a short tokio loop (`run/`) feeds it
+//! the member's events and the end of the stops it started, and carries out its actions.
+//!
 //! ```text
-//!  member event            worker loop                              runtime
-//!  ───────────────────     ──────────────────────────────────────   ──────────────────────────
-//!  Revoked (callback)      status: rebalancing; eager: stop all     rebalance_started / revoke_all
-//!  Revoked (event)         once revoked tasks stopped (eager stop,  (stop futures complete →
-//!                          last assignment's revocations): ack      revocations_done → JoinGroup)
-//!  Assigned                wait for the generation's lease, apply   apply(change)
-//!                          revocations? rejoin once they stopped    (future completes → rejoin)
-//!                          leader + follow-up delay? rejoin later
-//!  lease extended          every successful heartbeat               extend_lease(valid_until)
-//!  Lost (callback)         stop every task within the margin        lost(deadline)
-//!  Fenced / Fatal          stop every task, report the error        lost + shutdown
-//!  shutdown future         stop every task, then LeaveGroup, Ok     shutdown(deadline)
+//!  member event / input      reconciler decides                        loop does (runtime)
+//!  ──────────────────────    ───────────────────────────────────────   ──────────────────────────
+//!  Revoked (callback)        —                                         rebalance_started; eager: revoke_all
+//!  Revoked (event)           ack once revoked tasks stopped            revocations_done → JoinGroup
+//!  Assigned                  Apply (lost tasks after their hold; a     apply(change), then await its
+//!                            static takeover after the old lease)      revocations if asked
+//!  revocations stopped       Rejoin (cooperative follow-up)            rejoin, if still current
+//!  Lagged                    ack the held revocation, apply current    —
+//!  lease extended            —                                         extend_lease(valid_until)
+//!  Lost (callback / event)   drop every wait, hold and follow-up       lost(deadline)
+//!  Fenced / Fatal            —                                         lost + shutdown, error
+//!  shutdown future           —                                         stop all, hand over, LeaveGroup
 //! ```
 //!
 //! The member runs with the join gate (`await_revocation`): after a revocation its JoinGroup
