@@ -189,16 +189,18 @@ fn a_newer_generation_seen_by_a_heartbeat_during_the_join_is_not_a_loss() {
     assert!(matches!(&hb.request, Request::Heartbeat(r) if r.generation_id == 2));
 }
 
-#[test]
-fn a_superseded_generation_is_lost_at_its_deadline_if_the_join_never_completes() {
+/// A member rejoining (see [`rejoining`]) whose heartbeat sent at 6 020 ms is answered `error`.
+fn rejoining_then_heartbeat(error: ResponseError) -> Harness {
     let mut h = Harness::dynamic();
     rejoining(&mut h);
     let hb = h.expect(ms(6020));
-    h.respond(
-        ms(6030),
-        hb.tag,
-        heartbeat(Some(ResponseError::IllegalGeneration)),
-    );
+    h.respond(ms(6030), hb.tag, heartbeat(Some(error)));
+    h
+}
+
+#[test]
+fn a_superseded_generation_is_lost_at_its_deadline_if_the_join_never_completes() {
+    let mut h = rejoining_then_heartbeat(ResponseError::IllegalGeneration);
     let deadline = h.member.fence_deadline().expect("a deadline");
     assert_eq!(deadline, h.at(ms(3020)) + SESSION - MARGIN);
     h.member.handle_timeout(deadline);
@@ -217,14 +219,7 @@ fn a_superseded_generation_is_lost_at_its_deadline_if_the_join_never_completes()
 
 #[test]
 fn unknown_member_id_during_the_join_is_still_a_loss() {
-    let mut h = Harness::dynamic();
-    rejoining(&mut h);
-    let hb = h.expect(ms(6020));
-    h.respond(
-        ms(6030),
-        hb.tag,
-        heartbeat(Some(ResponseError::UnknownMemberId)),
-    );
+    let mut h = rejoining_then_heartbeat(ResponseError::UnknownMemberId);
     assert!(matches!(h.events().as_slice(), [Event::Lost { .. }]));
 }
 

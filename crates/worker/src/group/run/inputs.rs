@@ -78,29 +78,26 @@ impl Loop {
             .filter(|t| !catalogue.contains(t))
             .cloned()
             .collect();
-        if !unknown.is_empty() {
-            tracing::error!(
-                generation = token.generation_id,
-                tasks = ?unknown,
-                "the leader assigned tasks this worker's catalogue does not have; not starting them"
-            );
-            for task in &unknown {
-                assignment.tasks.remove(task);
-                assignment.lost.remove(task);
-            }
-        }
         let both: Vec<String> = assignment
             .tasks
             .intersection(&assignment.revoked)
             .cloned()
             .collect();
-        if !both.is_empty() {
-            tracing::error!(
-                generation = token.generation_id,
-                tasks = ?both,
-                "the leader both assigned and revoked these tasks; stopping them"
-            );
-            for task in &both {
+        for (tasks, why) in [
+            (
+                unknown,
+                "the leader assigned tasks this worker's catalogue does not have; not starting them",
+            ),
+            (
+                both,
+                "the leader both assigned and revoked these tasks; stopping them",
+            ),
+        ] {
+            if tasks.is_empty() {
+                continue;
+            }
+            tracing::error!(generation = token.generation_id, ?tasks, "{why}");
+            for task in &tasks {
                 assignment.tasks.remove(task);
                 assignment.lost.remove(task);
             }
