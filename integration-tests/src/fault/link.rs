@@ -43,6 +43,7 @@ pub(crate) struct Counters {
     pub(crate) refused: AtomicU64,
     pub(crate) forwarded: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    pub(crate) requests_dropped: AtomicU64,
     pub(crate) delayed: AtomicU64,
     pub(crate) rewritten: AtomicU64,
 }
@@ -194,7 +195,7 @@ async fn cut(mut policy: watch::Receiver<Policy>, role: Role) {
 }
 
 /// Reads requests from the client, notes what each one is, and queues it for the broker (or
-/// drops it, in a blackhole).
+/// drops it, in a blackhole or when its API's requests are dropped).
 async fn requests(
     shared: &Shared,
     role: Role,
@@ -216,6 +217,12 @@ async fn requests(
         let due = {
             let policy = shared.policy.borrow();
             if policy.blackholes(role) {
+                None
+            } else if policy.drops_request(api_key) {
+                shared
+                    .counters
+                    .requests_dropped
+                    .fetch_add(1, Ordering::Relaxed);
                 None
             } else {
                 Some(shared.due(policy.request_delay(role)))

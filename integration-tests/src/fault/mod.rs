@@ -16,7 +16,9 @@
 //! new ones), [`blackhole`](FaultProxy::blackhole) (accept and read, never forward, never
 //! answer), [`delay`](FaultProxy::delay) (forward every frame late), and
 //! [`delay_responses`](FaultProxy::delay_responses) (hold only the responses of one API, such
-//! as Heartbeat). [`heal`](FaultProxy::heal) restores plain forwarding.
+//! as Heartbeat), and [`drop_requests`](FaultProxy::drop_requests) (never forward the requests
+//! of one API, such as JoinGroup, while every other request still gets through).
+//! [`heal`](FaultProxy::heal) restores plain forwarding.
 //!
 //! The proxy listens on 127.0.0.1 only, runs on the test's tokio runtime (or a runtime of its
 //! own when started outside one), and stops — listeners and connections — when the handle is
@@ -35,6 +37,9 @@
 //! proxy.cut(Scope::Coordinator); // the worker can reach the cluster, not its coordinator
 //! proxy.heal();
 //! proxy.delay_responses(ApiKey::Heartbeat, Duration::from_millis(1_200));
+//! proxy.heal();
+//! // The worker's JoinGroup never reaches the broker; its heartbeats still do.
+//! proxy.drop_requests(ApiKey::JoinGroup);
 //! proxy.heal();
 //! drop(proxy); // stops everything
 //! ```
@@ -82,8 +87,11 @@ pub struct Stats {
     pub refused: u64,
     /// Frames forwarded, either way.
     pub forwarded: u64,
-    /// Frames dropped by a blackhole, either way.
+    /// Frames dropped, either way: by a blackhole, and requests of a dropped API.
     pub dropped: u64,
+    /// Requests dropped because their API's requests are dropped
+    /// ([`drop_requests`](FaultProxy::drop_requests)); also counted in `dropped`.
+    pub requests_dropped: u64,
     /// Frames held by a delay, either way.
     pub delayed: u64,
     /// Metadata and FindCoordinator responses rewritten.
@@ -136,7 +144,7 @@ impl FaultProxy {
     }
 
     /// Applies `fault` to the connections in `scope`, replacing the fault in force (the
-    /// per-API response delays stay).
+    /// per-API response delays and dropped requests stay).
     pub fn apply(&self, fault: Fault, scope: Scope) {
         self.shared
             .policy
@@ -167,8 +175,29 @@ impl FaultProxy {
             .send_modify(|policy| policy.set_response_delay(api_key, delay));
     }
 
-    /// Removes every fault and delay: frames are forwarded as they come. Connections that a cut
-    /// closed stay closed; the client makes new ones.
+    /// Reads every request of `api_key` (on any connection) and never forwards it, until
+    /// [`forward_requests`](Self::forward_requests) or [`heal`](Self::heal): the broker never
+    /// sees it, the client never gets an answer and waits out its request timeout. Requests of
+    /// other APIs, on the same connection too, go through as before (a broker serves a
+    /// connection's requests in order, and never saw the dropped one).
+    pub fn drop_requests(&self, api_key: ApiKey) {
+        self.shared
+            .policy
+            .send_modify(|policy| policy.set_dropped_request(api_key, true));
+    }
+
+    /// Forwards the requests of `api_key` again (undoes [`drop_requests`](Self::drop_requests)
+    /// for that API alone). Requests dropped so far stay unanswered.
+    pub fn forward_requests(&self, api_key: ApiKey) {
+        self.shared
+            .policy
+            .send_modify(|policy| policy.set_dropped_request(api_key, false));
+    }
+
+    /// Removes every fault, delay and dropped API: frames are forwarded as they come.
+    /// Connections that a cut closed stay closed; the client makes new ones. Requests already
+    /// dropped stay unanswered: [`cut`](Self::cut) before healing when the client should not
+    /// wait out their timeout.
     pub fn heal(&self) {
         self.shared.policy.send_replace(Policy::default());
     }
@@ -203,6 +232,7 @@ impl FaultProxy {
             refused: read(&c.refused),
             forwarded: read(&c.forwarded),
             dropped: read(&c.dropped),
+            requests_dropped: read(&c.requests_dropped),
             delayed: read(&c.delayed),
             rewritten: read(&c.rewritten),
         }

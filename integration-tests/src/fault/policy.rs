@@ -1,8 +1,8 @@
-//! What the proxy does to the traffic right now: the fault on the links, its scope, and the
-//! per-API delays of responses. The handle publishes a [`Policy`] through a `watch` channel;
+//! What the proxy does to the traffic right now: the fault on the links, its scope, the
+//! per-API delays of responses, and the APIs whose requests are dropped. The handle publishes a [`Policy`] through a `watch` channel;
 //! every connection reads the current one for each frame and reacts to a cut at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
@@ -50,6 +50,9 @@ pub(crate) struct Policy {
     pub(crate) link: Option<(Fault, Scope)>,
     /// Extra delay of the responses of each API key (by key number), on every connection.
     pub(crate) response_delays: HashMap<i16, Duration>,
+    /// The API keys (by key number) whose requests are read and never forwarded, on every
+    /// connection.
+    pub(crate) dropped_requests: HashSet<i16>,
 }
 
 impl Policy {
@@ -67,6 +70,20 @@ impl Policy {
     /// Whether frames of connections of `role` are dropped.
     pub(crate) fn blackholes(&self, role: Role) -> bool {
         self.fault_for(role) == Some(Fault::Blackhole)
+    }
+
+    /// Whether a request of `api_key` read now is dropped rather than forwarded.
+    pub(crate) fn drops_request(&self, api_key: i16) -> bool {
+        self.dropped_requests.contains(&api_key)
+    }
+
+    /// Drops (`drop == true`) or forwards again the requests of `api_key`.
+    pub(crate) fn set_dropped_request(&mut self, api_key: ApiKey, drop: bool) {
+        if drop {
+            self.dropped_requests.insert(api_key as i16);
+        } else {
+            self.dropped_requests.remove(&(api_key as i16));
+        }
     }
 
     /// How long to hold a request read now on a connection of `role`.
@@ -134,5 +151,16 @@ mod tests {
         );
         policy.set_response_delay(ApiKey::Heartbeat, Duration::ZERO);
         assert!(policy.response_delays.is_empty());
+    }
+
+    #[test]
+    fn dropped_requests_are_per_api_and_can_be_forwarded_again() {
+        let mut policy = Policy::default();
+        policy.set_dropped_request(ApiKey::JoinGroup, true);
+        assert!(policy.drops_request(ApiKey::JoinGroup as i16));
+        assert!(!policy.drops_request(ApiKey::Heartbeat as i16));
+        assert!(!policy.blackholes(Role::Coordinator), "the links stay up");
+        policy.set_dropped_request(ApiKey::JoinGroup, false);
+        assert_eq!(policy, Policy::default());
     }
 }

@@ -8,7 +8,7 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
-    HeartbeatRequest, MetadataRequest, MetadataResponse,
+    HeartbeatRequest, JoinGroupRequest, MetadataRequest, MetadataResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kroupier_coordinator::wire;
@@ -379,6 +379,47 @@ async fn heartbeat_responses_alone_can_be_delayed() {
         "other APIs are not: {other:?}"
     );
     assert_eq!(proxy.stats().delayed, 1, "{:?}", proxy.stats());
+}
+
+fn join() -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(GroupId(s("g")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_member_id(s(""))
+        .with_protocol_type(s("kroupier"))
+}
+
+#[tokio::test]
+async fn requests_of_one_api_alone_can_be_dropped() {
+    let broker = embedded().await;
+    let proxy = FaultProxy::start(&broker.bootstrap()).expect("proxy");
+    let mut conn = connect(&proxy.bootstrap()).await;
+    let coordinator = coordinator_of(&mut conn).await;
+    proxy.drop_requests(ApiKey::JoinGroup);
+    let mut joining = connect(&coordinator).await;
+    let silent = tokio::time::timeout(SILENT, joining.send(&join(), 5)).await;
+    assert!(
+        silent.is_err(),
+        "the JoinGroup is never answered: {silent:?}"
+    );
+    let mut group = connect(&coordinator).await;
+    let answer = group
+        .send(&heartbeat(), 4)
+        .await
+        .expect("a Heartbeat still gets through");
+    assert_ne!(answer.error_code, 0, "answered by the broker: {answer:?}");
+    let stats = proxy.stats();
+    assert_eq!(stats.requests_dropped, 1, "{stats:?}");
+    assert_eq!(stats.dropped, 1, "{stats:?}");
+
+    proxy.forward_requests(ApiKey::JoinGroup);
+    let mut again = connect(&coordinator).await;
+    again
+        .send(&join(), 5)
+        .await
+        .expect("a JoinGroup gets through again");
+    assert_eq!(proxy.stats().requests_dropped, 1);
 }
 
 #[tokio::test]
