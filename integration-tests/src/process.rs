@@ -2,14 +2,30 @@
 //! `leader_election`) started as real processes, signalled the way an operator or a crash would.
 //!
 //! The binaries must be built first (`scripts/test` builds `--all-targets`); they are found next
-//! to the test executable's directory, in the cargo target dir of the current profile.
+//! to the test executable's directory, in the cargo target dir of the current profile — or in
+//! the directory named by `KROUPIER_BIN_DIR` when it is set, to run the same tests against
+//! binaries built from another commit.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
-/// Path of a binary built by this workspace in the same profile as the running test.
+/// The environment variable naming a directory to take the worker binaries from instead of
+/// the running test's target directory.
+pub const BIN_DIR_ENV: &str = "KROUPIER_BIN_DIR";
+
+/// Path of a binary built by this workspace in the same profile as the running test, or in
+/// `KROUPIER_BIN_DIR` when that is set.
 pub fn binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os(BIN_DIR_ENV).filter(|d| !d.is_empty()) {
+        let path = PathBuf::from(dir).join(name);
+        assert!(
+            path.exists(),
+            "{} is not there ({BIN_DIR_ENV} is set)",
+            path.display()
+        );
+        return path;
+    }
     let exe = std::env::current_exe().expect("the test knows its own path");
     // target/<profile>/deps/<test> -> target/<profile>/<name>
     let dir = exe
