@@ -66,7 +66,11 @@ pub(crate) fn decode(
 ) -> Result<(), DecodeError> {
     let groups = r.count("task_set.groups", 2)?;
     for _ in 0..groups {
-        let prefix = r.string("task_set.prefix")?;
+        // Not charged itself: every id of the group is charged its whole length below, as a
+        // front-coded id is, so a set costs the same however it is encoded.
+        let prefix = std::str::from_utf8(r.bytes("task_set.prefix")?)
+            .map_err(|_| r.invalid("task_set.prefix", "not UTF-8"))?
+            .to_owned();
         if prefix.ends_with(|c: char| c.is_ascii_digit()) {
             return Err(r.invalid("task_set.prefix", "a numbered prefix ends in a digit"));
         }
@@ -83,7 +87,10 @@ pub(crate) fn decode(
                     .checked_add(value)
                     .ok_or_else(|| r.invalid("task_set.numbers", "number overflows u64"))?
             };
-            r.charge("task_set.numbers", prefix.len() + 20)?;
+            // The id's exact length, as a front-coded id is charged: a set re-encoded the other
+            // way costs the same.
+            let digits = number.checked_ilog10().map_or(1, |d| d as usize + 1);
+            r.charge("task_set.numbers", prefix.len() + digits)?;
             each(r, format!("{prefix}{number}"))?;
         }
     }
