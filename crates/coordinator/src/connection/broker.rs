@@ -330,6 +330,17 @@ impl BrokerConnection {
         self.shared.closed.clone()
     }
 
+    /// Closes the connection after `delay` (unless it closed before), with `reason`.
+    pub(crate) fn close_after(&self, delay: Duration, reason: String) {
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shared.closed.cancelled() => {}
+                () = tokio::time::sleep(delay) => shared.close(reason),
+            }
+        });
+    }
+
     /// Closes the connection; requests in flight fail with [`ConnectionError::Closed`].
     pub fn close(&self) {
         self.shared.close("closed by kroupier".to_owned());

@@ -27,6 +27,7 @@ use super::backoff::Backoff;
 use super::broker::BrokerConnection;
 use super::config::ClusterConfig;
 use super::error::ConnectionError;
+use super::security::Connector;
 use crate::wire::WireRequest;
 
 /// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
@@ -58,6 +59,7 @@ impl BrokerNode {
 #[derive(Debug)]
 pub struct Cluster {
     config: ClusterConfig,
+    connector: Connector,
     bootstrap: tokio::sync::Mutex<Bootstrap>,
     nodes: Mutex<Nodes>,
 }
@@ -77,15 +79,19 @@ struct Nodes {
 }
 
 impl Cluster {
-    /// A cluster client; connects lazily, on first use.
+    /// A cluster client; connects lazily, on first use. Certificates and keys named by
+    /// `config.security` are loaded here, once.
     ///
     /// # Errors
-    /// [`ConnectionError::InvalidConfig`] if `config` does not validate.
+    /// [`ConnectionError::InvalidConfig`] if `config` does not validate,
+    /// [`ConnectionError::InvalidSecurity`] if a certificate or key does not load.
     pub fn new(config: ClusterConfig) -> Result<Self, ConnectionError> {
         config.validate()?;
+        let connector = Connector::new(&config.security)?;
         let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
         Ok(Self {
             config,
+            connector,
             bootstrap: tokio::sync::Mutex::new(Bootstrap {
                 connection: None,
                 next: 0,
@@ -99,6 +105,16 @@ impl Cluster {
     /// The configuration.
     pub fn config(&self) -> &ClusterConfig {
         &self.config
+    }
+
+    /// A new connection to `addr` (`host:port`), secured as configured: TCP, TLS, ApiVersions,
+    /// SASL. Not kept: [`any_broker`](Self::any_broker) and [`node`](Self::node) keep theirs.
+    ///
+    /// # Errors
+    /// As [`BrokerConnection::connect`]; also [`ConnectionError::Tls`] and
+    /// [`ConnectionError::Authentication`], which are [fatal](ConnectionError::is_fatal).
+    pub async fn connect(&self, addr: &str) -> Result<BrokerConnection, ConnectionError> {
+        self.connector.connect(addr, &self.config.connection).await
     }
 
     fn nodes(&self) -> std::sync::MutexGuard<'_, Nodes> {
@@ -130,7 +146,7 @@ impl Cluster {
         for i in 0..servers.len() {
             let index = (state.next + i) % servers.len();
             let addr = &servers[index];
-            match BrokerConnection::connect(addr, &self.config.connection).await {
+            match self.connect(addr).await {
                 Ok(connection) => {
                     tracing::debug!(%addr, "connected to bootstrap broker");
                     state.next = index;
@@ -260,7 +276,7 @@ impl Cluster {
                 return Ok(connection);
             }
         }
-        let connection = BrokerConnection::connect(&node.addr(), &self.config.connection).await?;
+        let connection = self.connect(&node.addr()).await?;
         self.nodes()
             .connections
             .insert(node.node_id, connection.clone());

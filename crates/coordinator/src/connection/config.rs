@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::error::ConnectionError;
+use super::security::Security;
 use crate::wire::DEFAULT_MAX_RESPONSE_FRAME;
 
 /// Settings of one connection to one broker.
@@ -68,6 +69,9 @@ pub struct ClusterConfig {
     pub bootstrap_servers: Vec<String>,
     /// Settings of each broker connection.
     pub connection: ConnectionConfig,
+    /// TLS and SASL of every broker connection. Default PLAINTEXT (neither), as in Kafka. Read
+    /// it from Kafka's client properties with [`Security::from_properties`].
+    pub security: Security,
     /// First delay before reconnecting after a failed connect. Default 50 ms (Kafka's
     /// `reconnect.backoff.ms`).
     pub reconnect_backoff: Duration,
@@ -89,6 +93,7 @@ impl Default for ClusterConfig {
         Self {
             bootstrap_servers: Vec::new(),
             connection: ConnectionConfig::default(),
+            security: Security::default(),
             reconnect_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_secs(1),
             retry_backoff: Duration::from_millis(100),

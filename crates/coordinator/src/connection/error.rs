@@ -6,6 +6,7 @@ use std::time::Duration;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::ApiKey;
 
+use super::security::SecurityError;
 use crate::wire::WireError;
 
 /// What went wrong talking to a broker.
@@ -18,6 +19,30 @@ pub enum ConnectionError {
         /// The field at fault.
         field: &'static str,
         /// Why.
+        reason: String,
+    },
+    /// The security settings cannot be used (a bad property, a CA file that does not load).
+    #[error("invalid security configuration: {0}")]
+    InvalidSecurity(#[from] SecurityError),
+    /// The TLS handshake failed on the broker's certificate or the client's: retrying cannot
+    /// help, an operator must fix the certificates or the settings.
+    #[error("TLS handshake with broker {addr} failed: {reason}")]
+    Tls {
+        /// The broker's `host:port`.
+        addr: String,
+        /// What failed and what to change.
+        reason: String,
+    },
+    /// The broker refused SASL authentication (UNSUPPORTED_SASL_MECHANISM,
+    /// SASL_AUTHENTICATION_FAILED, ILLEGAL_SASL_STATE, or a SCRAM server proof that does not
+    /// check out): retrying cannot help.
+    #[error("SASL {mechanism} authentication with broker {addr} failed: {reason}")]
+    Authentication {
+        /// The broker's `host:port`.
+        addr: String,
+        /// The mechanism, as `sasl.mechanism` spells it.
+        mechanism: &'static str,
+        /// What failed and what to change.
         reason: String,
     },
     /// The TCP connection could not be made in time.
@@ -181,6 +206,15 @@ fn message_suffix(message: &Option<String>) -> String {
 }
 
 impl ConnectionError {
+    /// Whether retrying cannot help: the security settings are unusable, or the broker refused
+    /// the TLS handshake or the SASL credentials. A member stops on these with the error.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidSecurity(_) | Self::Tls { .. } | Self::Authentication { .. }
+        )
+    }
+
     /// Whether the connection this error came from is gone (reconnect before retrying).
     pub fn is_disconnect(&self) -> bool {
         matches!(

@@ -8,6 +8,8 @@
 //! - [`NegotiatedVersions`]: the highest version of each API both sides support, picked from
 //!   ApiVersions on connect; a broker too old for kroupier is refused with the Kafka release
 //!   it needs.
+//! - [`security`]: TLS (rustls) and SASL (PLAIN, SCRAM, OAUTHBEARER) between TCP connect and
+//!   the first request, set by [`ClusterConfig::security`].
 //! - [`Cluster`]: a bootstrap connection to "any broker" with failover and
 //!   [`Backoff`], FindCoordinator with retries, and one kept connection per coordinator node.
 //!
@@ -41,6 +43,7 @@ mod broker;
 mod cluster;
 mod config;
 mod error;
+pub mod security;
 mod service;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -51,5 +54,9 @@ pub use broker::BrokerConnection;
 pub use cluster::{BrokerNode, Cluster};
 pub use config::{ClusterConfig, ConnectionConfig};
 pub use error::ConnectionError;
+pub use security::{
+    ClientIdentity, OAuthBearerToken, Sasl, Secret, Security, SecurityError, SecurityProtocol,
+    TlsConfig, TokenProvider, TrustRoots,
+};
 pub use service::ResponseFuture;
 pub use versions::{ApiRequirement, NegotiatedVersions, REQUIREMENTS};

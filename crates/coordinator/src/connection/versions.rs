@@ -31,8 +31,9 @@ const fn need(api_key: ApiKey, min: i16, required: bool, kafka: &'static str) ->
 
 /// The APIs kroupier negotiates on every connection. Membership needs static membership
 /// (KIP-345: JoinGroup v5, SyncGroup/Heartbeat v3, batched LeaveGroup v3) and flexible
-/// FindCoordinator (v3), so Kafka 2.4 or later.
-pub const REQUIREMENTS: [ApiRequirement; 9] = [
+/// FindCoordinator (v3), so Kafka 2.4 or later. SaslHandshake v1 and SaslAuthenticate (KIP-152,
+/// Kafka 1.0) are needed only when SASL is configured; the security layer says so then.
+pub const REQUIREMENTS: [ApiRequirement; 11] = [
     need(ApiKey::ApiVersions, 0, true, "0.10.0"),
     need(ApiKey::FindCoordinator, 3, true, "2.4"),
     need(ApiKey::JoinGroup, 5, true, "2.3"),
@@ -42,6 +43,8 @@ pub const REQUIREMENTS: [ApiRequirement; 9] = [
     need(ApiKey::DescribeGroups, 5, false, "2.4"),
     need(ApiKey::ListGroups, 3, false, "2.4"),
     need(ApiKey::Metadata, 4, false, "1.0"),
+    need(ApiKey::SaslHandshake, 1, false, "1.0"),
+    need(ApiKey::SaslAuthenticate, 0, false, "1.0"),
 ];
 
 /// The version to use for each API on one connection.
@@ -145,7 +148,7 @@ mod tests {
         )
     }
 
-    const KAFKA_4_1: [(ApiKey, i16, i16); 9] = [
+    const KAFKA_4_1: [(ApiKey, i16, i16); 11] = [
         (ApiKey::ApiVersions, 0, 4),
         (ApiKey::Metadata, 0, 13),
         (ApiKey::FindCoordinator, 0, 6),
@@ -155,6 +158,8 @@ mod tests {
         (ApiKey::LeaveGroup, 0, 5),
         (ApiKey::DescribeGroups, 0, 6),
         (ApiKey::ListGroups, 0, 5),
+        (ApiKey::SaslHandshake, 0, 1),
+        (ApiKey::SaslAuthenticate, 0, 2),
     ];
 
     #[test]

@@ -46,6 +46,10 @@ impl MemberError {
             ConnectionError::InvalidConfig { field, reason } => {
                 Self::InvalidClusterConfig { field, reason }
             }
+            ConnectionError::InvalidSecurity(e) => Self::InvalidClusterConfig {
+                field: "security",
+                reason: e.to_string(),
+            },
             other => Self::InvalidClusterConfig {
                 field: "cluster",
                 reason: other.to_string(),

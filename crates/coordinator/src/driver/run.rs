@@ -328,6 +328,10 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         let _entered = span.enter();
         match result {
             Ok(response) => self.membership.handle_response(now(), tag, response),
+            Err(error) if error.is_fatal() => {
+                self.membership
+                    .handle_fatal_failure(now(), error.to_string());
+            }
             Err(error) => {
                 debug!(tag = tag.seq(), %error, "request failed");
                 self.membership.handle_request_failed(now(), tag);

@@ -91,8 +91,7 @@ impl KafkaTransport {
             }
             (links.epoch, links.node.clone().ok_or_else(no_coordinator)?)
         };
-        let connection =
-            BrokerConnection::connect(&node.addr(), &self.cluster.config().connection).await?;
+        let connection = self.cluster.connect(&node.addr()).await?;
         let mut links = self.links();
         if links.epoch != epoch {
             connection.close();

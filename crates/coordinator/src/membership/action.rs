@@ -99,6 +99,15 @@ pub enum FatalError {
         /// What was wrong.
         detail: &'static str,
     },
+    /// A connection could not be secured: the TLS handshake failed on a certificate, or the
+    /// broker refused the SASL mechanism or credentials (UNSUPPORTED_SASL_MECHANISM,
+    /// ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED). Not a group error code, so not in
+    /// [`action_for`]: the driver stops on it at once instead of retrying.
+    #[error("{detail}")]
+    Security {
+        /// The connection error, naming the broker and what to fix.
+        detail: String,
+    },
     /// An error code this member does not expect from this API.
     #[error("unexpected error {error} from {api:?}; check the broker logs")]
     Unexpected {

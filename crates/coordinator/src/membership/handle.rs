@@ -29,6 +29,16 @@ impl Membership {
         }
     }
 
+    /// A request failed on an error no retry can fix (see
+    /// [`ConnectionError::is_fatal`](crate::connection::ConnectionError::is_fatal)): a TLS or
+    /// SASL failure. The member stops with [`FatalError::Security`].
+    pub fn handle_fatal_failure(&mut self, now: Instant, detail: String) {
+        self.check_fence(now);
+        if !matches!(self.phase, Phase::Fatal(_)) {
+            self.fail(FatalError::Security { detail });
+        }
+    }
+
     /// The request tagged `tag` got no response (timeout, connection error). For group
     /// requests this means the coordinator is unreachable: it is rediscovered.
     pub fn handle_request_failed(&mut self, now: Instant, tag: RequestTag) {

@@ -9,6 +9,7 @@ use kafka_protocol::messages::{
     FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
     ListGroupsResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
     SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
@@ -17,7 +18,8 @@ use super::error::WireError;
 use super::guard::walk;
 use super::schema::{self, Schema};
 
-/// A request kroupier sends, and its embedded coordinator serves: one of the nine group APIs.
+/// A request kroupier sends: one of the nine group APIs (which its embedded coordinator also
+/// serves), or SaslHandshake and SaslAuthenticate.
 pub trait WireRequest:
     Encodable + Decodable + HeaderVersion + Message + Clone + PartialEq + Debug + Send + Sync + 'static
 {
@@ -93,6 +95,12 @@ wire_api!(
     DescribeGroupsResponse
 );
 wire_api!(ListGroups, ListGroupsRequest, ListGroupsResponse);
+wire_api!(SaslHandshake, SaslHandshakeRequest, SaslHandshakeResponse);
+wire_api!(
+    SaslAuthenticate,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse
+);
 
 /// Encodes `request` at `version` behind a request header, as one frame without its length
 /// prefix (the frame codec adds that).

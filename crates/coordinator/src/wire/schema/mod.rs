@@ -139,6 +139,8 @@ pub(crate) fn body(api_key: ApiKey, direction: Direction) -> Option<&'static Sch
         ApiKey::LeaveGroup => (&LEAVE_GROUP_REQUEST, &LEAVE_GROUP_RESPONSE),
         ApiKey::DescribeGroups => (&DESCRIBE_GROUPS_REQUEST, &DESCRIBE_GROUPS_RESPONSE),
         ApiKey::ListGroups => (&LIST_GROUPS_REQUEST, &LIST_GROUPS_RESPONSE),
+        ApiKey::SaslHandshake => (&SASL_HANDSHAKE_REQUEST, &SASL_HANDSHAKE_RESPONSE),
+        ApiKey::SaslAuthenticate => (&SASL_AUTHENTICATE_REQUEST, &SASL_AUTHENTICATE_RESPONSE),
         _ => return None,
     };
     Some(match direction {
@@ -153,7 +155,9 @@ pub(crate) const REQUEST_HEADER: Schema = tables::REQUEST_HEADER;
 /// The response header (versions 0 and 1).
 pub(crate) const RESPONSE_HEADER: Schema = tables::RESPONSE_HEADER;
 
-/// The APIs kroupier sends or serves, in API key order.
+/// The group APIs kroupier sends and serves, in API key order. The client also sends
+/// SaslHandshake and SaslAuthenticate when SASL is configured; the embedded coordinator serves
+/// neither.
 pub const SUPPORTED_APIS: [ApiKey; 9] = [
     ApiKey::Metadata,
     ApiKey::FindCoordinator,

@@ -436,3 +436,41 @@ pub(super) const LIST_GROUPS_RESPONSE: Schema = Schema {
         ),
     ],
 };
+
+// SaslHandshake (17): 0-1, never flexible. Sent only by the client's security layer.
+pub(super) const SASL_HANDSHAKE_REQUEST: Schema = Schema {
+    name: "SaslHandshakeRequest",
+    versions: between(0, 1),
+    flexible_from: i16::MAX,
+    fields: &[field("Mechanism", since(0), STR)],
+};
+
+pub(super) const SASL_HANDSHAKE_RESPONSE: Schema = Schema {
+    name: "SaslHandshakeResponse",
+    versions: between(0, 1),
+    flexible_from: i16::MAX,
+    fields: &[
+        field("ErrorCode", since(0), I16),
+        field("Mechanisms", since(0), STRINGS),
+    ],
+};
+
+// SaslAuthenticate (36): 0-2, flexible 2+.
+pub(super) const SASL_AUTHENTICATE_REQUEST: Schema = Schema {
+    name: "SaslAuthenticateRequest",
+    versions: between(0, 2),
+    flexible_from: 2,
+    fields: &[field("AuthBytes", since(0), BYTES)],
+};
+
+pub(super) const SASL_AUTHENTICATE_RESPONSE: Schema = Schema {
+    name: "SaslAuthenticateResponse",
+    versions: between(0, 2),
+    flexible_from: 2,
+    fields: &[
+        field("ErrorCode", since(0), I16),
+        field("ErrorMessage", since(0), STR),
+        field("AuthBytes", since(0), BYTES),
+        field("SessionLifetimeMs", since(1), I64),
+    ],
+};

@@ -1,0 +1,154 @@
+//! TLS and SASL for broker connections: what Kafka's `security.protocol` `SSL`, `SASL_PLAINTEXT`
+//! and `SASL_SSL` do.
+//!
+//! A new connection goes: TCP connect → TLS handshake (rustls, if [`Security::tls`]) →
+//! ApiVersions → SaslHandshake v1 + SaslAuthenticate (if [`Security::sasl`]) → ready, all within
+//! the connect timeout. Everything above the connection — requests, pipelining, timeouts — is
+//! unchanged: [`BrokerConnection::handshake`] already takes any byte stream.
+//!
+//! - TLS: rustls with the ring provider; trust the CAs of a PEM file or Mozilla's roots; an
+//!   optional client certificate (mTLS); host names verified unless turned off.
+//! - SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (hand-written on `hmac`/`sha2`/`pbkdf2`, as Kafka
+//!   speaks it), and OAUTHBEARER with tokens from a [`TokenProvider`].
+//! - Session lifetime (KIP-368): when the broker sets one, the connection is closed at a random
+//!   85–95 % of it and the next request reconnects and authenticates afresh; kroupier does not
+//!   re-authenticate in place.
+//! - Failures an operator must fix — a certificate that does not check out
+//!   ([`ConnectionError::Tls`]), refused credentials or mechanism
+//!   ([`ConnectionError::Authentication`]) — are not retried: see
+//!   [`ConnectionError::is_fatal`].
+//! - Secrets are [`Secret`]s: `Debug` shows `***`, and no error or log line carries one.
+//!
+//! # Examples
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use kroupier_coordinator::connection::{Cluster, ClusterConfig, Security};
+//!
+//! let mut config = ClusterConfig::new("broker-1:9094");
+//! config.security = Security::from_properties([
+//!     ("security.protocol", "SASL_SSL"),
+//!     ("sasl.mechanism", "SCRAM-SHA-512"),
+//!     (
+//!         "sasl.jaas.config",
+//!         r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";"#,
+//!     ),
+//!     ("ssl.truststore.type", "PEM"),
+//!     ("ssl.truststore.location", "/etc/kafka/ca.pem"),
+//! ])?;
+//! let cluster = Cluster::new(config)?;
+//! let broker = cluster.any_broker().await?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod properties;
+mod sasl;
+mod scram;
+#[cfg(test)]
+mod tests;
+mod tls;
+
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::net::TcpStream;
+
+pub use config::{
+    ClientIdentity, OAuthBearerToken, Sasl, Secret, Security, SecurityError, SecurityProtocol,
+    TlsConfig, TokenProvider, TrustRoots,
+};
+
+use super::broker::BrokerConnection;
+use super::config::ConnectionConfig;
+use super::error::ConnectionError;
+
+/// Opens secured connections: the TLS client built once from the settings, and the SASL
+/// credentials.
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    tls: Option<tls::Tls>,
+    sasl: Option<Sasl>,
+}
+
+impl Connector {
+    /// Loads certificates and keys (once, not per connection).
+    ///
+    /// # Errors
+    /// [`SecurityError::Tls`] when a file does not load.
+    pub(crate) fn new(security: &Security) -> Result<Self, SecurityError> {
+        Ok(Self {
+            tls: security.tls.as_ref().map(tls::Tls::new).transpose()?,
+            sasl: security.sasl.clone(),
+        })
+    }
+
+    /// Connects to `addr` (`host:port`): TCP, TLS, ApiVersions, SASL, within
+    /// `config.connect_timeout`.
+    ///
+    /// # Errors
+    /// [`ConnectionError::Connect`] if the broker cannot be reached in time,
+    /// [`ConnectionError::Tls`] or [`ConnectionError::Authentication`] (fatal), or any error of
+    /// [`BrokerConnection::handshake`].
+    pub(crate) async fn connect(
+        &self,
+        addr: &str,
+        config: &ConnectionConfig,
+    ) -> Result<BrokerConnection, ConnectionError> {
+        let connect_error = |reason: String| ConnectionError::Connect {
+            addr: addr.to_owned(),
+            reason,
+        };
+        let attempt = async {
+            let tcp = TcpStream::connect(addr)
+                .await
+                .map_err(|e| connect_error(e.to_string()))?;
+            // Requests are small and latency matters more than packet count.
+            let _ = tcp.set_nodelay(true);
+            let connection = match &self.tls {
+                Some(tls) => {
+                    let stream = tls.handshake(addr, tcp).await?;
+                    BrokerConnection::handshake(stream, addr, config).await?
+                }
+                None => BrokerConnection::handshake(tcp, addr, config).await?,
+            };
+            if let Some(sasl) = &self.sasl {
+                match sasl::authenticate(&connection, sasl, config.request_timeout).await {
+                    Ok(Some(lifetime)) => {
+                        let at = renew_at(lifetime);
+                        tracing::debug!(%addr, ?lifetime, reconnect_after = ?at, "SASL session has a lifetime");
+                        connection.close_after(
+                            at,
+                            format!(
+                                "the SASL session ends after {lifetime:?}; reconnecting before it does"
+                            ),
+                        );
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        connection.close();
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(connection)
+        };
+        match tokio::time::timeout(config.connect_timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(connect_error(format!(
+                "no connection{} within {:?}",
+                match (&self.tls, &self.sasl) {
+                    (None, None) => " and ApiVersions answer",
+                    (Some(_), None) => ", TLS handshake and ApiVersions answer",
+                    (_, Some(_)) => ", handshakes and SASL authentication",
+                },
+                config.connect_timeout
+            ))),
+        }
+    }
+}
+
+/// When to reconnect within a session of `lifetime`: a random 85–95 % of it, as Kafka's clients
+/// pick their re-authentication time, so that many connections do not renew at once.
+fn renew_at(lifetime: Duration) -> Duration {
+    lifetime.mul_f64(rand::rng().random_range(0.85..0.95))
+}

@@ -1,0 +1,283 @@
+//! TLS with rustls (ring): the client configuration built once from [`TlsConfig`], the
+//! handshake on each new TCP connection, and its failures told apart — a certificate problem is
+//! an operator's to fix, a dropped connection is retried.
+
+use std::io::ErrorKind;
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use super::config::{ClientIdentity, SecurityError, TlsConfig, TrustRoots};
+use crate::connection::error::ConnectionError;
+
+/// A TLS client, cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Tls {
+    connector: TlsConnector,
+    server_name: Option<ServerName<'static>>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn tls_error(reason: impl Into<String>) -> SecurityError {
+    SecurityError::Tls {
+        reason: reason.into(),
+    }
+}
+
+impl Tls {
+    /// Loads the CA certificates and the client identity and builds the rustls configuration.
+    pub(crate) fn new(config: &TlsConfig) -> Result<Self, SecurityError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = Arc::new(root_store(&config.roots)?);
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| tls_error(e.to_string()))?;
+        let builder = if config.verify_hostname {
+            builder.with_root_certificates(roots)
+        } else {
+            let inner = WebPkiServerVerifier::builder_with_provider(roots, provider)
+                .build()
+                .map_err(|e| tls_error(e.to_string()))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyHostName(inner)))
+        };
+        let client = match &config.identity {
+            None => builder.with_no_client_auth(),
+            Some(identity) => {
+                let (chain, key) = load_identity(identity)?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| tls_error(format!("the client certificate is unusable: {e}")))?
+            }
+        };
+        let server_name = match &config.server_name {
+            Some(name) => Some(
+                ServerName::try_from(name.clone())
+                    .map_err(|_| tls_error(format!("`{name}` is not a valid server name")))?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            connector: TlsConnector::from(Arc::new(client)),
+            server_name,
+        })
+    }
+
+    /// The TLS handshake over `tcp` to `addr` (`host:port`).
+    ///
+    /// # Errors
+    /// [`ConnectionError::Tls`] when the certificates do not check out (fatal: retrying cannot
+    /// help), [`ConnectionError::Connect`] when the connection drops during the handshake.
+    pub(crate) async fn handshake(
+        &self,
+        addr: &str,
+        tcp: TcpStream,
+    ) -> Result<TlsStream<TcpStream>, ConnectionError> {
+        let name = match &self.server_name {
+            Some(name) => name.clone(),
+            None => {
+                let host = host_of(addr);
+                ServerName::try_from(host.to_owned()).map_err(|_| ConnectionError::Tls {
+                    addr: addr.to_owned(),
+                    reason: format!(
+                        "`{host}` is not a valid TLS server name; set `TlsConfig::server_name`"
+                    ),
+                })?
+            }
+        };
+        self.connector
+            .connect(name.clone(), tcp)
+            .await
+            .map_err(|e| classify(addr, &name, e))
+    }
+}
+
+/// The host part of `host:port` (without the brackets of an IPv6 address).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+fn root_store(roots: &TrustRoots) -> Result<RootCertStore, SecurityError> {
+    let mut store = RootCertStore::empty();
+    let (certificates, from): (Vec<CertificateDer<'static>>, String) = match roots {
+        TrustRoots::WebPki => {
+            store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            return Ok(store);
+        }
+        TrustRoots::PemFile(path) => {
+            let from = format!("`ssl.truststore.location` ({})", path.display());
+            let certificates = CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| tls_error(format!("{from}: {e}")))?;
+            (certificates, from)
+        }
+        TrustRoots::Pem(pem) => {
+            let from = "`ssl.truststore.certificates`".to_owned();
+            let certificates = CertificateDer::pem_slice_iter(pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| tls_error(format!("{from}: {e}")))?;
+            (certificates, from)
+        }
+    };
+    let (added, _ignored) = store.add_parsable_certificates(certificates);
+    if added == 0 {
+        return Err(tls_error(format!(
+            "{from} holds no usable CA certificate (want PEM `BEGIN CERTIFICATE` blocks)"
+        )));
+    }
+    Ok(store)
+}
+
+fn load_identity(
+    identity: &ClientIdentity,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), SecurityError> {
+    let (chain, key, from) = match identity {
+        ClientIdentity::PemFile(path) => {
+            let from = format!("`ssl.keystore.location` ({})", path.display());
+            let chain = CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| tls_error(format!("{from}: {e}")))?;
+            let key = PrivateKeyDer::from_pem_file(path)
+                .map_err(|e| tls_error(format!("{from}: no unencrypted private key ({e})")))?;
+            (chain, key, from)
+        }
+        ClientIdentity::Pem {
+            certificate_chain,
+            private_key,
+        } => {
+            let from = "`ssl.keystore.certificate.chain`".to_owned();
+            let chain = CertificateDer::pem_slice_iter(certificate_chain.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| tls_error(format!("{from}: {e}")))?;
+            let key =
+                PrivateKeyDer::from_pem_slice(private_key.expose().as_bytes()).map_err(|_| {
+                    tls_error("`ssl.keystore.key` holds no unencrypted PEM private key")
+                })?;
+            (chain, key, from)
+        }
+    };
+    if chain.is_empty() {
+        return Err(tls_error(format!("{from} holds no certificate")));
+    }
+    Ok((chain, key))
+}
+
+/// Turns a failed handshake into an error that says what to fix.
+fn classify(addr: &str, name: &ServerName<'_>, error: std::io::Error) -> ConnectionError {
+    let tls = |reason: String| ConnectionError::Tls {
+        addr: addr.to_owned(),
+        reason,
+    };
+    let rustls_error = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match rustls_error {
+        Some(rustls::Error::InvalidCertificate(e)) => tls(match e {
+            CertificateError::UnknownIssuer | CertificateError::BadSignature => format!(
+                "the broker's certificate is not signed by a trusted CA ({e:?}): set \
+                 `ssl.truststore.location` to the CA certificate that signed it"
+            ),
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                format!(
+                    "the broker's certificate does not name `{}` ({e:?}): connect with a name \
+                     or address among its subjectAltNames, or set `TlsConfig::server_name`",
+                    name.to_str()
+                )
+            }
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                format!("the broker's certificate has expired ({e:?}): renew it")
+            }
+            other => format!("the broker's certificate was rejected: {other:?}"),
+        }),
+        Some(rustls::Error::AlertReceived(alert)) => tls(format!(
+            "the broker refused the handshake (alert {alert:?}); if it requires client \
+             certificates (`ssl.client.auth=required`), set `ssl.keystore.location`"
+        )),
+        Some(other) => tls(format!("{other}")),
+        None if matches!(
+            error.kind(),
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+        ) =>
+        {
+            ConnectionError::Connect {
+                addr: addr.to_owned(),
+                reason: format!(
+                    "the broker closed the connection during the TLS handshake ({error}); check \
+                     that this listener speaks TLS (`security.protocol` SSL or SASL_SSL)"
+                ),
+            }
+        }
+        None => ConnectionError::Connect {
+            addr: addr.to_owned(),
+            reason: format!("TLS handshake: {error}"),
+        },
+    }
+}
+
+/// Checks the chain like the default verifier but accepts any host name
+/// (`ssl.endpoint.identification.algorithm=`).
+#[derive(Debug)]
+struct AnyHostName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyHostName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // webpki checks the chain first and the name last, so a name error means the chain
+        // is good.
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
