@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Readiness probe for scripts/kafka: is the broker answering the group APIs?
 
-Usage: kafka_probe.py HOST:PORT [--timeout SECS] [--group G]
+Usage: kafka_probe.py HOST:PORT [--timeout SECS] [--group G] [--ca CA.pem] [--sasl-plain USER:PASSWORD]
 
 Succeeds (exit 0) once the broker answers ApiVersions (v0) with error 0 AND FindCoordinator (v1)
 for a group with error 0. Retriable answers (connection refused, COORDINATOR_NOT_AVAILABLE 15,
 COORDINATOR_LOAD_IN_PROGRESS 14) are retried until the timeout; then it exits 1 with the last
-reason. Kept to the Python standard library so scripts/kafka needs nothing but Java and Maven.
+reason. With --ca it speaks TLS (trusting that CA, checking the host name); with --sasl-plain it
+authenticates first (SaslHandshake v1 + SaslAuthenticate v0, mechanism PLAIN). Kept to the Python
+standard library so scripts/kafka needs nothing but Java and Maven.
 """
 import argparse
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -40,9 +43,31 @@ def recv_exact(sock, n):
     return buf
 
 
-def probe_once(host, port, group):
-    with socket.create_connection((host, port), timeout=5) as sock:
+def authenticate_plain(sock, credentials):
+    user, _, password = credentials.partition(":")
+    mechanism = b"PLAIN"
+    # SaslHandshake v1: mechanism (string); response error_code int16, mechanisms.
+    body = request(sock, 17, 1, 100, struct.pack(">h", len(mechanism)) + mechanism)
+    error = struct.unpack(">h", body[:2])[0]
+    if error != 0:
+        return f"SaslHandshake error {error}"
+    token = b"\0" + user.encode() + b"\0" + password.encode()
+    # SaslAuthenticate v0: auth_bytes (bytes); response error_code int16, ...
+    body = request(sock, 36, 0, 101, struct.pack(">i", len(token)) + token)
+    error = struct.unpack(">h", body[:2])[0]
+    if error != 0:
+        return f"SaslAuthenticate error {error}"
+    return None
+
+
+def probe_once(host, port, group, tls, sasl_plain):
+    with socket.create_connection((host, port), timeout=5) as raw:
+        sock = tls.wrap_socket(raw, server_hostname=host) if tls else raw
         sock.settimeout(10)
+        if sasl_plain:
+            reason = authenticate_plain(sock, sasl_plain)
+            if reason:
+                return reason
         # ApiVersions v0: empty body; response starts with error_code int16.
         body = request(sock, 18, 0, 1, b"")
         error = struct.unpack(">h", body[:2])[0]
@@ -63,16 +88,19 @@ def main():
     parser.add_argument("address")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--group", default="kroupier-readiness")
+    parser.add_argument("--ca", help="speak TLS, trusting this PEM CA certificate")
+    parser.add_argument("--sasl-plain", help="authenticate with SASL PLAIN as USER:PASSWORD")
     args = parser.parse_args()
+    tls = ssl.create_default_context(cafile=args.ca) if args.ca else None
     host, _, port = args.address.rpartition(":")
     deadline = time.monotonic() + args.timeout
     reason = "not tried"
     while True:
         try:
-            reason = probe_once(host, int(port), args.group)
+            reason = probe_once(host, int(port), args.group, tls, args.sasl_plain)
             if reason is None:
                 return 0
-        except (OSError, IOError, struct.error) as e:
+        except (OSError, IOError, struct.error, ssl.SSLError) as e:
             reason = str(e) or type(e).__name__
         if time.monotonic() >= deadline:
             print(f"broker at {args.address} not ready after {args.timeout:.0f}s: {reason}", file=sys.stderr)
