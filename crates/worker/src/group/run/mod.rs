@@ -145,7 +145,7 @@ impl Loop {
         while let Some(action) = reconciler.poll_action() {
             match action {
                 Action::Apply {
-                    change,
+                    mut change,
                     await_revocations,
                 } => {
                     let generation = change.token.generation;
@@ -153,6 +153,12 @@ impl Loop {
                         generation_id: generation,
                         member_id: change.token.member_id.to_string(),
                     };
+                    // A held start applies later than its assignment came: heartbeats have
+                    // extended the lease since.
+                    if let Some(lease) = self.member.current().lease.filter(|l| l.token == token) {
+                        change.valid_until =
+                            change.valid_until.max(Instant::from_std(lease.valid_until));
+                    }
                     let run = change.run.clone();
                     let before: Vec<String> = self.runtime.owned().into_keys().collect();
                     let waiting = self
