@@ -1,0 +1,303 @@
+//! Group membership over SASL_SSL against `scripts/kafka start --sasl-ssl`: SCRAM-SHA-512 over
+//! TLS, and the failures an operator must see at once — a wrong password, a CA that did not sign
+//! the broker's certificate, a user without ACLs on the group.
+//!
+//! The tests run when `KROUPIER_KAFKA_SASL_SSL_BOOTSTRAP` (the `bootstrap=` line) and
+//! `KROUPIER_KAFKA_SASL_SSL_CONFIG` (the `client_config=` line, user `admin`) are set; the script
+//! writes `client-alice.properties`, a user with no ACLs, beside the latter. Without them each
+//! test prints one skip line, unless `CI=true` or `KROUPIER_REQUIRE_KAFKA=1`, where that fails.
+//!
+//! `handshake_cost` prints `MEASURE` lines: the median time to open a ready connection (TCP, TLS,
+//! ApiVersions, SCRAM-SHA-512) beside a PLAINTEXT one when `KROUPIER_KAFKA_BOOTSTRAP` is set too.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kroupier_coordinator::connection::{
+    Cluster, ClusterConfig, ConnectionError, Sasl, Security, TrustRoots,
+};
+use kroupier_coordinator::driver::{Member, MemberConfig, MemberError};
+use kroupier_coordinator::membership::{
+    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
+    ProtocolMetadata,
+};
+use kroupier_integration_tests::kafka_required;
+
+const BOOTSTRAP_ENV: &str = "KROUPIER_KAFKA_SASL_SSL_BOOTSTRAP";
+const CONFIG_ENV: &str = "KROUPIER_KAFKA_SASL_SSL_CONFIG";
+
+/// The SASL_SSL broker and its client properties file, or `None` after a skip line.
+fn sasl_ssl_broker(test: &str) -> Option<(String, PathBuf)> {
+    let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    match (var(BOOTSTRAP_ENV), var(CONFIG_ENV)) {
+        (Some(bootstrap), Some(config)) => Some((bootstrap.trim().to_owned(), config.into())),
+        _ if kafka_required() => panic!(
+            "{test}: a SASL_SSL broker is required (CI=true or KROUPIER_REQUIRE_KAFKA=1) but \
+             {BOOTSTRAP_ENV} and {CONFIG_ENV} are not both set; run `scripts/kafka start \
+             --sasl-ssl` and export its bootstrap= and client_config= lines"
+        ),
+        _ => {
+            eprintln!(
+                "SKIP {test}: {BOOTSTRAP_ENV}/{CONFIG_ENV} are not set (start Kafka with \
+                 `scripts/kafka start --sasl-ssl`)"
+            );
+            None
+        }
+    }
+}
+
+/// `key=value` lines of a client properties file as `scripts/kafka` writes it.
+fn read_properties(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+fn security_from(path: &Path) -> Security {
+    let properties = read_properties(path);
+    Security::from_properties(properties.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .expect("the script's client properties parse")
+}
+
+fn unique_group(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kroupier-it-{test}-{}-{nanos}", std::process::id())
+}
+
+/// A protocol with one name and no plan to speak of.
+struct Solo;
+
+impl GroupProtocol for Solo {
+    fn protocol_type(&self) -> &str {
+        "kroupier-it"
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        vec![ProtocolMetadata::new("solo", b"solo".to_vec())]
+    }
+
+    fn assign(
+        &self,
+        _context: &AssignContext,
+        members: &[MemberMetadata],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        Ok(members
+            .iter()
+            .map(|m| MemberAssignment::new(m.member_id.clone(), Bytes::from_static(b"all")))
+            .collect())
+    }
+}
+
+fn member_config(bootstrap: &str, group: &str, security: Security) -> MemberConfig {
+    let mut config = MemberConfig::new(bootstrap, group)
+        .with_timeouts(Duration::from_secs(6), Duration::from_millis(500));
+    config.membership.min_session_timeout = Duration::from_secs(1);
+    config.membership.rebalance_timeout = Duration::from_secs(10);
+    config.cluster.security = security;
+    config
+}
+
+/// Runs a member until it ends, at most `within`; `Ok(None)` if it still runs.
+async fn run_member(config: MemberConfig, within: Duration) -> Result<(), MemberError> {
+    let (_handle, driver) = Member::new(config, Arc::new(Solo)).expect("valid member");
+    match tokio::time::timeout(within, driver).await {
+        Ok(result) => result,
+        Err(_) => panic!("the member was still running after {within:?}"),
+    }
+}
+
+fn with_password(security: &Security, password: &str) -> Security {
+    let mut security = security.clone();
+    security.sasl = match security.sasl {
+        Some(Sasl::ScramSha512 { username, .. }) => Some(Sasl::ScramSha512 {
+            username,
+            password: password.into(),
+        }),
+        other => panic!("expected SCRAM-SHA-512 credentials, got {other:?}"),
+    };
+    security
+}
+
+fn password_of(security: &Security) -> String {
+    match &security.sasl {
+        Some(Sasl::ScramSha512 { password, .. }) => password.expose().to_owned(),
+        other => panic!("expected SCRAM-SHA-512 credentials, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_over_sasl_ssl_with_scram_sha_512() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("a_member_joins_over_sasl_ssl") else {
+        return;
+    };
+    let group = unique_group("sasl-join");
+    let t0 = Instant::now();
+    let (handle, driver) = Member::new(
+        member_config(&bootstrap, &group, security_from(&config)),
+        Arc::new(Solo),
+    )
+    .expect("valid member");
+    let driver = tokio::spawn(driver);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while handle.current().state != MemberState::Stable {
+        assert!(
+            Instant::now() < deadline && !driver.is_finished(),
+            "no stable membership over SASL_SSL within 30 s: {:?}",
+            handle.current().state
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!("MEASURE sasl_ssl_first_join={}ms", t0.elapsed().as_millis());
+    let status = handle.current();
+    assert_eq!(
+        status.assignment.as_deref(),
+        Some(&b"all"[..]),
+        "{status:?}"
+    );
+    handle.leave("test done").await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), driver)
+        .await
+        .expect("the driver ends after leaving");
+    ended.expect("driver task").expect("a clean leave");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_ends_the_member_within_seconds() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("a_wrong_password_ends_the_member") else {
+        return;
+    };
+    let right = security_from(&config);
+    let wrong_password = "wrong-password-4f1d";
+    let t0 = Instant::now();
+    let error = run_member(
+        member_config(
+            &bootstrap,
+            &unique_group("sasl-wrong"),
+            with_password(&right, wrong_password),
+        ),
+        Duration::from_secs(15),
+    )
+    .await
+    .expect_err("a wrong password must end the member");
+    let elapsed = t0.elapsed();
+    let message = error.to_string();
+    println!(
+        "MEASURE sasl_wrong_password_fatal={}ms",
+        elapsed.as_millis()
+    );
+    println!("wrong password: {message}");
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    assert!(
+        message.contains("SASL SCRAM-SHA-512 authentication")
+            && message.contains("sasl.jaas.config"),
+        "{message}"
+    );
+    assert!(
+        !message.contains(wrong_password) && !message.contains(&password_of(&right)),
+        "the error shows a password: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_that_did_not_sign_the_broker_gives_a_clear_tls_error() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("a_wrong_ca_gives_a_tls_error") else {
+        return;
+    };
+    // Mozilla's roots did not sign the test broker's certificate.
+    let mut security = security_from(&config);
+    security.tls.as_mut().expect("SASL_SSL has TLS").roots = TrustRoots::WebPki;
+    let mut cluster = ClusterConfig::new(&bootstrap);
+    cluster.security = security.clone();
+    let error = Cluster::new(cluster)
+        .unwrap()
+        .any_broker()
+        .await
+        .expect_err("an untrusted certificate must fail");
+    println!("wrong CA: {error}");
+    assert!(error.is_fatal(), "{error:?}");
+    assert!(matches!(error, ConnectionError::Tls { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains("ssl.truststore.location"),
+        "{error}"
+    );
+
+    // The member stops on it too, rather than retrying.
+    let t0 = Instant::now();
+    let error = run_member(
+        member_config(&bootstrap, &unique_group("sasl-ca"), security),
+        Duration::from_secs(15),
+    )
+    .await
+    .expect_err("an untrusted certificate must end the member");
+    assert!(error.to_string().contains("TLS handshake"), "{error}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_without_acls_on_the_group_gets_an_authorization_error() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("a_user_without_acls") else {
+        return;
+    };
+    let alice = config.with_file_name("client-alice.properties");
+    let error = run_member(
+        member_config(&bootstrap, &unique_group("sasl-acl"), security_from(&alice)),
+        Duration::from_secs(15),
+    )
+    .await
+    .expect_err("a user without ACLs must be refused");
+    println!("no ACLs: {error}");
+    assert!(
+        error.to_string().contains("not authorized for the group"),
+        "{error}"
+    );
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+async fn connect_times(cluster: &Cluster, addr: &str, n: usize) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let connection = cluster.connect(addr).await.expect("connect");
+        samples.push(t0.elapsed());
+        connection.close();
+    }
+    samples
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_cost() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("handshake_cost") else {
+        return;
+    };
+    let addr = bootstrap.split(',').next().unwrap().to_owned();
+    let mut secured = ClusterConfig::new(&bootstrap);
+    secured.security = security_from(&config);
+    let secured = Cluster::new(secured).unwrap();
+    let sasl_ssl = median(connect_times(&secured, &addr, 20).await);
+    println!(
+        "MEASURE handshake_sasl_ssl_scram_sha_512_median={}us",
+        sasl_ssl.as_micros()
+    );
+    if let Ok(plain) = std::env::var("KROUPIER_KAFKA_BOOTSTRAP") {
+        let plain_addr = plain.trim().split(',').next().unwrap().to_owned();
+        let cluster = Cluster::new(ClusterConfig::new(&plain_addr)).unwrap();
+        let plaintext = median(connect_times(&cluster, &plain_addr, 20).await);
+        println!(
+            "MEASURE handshake_plaintext_median={}us",
+            plaintext.as_micros()
+        );
+    }
+}
