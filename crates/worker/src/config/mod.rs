@@ -9,7 +9,7 @@
 //! │   └── membership                 group.id, session/heartbeat/rebalance timeouts, instance id
 //! ├── tasks: TasksConfig             graceful stop, abort (derived), restarts
 //! ├── status: StatusConfig           the status API's address (a free loopback port by default)
-//! └── security                       TLS/SASL client properties, kept for when they are supported
+//! └── security                       TLS/SASL client properties as read (typed: member.cluster.security)
 //! ```
 //!
 //! # Kafka client properties
@@ -40,7 +40,7 @@
 //! | `kroupier.self.fence.margin.ms` | `member.membership.self_fence_margin` |
 //! | `kroupier.group.min.session.timeout.ms` | `member.membership.min_session_timeout` |
 //! | `kroupier.status.addr` | `status.addr` (`host:port`, or `none` to disable) |
-//! | `security.protocol`, `sasl.*`, `ssl.*` | kept in `security`; not applied yet (a warning says so) |
+//! | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys); kept as read in `security` |
 //!
 //! Any other key is an error that names it, so a misspelt setting never goes unnoticed; a bad
 //! value is an error that names the key and what it expects.
@@ -113,9 +113,11 @@ pub struct WorkerConfig {
     pub tasks: TasksConfig,
     /// The status HTTP API.
     pub status: StatusConfig,
-    /// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`) read from client
-    /// properties. Default empty. Not applied yet: kroupier connects in plaintext; they are kept
-    /// here for TLS and SASL, and a warning names them when they are read.
+    /// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`) as read from client
+    /// properties. Default empty. What connections use is the typed `member.cluster.security`,
+    /// built from these by [`from_properties`](Self::from_properties) (or
+    /// [`apply_security_properties`](Self::apply_security_properties)); set that field directly
+    /// in code, e.g. for an OAUTHBEARER token provider.
     pub security: SecurityProperties,
 }
 

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use kroupier_coordinator::connection::{Security, SecurityError};
+
 use super::WorkerConfig;
 
 /// Why client properties could not become a [`WorkerConfig`].
@@ -33,6 +35,10 @@ pub enum PropertiesError {
         /// What the key takes.
         expected: &'static str,
     },
+    /// The security properties (`security.protocol`, `sasl.*`, `ssl.*`) do not make a usable
+    /// [`Security`]; the error names the key, never a secret's value.
+    #[error("invalid security property {0}")]
+    Security(#[from] SecurityError),
     /// The properties file cannot be read.
     #[error("cannot read the properties file {}: {source}", path.display())]
     Read {
@@ -53,7 +59,8 @@ pub enum PropertiesError {
     },
 }
 
-/// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`), kept for TLS and SASL.
+/// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`) as read, the source of
+/// the typed `member.cluster.security`.
 ///
 /// Values may be secrets (`sasl.jaas.config`, `ssl.key.password`): `Debug` shows the keys only.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -68,6 +75,11 @@ impl SecurityProperties {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
+    }
+
+    /// The properties, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// The keys, sorted.
@@ -122,15 +134,20 @@ impl WorkerConfig {
         for (key, value) in properties {
             config.set_property(key, value)?;
         }
-        if !config.security.is_empty() {
-            let keys: Vec<&str> = config.security.keys().collect();
-            tracing::warn!(
-                ?keys,
-                "security properties are not supported yet and are ignored: kroupier connects \
-                 in plaintext"
-            );
-        }
+        config.apply_security_properties()?;
         Ok(config)
+    }
+
+    /// Builds `member.cluster.security` from the security properties in
+    /// [`security`](Self::security). [`from_properties`](Self::from_properties) and
+    /// [`from_properties_file`](Self::from_properties_file) do this; call it after changing
+    /// security properties with [`set_property`](Self::set_property).
+    ///
+    /// # Errors
+    /// [`PropertiesError::Security`] naming the key at fault.
+    pub fn apply_security_properties(&mut self) -> Result<(), PropertiesError> {
+        self.member.cluster.security = Security::from_properties(self.security.iter())?;
+        Ok(())
     }
 
     /// [`from_properties`](Self::from_properties) with the properties of a Java `.properties`

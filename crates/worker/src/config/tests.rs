@@ -1,6 +1,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kroupier_coordinator::connection::SecurityProtocol;
+
 use super::properties::parse;
 use super::*;
 
@@ -264,19 +266,34 @@ fn bad_values_are_errors_that_name_the_key() {
 }
 
 #[test]
-fn security_properties_are_kept_not_applied_and_not_printed() {
+fn security_properties_become_the_clusters_security_and_are_not_printed() {
+    let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="secret-password";"#;
     let config = from(&[
         ("security.protocol", "SASL_SSL"),
         ("sasl.mechanism", "PLAIN"),
-        ("sasl.jaas.config", "secret-password"),
-        ("ssl.truststore.location", "/etc/kafka/trust.jks"),
+        ("sasl.jaas.config", jaas),
+        ("ssl.truststore.type", "PEM"),
+        ("ssl.truststore.location", "/etc/kafka/ca.pem"),
     ])
     .unwrap();
     assert_eq!(config.security.get("security.protocol"), Some("SASL_SSL"));
-    assert_eq!(config.security.keys().count(), 4);
+    assert_eq!(config.security.keys().count(), 5);
+    let security = &config.member.cluster.security;
+    assert_eq!(security.protocol(), SecurityProtocol::SaslSsl);
+    assert_eq!(security.sasl.as_ref().map(|s| s.mechanism()), Some("PLAIN"));
     let shown = format!("{config:?}");
-    assert!(shown.contains("sasl.jaas.config"));
+    assert!(shown.contains("sasl.jaas.config") && shown.contains("alice"));
     assert!(!shown.contains("secret-password"), "{shown}");
+
+    let bad = from(&[
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "PLAIN"),
+        ("sasl.jaas.config", "secret-password"),
+    ])
+    .unwrap_err();
+    assert!(matches!(bad, PropertiesError::Security(_)), "{bad:?}");
+    assert!(bad.to_string().contains("sasl.jaas.config"), "{bad}");
+    assert!(!bad.to_string().contains("secret-password"), "{bad}");
 }
 
 #[test]

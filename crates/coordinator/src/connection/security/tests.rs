@@ -131,6 +131,9 @@ fn jaas_config_parses_quoted_and_bare_options() {
         let e = parse_jaas(bad).unwrap_err();
         assert!(!e.contains("unterminated;"), "{e}");
     }
+    // A password given where the module belongs is not echoed.
+    let e = parse_jaas("hunter2-secret;").unwrap_err();
+    assert!(!e.contains("hunter2"), "{e}");
 }
 
 fn props(pairs: &[(&'static str, &'static str)]) -> Result<Security, SecurityError> {
