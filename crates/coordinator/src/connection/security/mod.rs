@@ -19,6 +19,24 @@
 //!   [`ConnectionError::is_fatal`].
 //! - Secrets are [`Secret`]s: `Debug` shows `***`, and no error or log line carries one.
 //!
+//! # Kafka client properties
+//!
+//! [`Security::from_properties`] reads these, as Kafka's tools read `--command-config`:
+//!
+//! | property | what kroupier does with it |
+//! |---|---|
+//! | `security.protocol` | `PLAINTEXT` (default), `SSL`, `SASL_PLAINTEXT`, `SASL_SSL` |
+//! | `sasl.mechanism` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`; `OAUTHBEARER` needs a [`TokenProvider`] set in code; Kafka's default `GSSAPI` is not supported |
+//! | `sasl.jaas.config` | `PlainLoginModule` / `ScramLoginModule required username="…" password="…";` |
+//! | `sasl.username`, `sasl.password` | librdkafka's names, instead of `sasl.jaas.config` |
+//! | `ssl.truststore.location` / `ssl.truststore.certificates` | PEM CA certificates (file / inline); neither: Mozilla's roots |
+//! | `ssl.truststore.type`, `ssl.keystore.type` | `PEM` (absent means PEM too); `JKS`/`PKCS12` are refused |
+//! | `ssl.keystore.location` / `ssl.keystore.key` + `ssl.keystore.certificate.chain` | client certificate for mTLS (file with key + chain / inline) |
+//! | `ssl.endpoint.identification.algorithm` | `https` (default) verifies the host name; empty turns that off (warned) |
+//!
+//! Other `ssl.*`/`sasl.*` keys (cipher suites, protocols, login callbacks…) are ignored with a
+//! warning naming them. Values never appear in errors or logs.
+//!
 //! # Examples
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {

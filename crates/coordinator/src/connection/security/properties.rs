@@ -1,19 +1,7 @@
 //! [`Security`] from Kafka's own client property names, as Kafka's tools read them with
 //! `--command-config`.
 //!
-//! | property | what kroupier does with it |
-//! |---|---|
-//! | `security.protocol` | `PLAINTEXT` (default), `SSL`, `SASL_PLAINTEXT`, `SASL_SSL` |
-//! | `sasl.mechanism` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`; `OAUTHBEARER` needs a [`TokenProvider`](super::TokenProvider) set in code; Kafka's default `GSSAPI` is not supported |
-//! | `sasl.jaas.config` | `PlainLoginModule` / `ScramLoginModule required username="…" password="…";` |
-//! | `sasl.username`, `sasl.password` | librdkafka's names, instead of `sasl.jaas.config` |
-//! | `ssl.truststore.location` / `ssl.truststore.certificates` | PEM CA certificates (file / inline); neither: Mozilla's roots |
-//! | `ssl.truststore.type`, `ssl.keystore.type` | `PEM` (absent means PEM too); `JKS`/`PKCS12` are refused |
-//! | `ssl.keystore.location` / `ssl.keystore.key` + `ssl.keystore.certificate.chain` | client certificate for mTLS (file with key + chain / inline) |
-//! | `ssl.endpoint.identification.algorithm` | `https` (default) verifies the host name; empty turns that off (warned) |
-//!
-//! Other `ssl.*`/`sasl.*` keys (cipher suites, protocols, login callbacks…) are ignored with a
-//! warning naming them. Values never appear in errors or logs.
+//! The keys are listed in the [module guide](super#kafka-client-properties).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -43,7 +31,7 @@ const KNOWN: [&str; 15] = [
 
 impl Security {
     /// Reads Kafka client properties: `security.protocol`, `sasl.*` and `ssl.*` (see the
-    /// [table](self) of keys). Other keys are skipped, so a whole client properties file can be
+    /// [table](crate::connection::security#kafka-client-properties) of keys). Other keys are skipped, so a whole client properties file can be
     /// passed. Files named are not read here: a missing CA file fails when the cluster client is
     /// built.
     ///
