@@ -2,10 +2,32 @@
 //!
 //! The library installs no signal handler; [`os_signals`] is how these binaries wire SIGTERM and
 //! ctrl-c to it, under the two-signal rule of `kroupier::worker::shutdown`.
+//!
+//! Each binary takes `--command-config FILE`, Kafka client properties (`security.protocol`,
+//! `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`, ...) as Kafka's own tools
+//! do, read by [`command_config`].
 
 pub mod beat;
 
+use std::path::Path;
+
 use futures::Stream;
+use kroupier::worker::WorkerConfig;
+
+/// The worker configuration of a `--command-config` file (the defaults without one), read by
+/// [`WorkerConfig::from_properties_file`]: the keys of
+/// [`kroupier::worker::config`](kroupier::worker::config#kafka-client-properties).
+///
+/// # Errors
+/// A message for stderr naming the file and the key at fault (never a secret's value); the
+/// binaries exit 2 with it.
+pub fn command_config(path: Option<&Path>) -> Result<WorkerConfig, String> {
+    match path {
+        None => Ok(WorkerConfig::default()),
+        Some(path) => WorkerConfig::from_properties_file(path)
+            .map_err(|e| format!("--command-config {}: {e}", path.display())),
+    }
+}
 
 /// SIGTERM and ctrl-c (SIGINT), one item per signal, for
 /// [`two_signals`](kroupier::worker::shutdown::two_signals).

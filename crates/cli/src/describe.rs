@@ -24,10 +24,12 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+use kroupier_coordinator::connection::{Cluster, ClusterConfig, Security};
 use kroupier_coordinator::observer::{AssignmentDecoder, GroupDescription, Observer};
 use kroupier_worker::protocol::{Assignment, DecodeError, MemberMetadata, PROTOCOL_TYPE};
 use serde::Serialize;
+
+use crate::command_config::{CommandConfig, UsageError};
 
 /// Arguments of `kroupier describe`.
 #[derive(Debug, clap::Args)]
@@ -44,6 +46,8 @@ pub struct Args {
     /// Give up when the cluster has not answered within this many milliseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
+    #[command(flatten)]
+    config: CommandConfig,
 }
 
 /// A group as `kroupier describe` shows it (the JSON contract).
@@ -186,25 +190,37 @@ pub fn build_view(description: GroupDescription) -> GroupView {
     view
 }
 
-/// A connection to the cluster at `bootstrap` that gives up on a coordinator after `timeout`.
+/// A connection to the cluster at `bootstrap`, secured by `security`, that gives up on a
+/// coordinator after `timeout`.
 ///
 /// # Errors
-/// When `bootstrap` names no server.
-pub fn cluster(bootstrap: &str, timeout: Duration) -> Result<Arc<Cluster>, Box<dyn Error>> {
+/// A [`UsageError`] when `bootstrap` names no server or a certificate or key does not load.
+pub fn cluster(
+    bootstrap: &str,
+    security: Security,
+    timeout: Duration,
+) -> Result<Arc<Cluster>, UsageError> {
     let mut config = ClusterConfig::new(bootstrap);
     config.connection.client_id = "kroupier-cli".to_owned();
     config.coordinator_lookup_timeout = timeout;
     config.connection.connect_timeout = config.connection.connect_timeout.min(timeout);
     config.connection.request_timeout = config.connection.request_timeout.min(timeout);
-    Ok(Arc::new(Cluster::new(config)?))
+    config.security = security;
+    Cluster::new(config)
+        .map(Arc::new)
+        .map_err(|e| UsageError(e.to_string()))
 }
 
 /// An observer of the cluster at `bootstrap` (see [`cluster`]).
 ///
 /// # Errors
-/// When `bootstrap` names no server.
-pub fn observer(bootstrap: &str, timeout: Duration) -> Result<Observer, Box<dyn Error>> {
-    Ok(Observer::new(cluster(bootstrap, timeout)?))
+/// As [`cluster`].
+pub fn observer(
+    bootstrap: &str,
+    security: Security,
+    timeout: Duration,
+) -> Result<Observer, UsageError> {
+    Ok(Observer::new(cluster(bootstrap, security, timeout)?))
 }
 
 /// Describes `group` through `observer`, within `timeout`.
@@ -233,11 +249,12 @@ pub async fn fetch(
 /// Runs the command.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let timeout = Duration::from_millis(args.timeout_ms);
+    let security = args.config.security()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let view = runtime.block_on(async {
-        let cluster = cluster(&args.bootstrap, timeout)?;
+        let cluster = cluster(&args.bootstrap, security, timeout)?;
         // One round over the bootstrap servers first: an unreachable cluster fails at once
         // instead of after the coordinator lookup's retries.
         match tokio::time::timeout(timeout, cluster.any_broker()).await {

@@ -1,9 +1,11 @@
 //! `kroupier`: the command line of kroupier (demo, coordinator, describe, watch, assign).
 //!
 //! Each subcommand lives in its own file and exposes an `Args` struct and a `run` function;
-//! `main` only parses and dispatches.
+//! `main` only parses and dispatches. Exit codes: 0 done, 1 failed, 2 bad usage (flags, or a
+//! `--command-config` file that does not parse), with the reason on stderr.
 
 mod assign;
+mod command_config;
 mod coordinator;
 mod demo;
 mod describe;
@@ -54,7 +56,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("kroupier: {error}");
-            ExitCode::FAILURE
+            if error.is::<command_config::UsageError>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

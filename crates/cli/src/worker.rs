@@ -4,6 +4,9 @@
 //! 100 ms, each time only after its lease check passes (the same journal as the quickstart
 //! example's, the witness that no task runs on two workers at once).
 //!
+//! With `--command-config FILE` the worker starts from the file's Kafka client properties
+//! (security, timeouts, ...); its flags apply over them.
+//!
 //! With `--exit-with-stdin` the worker exits at once when its standard input closes: the demo
 //! holds the other end, so workers never outlive it, however it ends.
 
@@ -18,6 +21,8 @@ use kroupier_worker::journal::Writer;
 use kroupier_worker::shutdown::{Outcome, two_signals};
 use kroupier_worker::{Kind, Task, TaskContext, TaskError, WorkerBuilder, WorkerConfig};
 use serde::{Deserialize, Serialize};
+
+use crate::command_config::CommandConfig;
 
 /// Arguments of `kroupier worker`.
 #[derive(Debug, clap::Args)]
@@ -46,6 +51,8 @@ pub struct Args {
     /// Exit at once when standard input closes (the parent is gone).
     #[arg(long)]
     pub exit_with_stdin: bool,
+    #[command(flatten)]
+    pub config: CommandConfig,
 }
 
 /// The `beat` kind and its config type.
@@ -110,8 +117,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     }
     // The default assignor (cooperative) moves a dead worker's tasks at once; the abort
     // timeout is derived from the session, within the self-fencing margin.
-    let mut config = WorkerConfig::new(&args.group);
+    let mut config: WorkerConfig = args.config.worker_config()?;
     let member = &mut config.member;
+    args.group.clone_into(&mut member.membership.group_id);
     member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
     member.cluster.connection.client_id = format!("kroupier-{}", args.worker_id);
     member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! leader_election --bootstrap ADDR --group G --id ID [--session-timeout-ms MS] [--heartbeat-interval-ms MS]
+//!                 [--command-config FILE]
 //! ```
 //!
 //! Prints one JSON line per change of this process's role, flushed at once:
@@ -11,13 +12,14 @@
 //! ctrl-c it resigns (`lost`), leaves the group and exits 0. Logs go to stderr (`RUST_LOG`).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
 use kroupier::coordinator::driver::MemberConfig;
 use kroupier::coordinator::election::{ElectionEvent, Elector};
 use kroupier::worker::journal::unix_ms;
-use kroupier_examples::terminated;
+use kroupier_examples::{command_config, terminated};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Elect one leader among the processes sharing a Kafka group.
@@ -39,6 +41,11 @@ struct Args {
     /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
     #[arg(long, default_value_t = 3_000)]
     heartbeat_interval_ms: u64,
+    /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+    /// `ssl.truststore.location`, ...), as Kafka's own tools take them. The connection's
+    /// security comes from them; other keys are checked but not used.
+    #[arg(long, value_name = "FILE")]
+    command_config: Option<PathBuf>,
 }
 
 fn print(id: &str, event: &ElectionEvent) {
@@ -77,6 +84,13 @@ async fn main() -> std::process::ExitCode {
     // timeout against its own group.min/max.session.timeout.ms, and its error names them.
     config.membership.min_session_timeout = Duration::ZERO;
     config.cluster.connection.client_id = format!("leader_election-{}", args.id);
+    match command_config(args.command_config.as_deref()) {
+        Ok(file) => config.cluster.security = file.member.cluster.security,
+        Err(e) => {
+            eprintln!("leader_election: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    }
 
     let (elector, driver) = match Elector::new(config, &args.id, true) {
         Ok(pair) => pair,

@@ -3,14 +3,16 @@
 //! ```text
 //! quickstart --bootstrap ADDR --group G --worker-id ID --tasks N [--status-addr ADDR]
 //!            [--journal-dir DIR] [--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--static]
-//!            [--instance-id ID] [--rebalance-timeout-ms MS]
+//!            [--instance-id ID] [--rebalance-timeout-ms MS] [--command-config FILE]
 //! ```
 //!
 //! Start it several times with the same `--group`: the tasks `task-0` .. `task-{N-1}` spread over
 //! the workers and move when one dies, leaves, joins or restarts. With `--journal-dir`, each
 //! running task appends `<unix_ms> <worker-id> <generation>` to `DIR/<task-id>.log` every 100 ms,
 //! only after its lease check passes. Prints one JSON line per change on stdout; logs go to
-//! stderr (`RUST_LOG`). SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
+//! stderr (`RUST_LOG`). `--command-config FILE` takes Kafka client properties (TLS, SASL, and
+//! any key of `kroupier::worker::config`, such as `kroupier.status.token`); the flags apply over
+//! them. SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
 //! signal exits at once.
 
 use std::convert::Infallible;
@@ -27,7 +29,7 @@ use kroupier::worker::journal::unix_ms;
 use kroupier::worker::shutdown::{Outcome, two_signals};
 use kroupier::worker::{WorkerBuilder, WorkerConfig, WorkerEvent};
 use kroupier_examples::beat::{BEAT, Beat, BeatConfig, BeatEnv};
-use kroupier_examples::os_signals;
+use kroupier_examples::{command_config, os_signals};
 
 /// Run `beat` tasks in a Kafka group.
 #[derive(Debug, Parser)]
@@ -81,6 +83,10 @@ struct Args {
     /// Delay before the first restart of a failed task (doubles with each failure).
     #[arg(long, default_value_t = 1_000)]
     restart_backoff_ms: u64,
+    /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+    /// `ssl.truststore.location`, ...), as Kafka's own tools take them; the flags apply over them.
+    #[arg(long, value_name = "FILE")]
+    command_config: Option<PathBuf>,
 }
 
 /// Prints one JSON line on stdout, flushed at once.
@@ -128,8 +134,15 @@ async fn main() -> ExitCode {
 
     // The worker: where Kafka is, which group, how fast to fail over. What depends on the
     // session (self-fencing margin, abort timeout) is derived from it.
-    let mut config = WorkerConfig::new(&args.group);
+    let mut config: WorkerConfig = match command_config(args.command_config.as_deref()) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("quickstart: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let member = &mut config.member;
+    args.group.clone_into(&mut member.membership.group_id);
     member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
     member.cluster.connection.client_id = format!("quickstart-{}", args.worker_id);
     member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);

@@ -1,6 +1,7 @@
 //! `kroupier demo`: watch kroupier fail over, with nothing but this binary.
 //!
-//! Without `--bootstrap` it starts the embedded coordinator in this process. It launches N
+//! Without `--bootstrap` it starts the embedded coordinator in this process; with it,
+//! `--command-config FILE` secures the connections (the demo's and its workers'). It launches N
 //! worker processes (this binary's hidden `worker` subcommand) sharing T `beat` tasks, waits
 //! until every task runs, SIGKILLs the worker with the most tasks once `--kill-after` seconds
 //! have passed since the launch, and waits until the killed worker's tasks run elsewhere. It
@@ -23,10 +24,12 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use kroupier_coordinator::connection::Security;
 use kroupier_coordinator::observer::Observer;
 use kroupier_embedded::EmbeddedCoordinator;
 use kroupier_worker::journal::unix_ms;
 
+use crate::command_config::{CommandConfig, UsageError};
 use crate::describe::{self, GroupView};
 use crate::watch::model::{self, Move, Tracker};
 use crate::watch::view::{Screen, Ui};
@@ -62,6 +65,8 @@ pub struct Args {
     /// Plain progress lines even when stdout is a terminal.
     #[arg(long)]
     plain: bool,
+    #[command(flatten)]
+    config: CommandConfig,
 }
 
 /// Gap between beats (every 100 ms) that still counts as one uninterrupted run.
@@ -76,6 +81,14 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if args.heartbeat_interval_ms >= args.session_timeout_ms {
         return Err("--heartbeat-interval-ms must be below --session-timeout-ms".into());
     }
+    if args.config.command_config.is_some() && args.bootstrap.is_none() {
+        return Err(UsageError(
+            "--command-config needs --bootstrap: the embedded coordinator speaks PLAINTEXT only"
+                .to_owned(),
+        )
+        .into());
+    }
+    let security = args.config.security()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -99,7 +112,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             }
         };
         let result = tokio::select! {
-            result = demo(args, &bootstrap, coordinator.is_some(), &dir, interactive) => result,
+            result = demo(args, &bootstrap, security, coordinator.is_some(), &dir, interactive) => result,
             signal = crate::signal::terminated() => match signal {
                 Ok(()) => Err("interrupted; every worker process was killed".to_owned()),
                 Err(e) => Err(format!("cannot wait for ctrl-c: {e}")),
@@ -281,6 +294,7 @@ fn settled(view: &GroupView, members: usize, tasks: usize) -> bool {
 async fn demo(
     args: &Args,
     bootstrap: &str,
+    security: Security,
     embedded: bool,
     dir: &Path,
     interactive: bool,
@@ -311,10 +325,11 @@ async fn demo(
         dir,
         session_timeout: session,
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms),
+        command_config: args.config.command_config.as_deref(),
     };
     let workers = Workers::spawn(n, &launch).map_err(|e| format!("cannot start a worker: {e}"))?;
-    let observer =
-        describe::observer(bootstrap, Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    let observer = describe::observer(bootstrap, security, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
     let mut follow = Follow {
         observer,
         bootstrap,

@@ -25,6 +25,8 @@ pub struct Launch<'a> {
     pub session_timeout: Duration,
     /// The heartbeat interval.
     pub heartbeat_interval: Duration,
+    /// Kafka client properties for the workers (`--command-config`).
+    pub command_config: Option<&'a Path>,
 }
 
 /// One worker process.
@@ -56,8 +58,12 @@ impl Workers {
         for i in 0..count {
             let id = format!("worker-{i}");
             let stderr = File::create(launch.dir.join(format!("{id}.stderr")))?;
-            let child = Command::new(&exe)
-                .arg("worker")
+            let mut command = Command::new(&exe);
+            command.arg("worker");
+            if let Some(path) = launch.command_config {
+                command.arg("--command-config").arg(path);
+            }
+            let child = command
                 .args(["--bootstrap", launch.bootstrap])
                 .args(["--group", launch.group])
                 .args(["--worker-id", &id])

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use model::Tracker;
 use view::{Screen, Ui};
 
+use crate::command_config::CommandConfig;
 use crate::describe;
 
 /// How often the group is described.
@@ -33,16 +34,19 @@ pub struct Args {
     /// The group id.
     #[arg(long)]
     group: String,
+    #[command(flatten)]
+    config: CommandConfig,
 }
 
 /// Runs the command until the user quits.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    let security = args.config.security()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     // Short, so that the view (and q) stays responsive while the cluster is unreachable.
     let timeout = Duration::from_secs(2);
-    let observer = describe::observer(&args.bootstrap, timeout)?;
+    let observer = describe::observer(&args.bootstrap, security, timeout)?;
     let mut ui = Ui::start().map_err(|e| {
         format!("kroupier watch needs a terminal ({e}); use `kroupier describe` in scripts")
     })?;
