@@ -75,11 +75,23 @@ pub struct Process {
 impl Process {
     /// Starts the workspace binary `name` with `args`; stdout is piped, stderr inherited.
     pub fn spawn(name: &str, args: &[String]) -> Self {
+        Self::spawn_logged(name, args, None, &[])
+    }
+
+    /// [`spawn`](Self::spawn), with stderr written to `stderr` when given (to scan the logs),
+    /// and `env` set for the child (`RUST_LOG`, ...).
+    pub fn spawn_logged(
+        name: &str,
+        args: &[String],
+        stderr: Option<std::fs::File>,
+        env: &[(String, String)],
+    ) -> Self {
         let mut child = Command::new(binary(name))
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr.map_or_else(Stdio::inherit, Stdio::from))
             .spawn()
             .unwrap_or_else(|e| panic!("start {name}: {e}"));
         let stdout = child.stdout.take();

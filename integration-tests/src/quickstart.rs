@@ -81,6 +81,11 @@ pub struct Group {
     pub heartbeat_ms: u64,
     /// More flags.
     pub extra: Vec<String>,
+    /// Where each worker's stderr goes, appended to `DIR/<worker-id>.stderr`; `None` (the
+    /// default) leaves it on the test's stderr.
+    pub logs: Option<PathBuf>,
+    /// Environment variables for the workers (`RUST_LOG`, ...); none by default.
+    pub env: Vec<(String, String)>,
 }
 
 impl Group {
@@ -94,6 +99,8 @@ impl Group {
             session_ms: SESSION_MS,
             heartbeat_ms: HEARTBEAT_MS,
             extra: Vec::new(),
+            logs: None,
+            env: Vec::new(),
         }
     }
 
@@ -116,7 +123,14 @@ impl Group {
             self.heartbeat_ms.to_string(),
         ];
         args.extend(self.extra.iter().cloned());
-        let mut process = Process::spawn("quickstart", &args);
+        let stderr = self.logs.as_ref().map(|dir| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(format!("{id}.stderr")))
+                .expect("open the worker's stderr log")
+        });
+        let mut process = Process::spawn_logged("quickstart", &args, stderr, &self.env);
         let lines = process.stdout_lines();
         let mut worker = Worker {
             id: id.to_owned(),

@@ -9,9 +9,19 @@
 //! `scripts/test` sets it in its SASL_SSL phase, so CI cannot pass with these skipped, while its
 //! other phases (PLAINTEXT brokers, `CI=true` or not) run them as skips.
 //!
+//! Three `quickstart` workers over SASL_SSL (`--command-config`) share 12 tasks and fail over
+//! after a SIGKILL with no task on two workers at once, `kroupier describe --command-config`
+//! sees them, and no line the processes logged (at debug level) holds a password of the client
+//! configs; the failover time is printed as `MEASURE sasl_ssl_kill_to_running_elsewhere_ms`,
+//! to set beside the PLAINTEXT `kill_to_running_elsewhere_ms` of `tests/worker.rs` (same
+//! session and heartbeat). Needs the binaries built (`cargo build -p kroupier-examples -p
+//! kroupier-cli`).
+//!
 //! `handshake_cost` prints `MEASURE` lines: the median time to open a ready connection (TCP, TLS,
 //! ApiVersions, SCRAM-SHA-512) beside a PLAINTEXT one when `KROUPIER_KAFKA_BOOTSTRAP` is set too.
 
+use std::collections::BTreeSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +35,10 @@ use kroupier_coordinator::membership::{
     AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
     ProtocolMetadata,
 };
+use kroupier_integration_tests::journal::unix_ms;
+use kroupier_integration_tests::process::{Signal, binary};
+use kroupier_integration_tests::quickstart::*;
+use serde_json::Value;
 
 const BOOTSTRAP_ENV: &str = "KROUPIER_KAFKA_SASL_SSL_BOOTSTRAP";
 const CONFIG_ENV: &str = "KROUPIER_KAFKA_SASL_SSL_CONFIG";
@@ -301,4 +315,140 @@ async fn handshake_cost() {
             plaintext.as_micros()
         );
     }
+}
+
+/// Every secret of a client properties file: the passwords in its `sasl.jaas.config`.
+fn passwords_in(path: &Path) -> Vec<String> {
+    let mut passwords = vec![password_of(&security_from(path))];
+    // The whole JAAS value, too: it must never be logged either.
+    passwords.extend(
+        read_properties(path)
+            .into_iter()
+            .filter(|(k, _)| k == "sasl.jaas.config")
+            .map(|(_, v)| v),
+    );
+    passwords
+}
+
+/// Asserts that no file in `dir` holds any of `secrets`; returns how many lines were scanned.
+fn assert_no_secret_in_logs(dir: &Path, secrets: &[String]) -> usize {
+    let mut lines = 0;
+    for entry in std::fs::read_dir(dir).expect("the log dir") {
+        let path = entry.expect("a log file").path();
+        let text = String::from_utf8_lossy(&std::fs::read(&path).expect("read a log")).into_owned();
+        for (n, line) in text.lines().enumerate() {
+            lines += 1;
+            for secret in secrets {
+                assert!(
+                    !line.contains(secret.as_str()),
+                    "{}:{} holds a secret of the client config",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+    lines
+}
+
+/// `kroupier describe --command-config config --json`, its stderr appended to `log`.
+fn describe_over_sasl_ssl(bootstrap: &str, group: &str, config: &Path, log: &Path) -> Value {
+    let output = std::process::Command::new(binary("kroupier"))
+        .args([
+            "describe",
+            "--bootstrap",
+            bootstrap,
+            "--group",
+            group,
+            "--json",
+        ])
+        .arg("--command-config")
+        .arg(config)
+        .env("RUST_LOG", DEBUG_LOGS)
+        .output()
+        .expect("run kroupier describe");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("open the describe log");
+    file.write_all(&output.stderr)
+        .expect("keep describe's stderr");
+    file.write_all(&output.stdout)
+        .expect("keep describe's stdout");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "kroupier describe --command-config: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+/// What the processes of the log scan log: everything of kroupier's own crates.
+const DEBUG_LOGS: &str = "info,kroupier_coordinator=debug,kroupier_worker=debug";
+
+#[test]
+fn quickstart_workers_over_sasl_ssl_share_tasks_fail_over_and_log_no_secret() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("quickstart over SASL_SSL") else {
+        return;
+    };
+    let journal = TempDir::new("sasl-journal");
+    let logs = TempDir::new("sasl-logs");
+    let mut group = Group::new(&bootstrap, "sasl-workers", 12, &journal.0);
+    group.extra = vec!["--command-config".into(), config.display().to_string()];
+    group.logs = Some(logs.0.clone());
+    group.env = vec![("RUST_LOG".into(), DEBUG_LOGS.into())];
+    let mut workers: Vec<Worker> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|id| group.start(id))
+        .collect();
+    let owners = wait_balanced(&journal.0, 12, 3);
+    assert!(counts(&owners).values().all(|&n| n == 4), "{owners:?}");
+
+    // The observer sees the same group over SASL_SSL.
+    let described = describe_over_sasl_ssl(
+        &bootstrap,
+        &group.group,
+        &config,
+        &logs.0.join("describe.stderr"),
+    );
+    let members = described["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3, "{described}");
+    let tasks: BTreeSet<&str> = members
+        .iter()
+        .flat_map(|m| m["tasks"].as_array().expect("tasks").iter())
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(tasks.len(), 12, "{described}");
+
+    // SIGKILL one: its tasks run elsewhere within the session, never on two workers at once.
+    let victim = workers.remove(1);
+    let moved = tasks_of(&owners, &victim.id);
+    let killed_ms = unix_ms();
+    victim.process.signal(Signal::Kill);
+    let bound = SESSION_MS + 2 * HEARTBEAT_MS + SLACK_MS;
+    let latency = moved_after(&journal.0, &moved, &victim.id, killed_ms, bound);
+    println!(
+        "MEASURE sasl_ssl_kill_to_running_elsewhere_ms={latency} (session {SESSION_MS} ms, heartbeat {HEARTBEAT_MS} ms)"
+    );
+    assert!(latency <= bound, "took {latency} ms, bound {bound} ms");
+    wait_balanced_since(&journal.0, 12, 2, killed_ms);
+    assert_no_overlap(&journal.0);
+
+    // A graceful end, so that every log is complete before the scan.
+    for worker in &mut workers {
+        worker.process.signal(Signal::Term);
+    }
+    for worker in &mut workers {
+        assert_eq!(worker.process.wait(), Some(0), "{} exits 0", worker.id);
+    }
+    drop(victim);
+    let mut secrets = passwords_in(&config);
+    secrets.extend(passwords_in(
+        &config.with_file_name("client-alice.properties"),
+    ));
+    let scanned = assert_no_secret_in_logs(&logs.0, &secrets);
+    println!("scanned {scanned} log lines for secrets");
+    assert!(scanned > 0, "the workers logged nothing to scan");
 }
