@@ -40,6 +40,9 @@
 //! | `kroupier.self.fence.margin.ms` | `member.membership.self_fence_margin` |
 //! | `kroupier.group.min.session.timeout.ms` | `member.membership.min_session_timeout` |
 //! | `kroupier.status.addr` | `status.addr` (`host:port`, or `none` to disable) |
+//! | `kroupier.status.token` | `status.token` (a bearer token; empty: none) |
+//! | `kroupier.status.token.protect.reads` | `status.protect_reads` (`true`/`false`) |
+//! | `kroupier.status.tls.certificate`, `kroupier.status.tls.key` | `status.tls_certificate`, `status.tls_key` (PEM files) |
 //! | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys); kept as read in `security` |
 //!
 //! Any other key is an error that names it, so a misspelt setting never goes unnoticed; a bad
@@ -66,7 +69,10 @@ mod properties;
 mod tests;
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
+
+use kroupier_coordinator::connection::Secret;
 
 use kroupier_coordinator::driver::{MemberConfig, MemberError};
 use kroupier_coordinator::membership::ConfigError as MembershipError;
@@ -147,21 +153,45 @@ impl Default for TasksConfig {
     }
 }
 
-/// Where the status API listens.
+/// Where the status API listens, and who may use it.
+///
+/// Access rule: without a [`token`](Self::token) anyone who reaches the address may use every
+/// route. With one, writes (any method but `GET` and `HEAD`, e.g. `POST /tasks/{id}/restart`)
+/// need `Authorization: Bearer <token>` and are answered 401 without it; reads (`/status`,
+/// `/metrics`) need it too when [`protect_reads`](Self::protect_reads) is set. `/healthz` and
+/// `/readyz` stay open, so probes need no secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusConfig {
     /// The address. Default `Some(127.0.0.1:0)`: loopback, a free port picked by the OS (logged
     /// and given by [`WorkerHandle::status_addr`](crate::WorkerHandle::status_addr)), so that
     /// several workers run on one machine. Set a fixed port for scrapers and probes; `None`
-    /// disables the API. Bind to a non-loopback address only behind access control: the API
+    /// disables the API. Bind to a non-loopback address only with a token (and TLS): the API
     /// can restart tasks.
     pub addr: Option<SocketAddr>,
+    /// The bearer token writes need (`kroupier.status.token`). Default `None`: no token. Never
+    /// shown by `Debug` or in logs.
+    pub token: Option<Secret>,
+    /// Whether reads (`/status`, `/metrics`) need the token too
+    /// (`kroupier.status.token.protect.reads`). Default `false`: scrapers need no secret, but
+    /// anyone who reaches the address sees task ids and errors.
+    pub protect_reads: bool,
+    /// A PEM file with the certificate chain to serve HTTPS with
+    /// (`kroupier.status.tls.certificate`); needs [`tls_key`](Self::tls_key). Default `None`:
+    /// plain HTTP, where a token crosses the network in the clear.
+    pub tls_certificate: Option<PathBuf>,
+    /// A PEM file with the certificate's private key, unencrypted (`kroupier.status.tls.key`).
+    /// Default `None`.
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for StatusConfig {
     fn default() -> Self {
         StatusConfig {
             addr: Some(DEFAULT_STATUS_ADDR),
+            token: None,
+            protect_reads: false,
+            tls_certificate: None,
+            tls_key: None,
         }
     }
 }
@@ -244,6 +274,20 @@ impl WorkerConfig {
             ));
         }
         self.member.validate().map_err(member_error)?;
+        if self.status.tls_certificate.is_some() != self.status.tls_key.is_some() {
+            return Err(InvalidConfig::new(
+                "status.tls_certificate",
+                "and status.tls_key go together: set both (kroupier.status.tls.certificate and \
+                 kroupier.status.tls.key) to serve HTTPS, or neither",
+            ));
+        }
+        if self.status.protect_reads && self.status.token.is_none() {
+            return Err(InvalidConfig::new(
+                "status.protect_reads",
+                "needs a token to protect the reads with: set status.token \
+                 (kroupier.status.token)",
+            ));
+        }
         if !self.member.membership.await_revocation {
             return Err(InvalidConfig::new(
                 "member.membership.await_revocation",

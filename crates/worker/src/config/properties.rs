@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use kroupier_coordinator::connection::{Security, SecurityError};
+use kroupier_coordinator::connection::{Secret, Security, SecurityError};
 
 use super::WorkerConfig;
 
@@ -239,6 +239,17 @@ impl WorkerConfig {
                     )?)
                 };
             }
+            "kroupier.status.token" => {
+                // The value is a secret: never quoted in an error.
+                self.status.token = (!value.is_empty()).then(|| Secret::new(value));
+            }
+            "kroupier.status.token.protect.reads" => {
+                self.status.protect_reads = parse_as(key, value, "`true` or `false`")?;
+            }
+            "kroupier.status.tls.certificate" => {
+                self.status.tls_certificate = Some(PathBuf::from(value));
+            }
+            "kroupier.status.tls.key" => self.status.tls_key = Some(PathBuf::from(value)),
             _ if SecurityProperties::is_security_key(key) => self.security.insert(key, value),
             "partition.assignment.strategy" => {
                 return Err(PropertiesError::UnknownKey {

@@ -333,3 +333,59 @@ fn a_properties_file_becomes_a_config() {
     assert!(matches!(err, PropertiesError::Read { .. }), "{err:?}");
     assert!(err.to_string().contains("missing"));
 }
+
+#[test]
+fn the_status_api_binds_to_loopback_by_default() {
+    let addr = WorkerConfig::default().status.addr.expect("on by default");
+    assert!(addr.ip().is_loopback(), "{addr}");
+    assert_eq!(DEFAULT_STATUS_ADDR, addr);
+}
+
+#[test]
+fn status_token_and_tls_come_from_properties_and_the_token_is_never_shown() {
+    let config = WorkerConfig::from_properties(&props(&[
+        ("kroupier.status.token", "t0ken-do-not-show"),
+        ("kroupier.status.token.protect.reads", "true"),
+        (
+            "kroupier.status.tls.certificate",
+            "/etc/kroupier/status.pem",
+        ),
+        ("kroupier.status.tls.key", "/etc/kroupier/status-key.pem"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        config.status.token.as_ref().map(Secret::expose),
+        Some("t0ken-do-not-show")
+    );
+    assert!(config.status.protect_reads);
+    assert_eq!(
+        config.status.tls_key.as_deref(),
+        Some(std::path::Path::new("/etc/kroupier/status-key.pem"))
+    );
+    assert_eq!(config.validate(), Ok(()));
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("t0ken-do-not-show"), "{shown}");
+
+    let empty = WorkerConfig::from_properties(&props(&[("kroupier.status.token", "")])).unwrap();
+    assert_eq!(empty.status.token, None);
+    let error =
+        WorkerConfig::from_properties(&props(&[("kroupier.status.token.protect.reads", "yes")]))
+            .unwrap_err();
+    assert!(error.to_string().contains("`true` or `false`"), "{error}");
+}
+
+#[test]
+fn status_tls_needs_both_files_and_protected_reads_need_a_token() {
+    assert_eq!(
+        field(|c| c.status.tls_certificate = Some("cert.pem".into())),
+        "status.tls_certificate"
+    );
+    assert_eq!(
+        field(|c| c.status.tls_key = Some("key.pem".into())),
+        "status.tls_certificate"
+    );
+    assert_eq!(
+        field(|c| c.status.protect_reads = true),
+        "status.protect_reads"
+    );
+}

@@ -263,8 +263,21 @@ pub(crate) async fn spawn(
         .map(|l| l.local_addr())
         .transpose()
         .map_err(WorkerError::StatusApi)?;
+    // Certificates load before anything joins: a bad file fails the spawn.
+    let status_tls = match (&config.status.tls_certificate, &config.status.tls_key) {
+        (Some(certificate), Some(key)) if listener.is_some() => {
+            Some(crate::status::tls::acceptor(certificate, key).map_err(WorkerError::StatusApi)?)
+        }
+        _ => None,
+    };
     if let Some(addr) = status_addr {
-        tracing::info!(worker = %config.worker_id, %addr, "status API listening");
+        let scheme = if status_tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let token = config.status.token.is_some();
+        tracing::info!(worker = %config.worker_id, %addr, scheme, token, "status API listening");
     }
 
     let protocol = Arc::new(WorkerProtocol::new(
@@ -297,11 +310,16 @@ pub(crate) async fn spawn(
     // The status API serves until the worker has ended, shutdown included.
     let server_stop = CancellationToken::new();
     if let Some(listener) = listener {
-        let router = runtime.status_router();
+        let access = crate::status::access::Access {
+            token: config.status.token.clone(),
+            protect_reads: config.status.protect_reads,
+        };
+        let router = access.protect(runtime.status_router());
         let stop = server_stop.clone();
         tokio::spawn(async move {
             let stopped = async move { stop.cancelled().await };
-            if let Err(error) = crate::status::http::serve(listener, router, stopped).await {
+            let served = crate::status::http::serve(listener, status_tls, router, stopped);
+            if let Err(error) = served.await {
                 tracing::error!(%error, "the status API stopped");
             }
         });

@@ -11,9 +11,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 use super::board::StatusBoard;
 use super::metrics;
+use super::tls::TlsListener;
 use crate::supervisor::Supervisor;
 
 #[derive(Clone)]
@@ -33,15 +35,25 @@ pub(crate) fn router(board: StatusBoard, supervisor: Option<Arc<Supervisor>>) ->
         .with_state(ApiState { board, supervisor })
 }
 
-/// Serves `router` on `listener` until `shutdown` completes.
+/// Serves `router` on `listener` until `shutdown` completes: HTTPS with `tls`, HTTP without.
 pub(crate) async fn serve(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    match tls {
+        Some(acceptor) => {
+            axum::serve(TlsListener::new(listener, acceptor), router)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }
 
 /// Binds the status address; the error says which address failed.

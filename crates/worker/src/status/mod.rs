@@ -12,6 +12,12 @@
 //!
 //! Reads never fail because of a rebalance.
 //!
+//! Access: with a bearer token set (`status.token`), writes need `Authorization: Bearer <token>`
+//! and get 401 without it; `/status` and `/metrics` need it too with `status.protect_reads`;
+//! `/healthz` and `/readyz` stay open (the rule is on
+//! [`StatusConfig`](crate::config::StatusConfig)). Given a certificate and key
+//! (`status.tls_certificate`, `status.tls_key`) the API serves HTTPS only (rustls).
+//!
 //! | Metric | Type | Meaning |
 //! |---|---|---|
 //! | `kroupier_tasks{state}` | gauge | tasks held by this worker, by state (every state, 0 included) |
@@ -23,10 +29,12 @@
 //! | `kroupier_last_failover_timestamp_seconds` | gauge | Unix time of the last takeover (0 = never) |
 //! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start to its assignment applied |
 
+pub(crate) mod access;
 pub(crate) mod board;
 pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod model;
+pub(crate) mod tls;
 
 pub use board::{GroupView, StatusBoard, TaskView, WorkerStatus};
 pub use model::{TaskState, TaskStatus, TaskTable};

@@ -213,8 +213,8 @@ impl Task for Broken {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn restart_request_revives_a_failed_task() {
+/// A supervisor whose task `b` has FAILED, and how many times `b` was built.
+async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
     let builds = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counted = builds.clone();
     let mut registry = Registry::new();
@@ -242,6 +242,12 @@ async fn restart_request_revives_a_failed_task() {
     supervisor.start("b", token);
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(supervisor.table().state("b"), Some(TaskState::Failed));
+    (supervisor, builds)
+}
+
+#[tokio::test(start_paused = true)]
+async fn restart_request_revives_a_failed_task() {
+    let (supervisor, builds) = failed_task().await;
     let board = StatusBoard::new("w", "g", 0, supervisor.table().clone());
     let router = router(board, Some(supervisor.clone()));
     let (status, _) = call(&router, Method::POST, "/tasks/nope/restart").await;
@@ -266,7 +272,7 @@ async fn serves_over_tcp_on_loopback_and_shuts_down() {
     let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, router(board(), None), async {
+    let server = tokio::spawn(serve(listener, None, router(board(), None), async {
         let _ = stopped.await;
     }));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -288,4 +294,82 @@ async fn bind_errors_name_the_address() {
     let addr = taken.local_addr().unwrap();
     let error = bind(addr).await.unwrap_err();
     assert!(error.to_string().contains(&addr.to_string()), "{error}");
+}
+
+async fn call_with_token(router: &Router, path: &str, token: Option<&str>) -> StatusCode {
+    let mut request = Request::builder().method(Method::POST).uri(path);
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request.body(Body::empty()).unwrap();
+    router.clone().oneshot(request).await.unwrap().status()
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_a_token_a_write_without_it_is_refused_and_with_it_accepted() {
+    use crate::status::access::Access;
+    use kroupier_coordinator::connection::Secret;
+
+    let (supervisor, builds) = failed_task().await;
+    let board = StatusBoard::new("w", "g", 0, supervisor.table().clone());
+    let access = Access {
+        token: Some(Secret::new("s3cret-token")),
+        protect_reads: false,
+    };
+    let router = access.protect(router(board, Some(supervisor.clone())));
+    let path = "/tasks/b/restart";
+    assert_eq!(
+        call_with_token(&router, path, None).await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        call_with_token(&router, path, Some("s3cret-tokeN")).await,
+        StatusCode::UNAUTHORIZED
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        builds.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "not restarted"
+    );
+    assert_eq!(
+        call_with_token(&router, path, Some("s3cret-token")).await,
+        StatusCode::ACCEPTED
+    );
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        builds.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "restarted"
+    );
+    // Reads stay open unless protected.
+    assert_eq!(
+        call(&router, Method::GET, "/status").await.0,
+        StatusCode::OK
+    );
+
+    let protected = Access {
+        token: Some(Secret::new("s3cret-token")),
+        protect_reads: true,
+    }
+    .protect(super::router(board_for(&supervisor), None));
+    assert_eq!(
+        call(&protected, Method::GET, "/status").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        call(&protected, Method::GET, "/metrics").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        call(&protected, Method::GET, "/healthz").await.0,
+        StatusCode::OK
+    );
+    let (status, body) = call(&protected, Method::GET, "/status").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(!body.contains("s3cret"), "{body}");
+}
+
+fn board_for(supervisor: &Supervisor) -> StatusBoard {
+    StatusBoard::new("w", "g", 0, supervisor.table().clone())
 }
