@@ -21,7 +21,7 @@ impl Task for Beat {
                 _ = ticks.tick() => {}
             }
             let token = ctx.check_lease()?;
-            ctx.report_progress(format!("beat in generation {}", token.generation));
+            ctx.report_progress(format!("beat with {token}"));
         }
     }
 }
