@@ -67,7 +67,9 @@ impl Task for Beat {
             // fails once the task is revoked or the membership may be lost (self-fencing).
             let token = ctx.check_lease()?;
             if let Some(journal) = journal.as_mut() {
-                journal.beat(token.generation).map_err(TaskError::failed)?;
+                journal
+                    .beat(token.generation_id)
+                    .map_err(TaskError::failed)?;
             }
             beats += 1;
             ctx.report_progress(format!("{beats} beats"));

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use kroupier_coordinator::driver::{Member, MemberConfig};
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberState,
     ProtocolMetadata,
 };
 use kroupier_integration_tests::kafka_bootstrap;
@@ -172,7 +172,7 @@ impl GroupProtocol for Other {
     fn assign(
         &self,
         _context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         Ok(members
             .iter()

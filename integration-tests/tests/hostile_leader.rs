@@ -15,8 +15,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use kroupier_coordinator::driver::{Member, MemberConfig, MemberHandle};
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata as GroupMember,
-    MemberState, ProtocolMetadata,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberState,
+    ProtocolMetadata,
 };
 use kroupier_integration_tests::journal::{self, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;

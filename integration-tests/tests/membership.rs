@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kroupier_coordinator::driver::{Member, MemberConfig, MemberEvent, MemberHandle};
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberState,
     ProtocolMetadata,
 };
 use kroupier_integration_tests::kafka_bootstrap;
@@ -62,7 +62,7 @@ impl GroupProtocol for Roster {
     fn assign(
         &self,
         _context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         let mut names: Vec<String> = members
             .iter()

@@ -32,7 +32,7 @@ use kroupier_coordinator::connection::{
 };
 use kroupier_coordinator::driver::{Member, MemberConfig, MemberError};
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, MemberState,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberState,
     ProtocolMetadata,
 };
 use kroupier_integration_tests::journal::unix_ms;
@@ -103,7 +103,7 @@ impl GroupProtocol for Solo {
     fn assign(
         &self,
         _context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         Ok(members
             .iter()

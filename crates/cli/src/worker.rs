@@ -87,7 +87,7 @@ impl Task for Beat {
             }
             let token = ctx.check_lease()?;
             if let Some(journal) = journal.as_mut() {
-                journal.beat(token.generation)?;
+                journal.beat(token.generation_id)?;
             }
         }
     }

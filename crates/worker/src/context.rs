@@ -20,7 +20,6 @@
 //!
 //! [`TaskContext::cancelled`] and [`Lease::lost`] are cancel safe: dropping them loses nothing.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,37 +27,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+pub use kroupier_coordinator::membership::FencingToken;
+
 use crate::status::model::{TaskTable, unix_ms};
-
-/// The fencing token of a membership: the generation and the member id the coordinator gave.
-/// A newer generation of the same member supersedes an older one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FencingToken {
-    /// The group generation.
-    pub generation: i32,
-    /// The member id the coordinator assigned.
-    pub member_id: Arc<str>,
-}
-
-impl FencingToken {
-    /// A token for `generation` and `member_id`.
-    pub fn new(generation: i32, member_id: impl Into<Arc<str>>) -> Self {
-        FencingToken {
-            generation,
-            member_id: member_id.into(),
-        }
-    }
-}
-
-impl fmt::Display for FencingToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "generation {} of member {}",
-            self.generation, self.member_id
-        )
-    }
-}
 
 /// The worker's membership as the runtime last confirmed it; one value shared by all tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +139,7 @@ impl Lease {
             return Err(LeaseError::Revoked { task_id: task_id() });
         }
         if member.token.member_id != self.granted.member_id
-            || member.token.generation < self.granted.generation
+            || member.token.generation_id < self.granted.generation_id
         {
             return Err(LeaseError::Fenced {
                 task_id: task_id(),

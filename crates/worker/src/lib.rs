@@ -28,7 +28,7 @@
 //!             }
 //!             // Fails once this worker may have lost the task: then stop, never write.
 //!             let token = ctx.check_lease()?;
-//!             ctx.report_progress(format!("beat at generation {}", token.generation));
+//!             ctx.report_progress(format!("beat at generation {}", token.generation_id));
 //!         }
 //!     }
 //! }

@@ -141,7 +141,7 @@ impl Runtime {
             .into_iter()
             .filter_map(|id| {
                 let granted = self.supervisor.granted(&id)?;
-                Some((id, granted.generation))
+                Some((id, granted.generation_id))
             })
             .collect()
     }
@@ -232,7 +232,7 @@ impl Runtime {
                 );
             }
             tracing::info!(
-                generation = token.generation,
+                generation = token.generation_id,
                 started = report.started.len(),
                 kept = report.kept.len(),
                 stopped = report.stopped.graceful.len() + report.stopped.aborted.len(),
@@ -267,7 +267,7 @@ impl Runtime {
         }
         self.board.rebalance_completed(GroupView {
             member_id: Some(change.token.member_id.to_string()),
-            generation: Some(change.token.generation),
+            generation: Some(change.token.generation_id),
             leader: Some(change.leader.clone()),
             leader_catalogue_fingerprint: leader_fingerprint.map(|f| format!("{f:016x}")),
             catalogue_mismatch: mismatch,

@@ -28,7 +28,7 @@
 //!             }
 //!             // Before each side effect: fails once this worker may have lost the task.
 //!             let token = ctx.check_lease()?;
-//!             println!("{} tick at generation {}", ctx.task_id(), token.generation);
+//!             println!("{} tick at generation {}", ctx.task_id(), token.generation_id);
 //!         }
 //!     }
 //! }

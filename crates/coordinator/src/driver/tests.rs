@@ -16,9 +16,9 @@ use crate::connection::ConnectionError;
 use crate::election::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
 use crate::election::{ElectionEvent, LeaderElection};
 use crate::membership::{
-    AssignContext, AssignError, Coordinator, Generation, GroupProtocol, LostReason,
-    MemberAssignment, MemberMetadata, MemberState, MembershipConfig, Outgoing, ProtocolMetadata,
-    Request, RequestTag, Response,
+    AssignContext, AssignError, Coordinator, Generation, GroupMember, GroupProtocol, LostReason,
+    MemberAssignment, MemberState, MembershipConfig, Outgoing, ProtocolMetadata, Request,
+    RequestTag, Response,
 };
 
 struct Net {
@@ -235,7 +235,7 @@ impl GroupProtocol for GatedAssignor {
     fn assign(
         &self,
         context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         let _ = self.entered.send(());
         let _ = self.gate.lock().unwrap().recv();
@@ -425,7 +425,7 @@ impl GroupProtocol for Changing {
     fn assign(
         &self,
         context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         if self.fail_once.swap(false, Ordering::SeqCst) {
             return Err(AssignError::Failed("the first plan is refused".to_owned()));

@@ -10,8 +10,8 @@ use tokio::sync::{broadcast, watch};
 use super::protocol::{ElectionEvent, LeaderElection};
 use crate::driver::{Member, MemberConfig, MemberError, MemberHandle};
 use crate::membership::{
-    AssignContext, AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
-    MemberMetadata, ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
+    MemberAssignment, ProtocolMetadata,
 };
 
 /// The election as the driver runs it: [`LeaderElection`] plus the channels its role changes
@@ -51,7 +51,7 @@ impl GroupProtocol for ElectorProtocol {
     fn assign(
         &self,
         context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         self.election.assign(context, members)
     }

@@ -50,13 +50,13 @@
 //! ```
 //! use bytes::Bytes;
 //! use kroupier_coordinator::election::{ElectionEvent, LeaderElection};
-//! use kroupier_coordinator::membership::{AssignContext, Generation, GroupProtocol, MemberMetadata};
+//! use kroupier_coordinator::membership::{AssignContext, Generation, GroupProtocol, GroupMember};
 //!
 //! let a = LeaderElection::new("a", true);
 //! let b = LeaderElection::new("b", true);
-//! let members: Vec<MemberMetadata> = [("m-a", &a), ("m-b", &b)]
+//! let members: Vec<GroupMember> = [("m-a", &a), ("m-b", &b)]
 //!     .into_iter()
-//!     .map(|(member_id, e)| MemberMetadata {
+//!     .map(|(member_id, e)| GroupMember {
 //!         member_id: member_id.into(),
 //!         group_instance_id: None,
 //!         metadata: e.protocols()[0].metadata.clone(),

@@ -7,8 +7,8 @@ use bytes::Bytes;
 
 use super::wire::{ElectionAssignment, ElectionMetadata};
 use crate::membership::{
-    AssignContext, AssignError, FencingToken, Generation, GroupProtocol, LostReason,
-    MemberAssignment, MemberMetadata, ProtocolMetadata, Versioned,
+    AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
+    MemberAssignment, ProtocolMetadata, Versioned,
 };
 
 /// The protocol type of election groups.
@@ -112,7 +112,7 @@ impl LeaderElection {
 
 /// The leader among `members` (sorted or not): `(member id, stable id)`, or `None` if no member
 /// is eligible. Undecodable metadata makes a member ineligible, never an error.
-pub fn choose_leader(members: &[MemberMetadata]) -> Option<(String, String)> {
+pub fn choose_leader(members: &[GroupMember]) -> Option<(String, String)> {
     let eligible: Vec<(&str, ElectionMetadata)> = members
         .iter()
         .filter_map(|m| {
@@ -146,7 +146,7 @@ impl GroupProtocol for LeaderElection {
     fn assign(
         &self,
         context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         if context.protocol_name != ELECTION_PROTOCOL_NAME {
             return Err(AssignError::UnknownProtocol(context.protocol_name.clone()));

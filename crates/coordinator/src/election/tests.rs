@@ -4,12 +4,11 @@ use bytes::Bytes;
 
 use super::*;
 use crate::membership::{
-    AssignContext, Generation, GroupProtocol, LostReason, MemberMetadata, ProtocolMetadata,
-    Versioned,
+    AssignContext, Generation, GroupMember, GroupProtocol, LostReason, ProtocolMetadata, Versioned,
 };
 
-fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> MemberMetadata {
-    MemberMetadata {
+fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> GroupMember {
+    GroupMember {
         member_id: member_id.into(),
         group_instance_id: None,
         metadata: ElectionMetadata {
@@ -30,7 +29,7 @@ fn generation(id: i32, member_id: &str) -> Generation {
     }
 }
 
-fn leader(members: &[MemberMetadata]) -> Option<String> {
+fn leader(members: &[GroupMember]) -> Option<String> {
     choose_leader(members).map(|(_, id)| id)
 }
 
@@ -56,7 +55,7 @@ fn the_current_leader_keeps_leading() {
 
 #[test]
 fn ineligible_or_broken_members_never_lead() {
-    let broken = MemberMetadata {
+    let broken = GroupMember {
         member_id: "m0".into(),
         group_instance_id: None,
         metadata: Bytes::from_static(b"\x00"),
@@ -80,12 +79,12 @@ fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
     let a = LeaderElection::new("a", true);
     let b = LeaderElection::new("b", true);
     let members = [
-        MemberMetadata {
+        GroupMember {
             member_id: "m-a".into(),
             group_instance_id: None,
             metadata: a.protocols()[0].metadata.clone(),
         },
-        MemberMetadata {
+        GroupMember {
             member_id: "m-b".into(),
             group_instance_id: None,
             metadata: b.protocols()[0].metadata.clone(),

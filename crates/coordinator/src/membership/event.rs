@@ -1,12 +1,14 @@
 //! What the membership reports: events, the generation, the fencing token and metrics.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
 use super::action::{Api, FatalError};
-use super::protocol::{AssignContext, MemberMetadata};
+use super::protocol::{AssignContext, GroupMember};
 
 /// A generation of the group as this member joined it. Never exists without a member id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,21 +31,42 @@ impl Generation {
 
     /// The fencing token of this generation.
     pub fn token(&self) -> FencingToken {
-        FencingToken {
-            generation_id: self.generation_id,
-            member_id: self.member_id.clone(),
-        }
+        FencingToken::new(self.generation_id, self.member_id.as_str())
     }
 }
 
 /// `(generation id, member id)`: proof of membership to hand to user code and to stores that
-/// reject writes from older generations.
+/// reject writes from older generations. A newer generation of the same member supersedes an
+/// older one.
+///
+/// The one fencing token of kroupier: leader election hands it to its leader, and the worker
+/// (`kroupier_worker::FencingToken` is this type) hands it to each task. Cheap to clone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FencingToken {
     /// The generation id (grows with every rebalance).
     pub generation_id: i32,
-    /// The member id.
-    pub member_id: String,
+    /// The member id the coordinator gave.
+    pub member_id: Arc<str>,
+}
+
+impl FencingToken {
+    /// A token for `generation_id` and `member_id`.
+    pub fn new(generation_id: i32, member_id: impl Into<Arc<str>>) -> Self {
+        FencingToken {
+            generation_id,
+            member_id: member_id.into(),
+        }
+    }
+}
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "generation {} of member {}",
+            self.generation_id, self.member_id
+        )
+    }
 }
 
 /// A fencing token with the instant until which this member may act on it.
@@ -136,7 +159,7 @@ pub enum Event {
         /// The generation, the leader's (this member's) id and the selected protocol.
         context: AssignContext,
         /// Every member with its metadata, sorted by member id.
-        members: Vec<MemberMetadata>,
+        members: Vec<GroupMember>,
     },
     /// SyncGroup succeeded: this member's assignment for `generation`.
     Assigned {

@@ -13,7 +13,7 @@ use super::action::{Api, Backoff, ErrorAction, FatalError, action_for};
 use super::event::{Coordinator, Event, Generation, LostReason};
 use super::io::{RequestTag, Response};
 use super::machine::{CoordinatorState, Membership, Phase, SyncRequest};
-use super::protocol::{AssignContext, MemberMetadata};
+use super::protocol::{AssignContext, GroupMember};
 
 impl Membership {
     /// A response arrived for the request tagged `tag`. Responses to requests the member no
@@ -291,10 +291,10 @@ impl Membership {
             generation: generation.clone(),
         });
         if generation.is_leader() && !r.skip_assignment {
-            let mut members: Vec<MemberMetadata> = r
+            let mut members: Vec<GroupMember> = r
                 .members
                 .into_iter()
-                .map(|m| MemberMetadata {
+                .map(|m| GroupMember {
                     member_id: m.member_id.to_string(),
                     group_instance_id: m.group_instance_id.map(|i| i.to_string()),
                     metadata: m.metadata,

@@ -147,6 +147,6 @@ pub use event::{Coordinator, Event, FencingToken, Generation, Lease, LostReason,
 pub use io::{FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, Response};
 pub use machine::{CommandError, MemberState, Membership};
 pub use protocol::{
-    AssignContext, AssignError, GroupProtocol, MemberAssignment, MemberMetadata, ProtocolMetadata,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, ProtocolMetadata,
 };
 pub use versioned::{BodyReader, BodyWriter, DecodeError, Versioned};

@@ -36,7 +36,7 @@ impl ProtocolMetadata {
 
 /// One member as the leader sees it in the JoinGroup response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberMetadata {
+pub struct GroupMember {
     /// The member id the coordinator gave that member.
     pub member_id: String,
     /// Its `group.instance.id`, if it is a static member.
@@ -130,7 +130,7 @@ pub trait GroupProtocol: Send + Sync + 'static {
     fn assign(
         &self,
         context: &AssignContext,
-        members: &[MemberMetadata],
+        members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError>;
 
     /// This member's assignment for `generation` arrived (SyncGroup succeeded).

@@ -20,7 +20,7 @@ use kroupier_assignor::{
     AssignmentInput, Assignor, CooperativeState, Kinds, Member, MemberId, PreviousAssignment,
     PreviousOwner, TaskIndex, TaskSet, UnplacedReason,
 };
-use kroupier_coordinator::membership::{MemberAssignment, MemberMetadata as GroupMember};
+use kroupier_coordinator::membership::{GroupMember, MemberAssignment};
 
 use crate::catalogue::Catalogue;
 use crate::protocol::{Assignment, MemberMetadata};

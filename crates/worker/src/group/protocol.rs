@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use kroupier_assignor::{Assignor, RebalanceProtocol};
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, Generation, GroupProtocol, LostReason, MemberAssignment,
-    MemberMetadata as GroupMember, ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
+    MemberAssignment, ProtocolMetadata,
 };
 use tokio::time::Instant;
 

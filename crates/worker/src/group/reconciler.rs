@@ -34,10 +34,9 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
-use kroupier_coordinator::membership::FencingToken as GroupToken;
+use crate::context::FencingToken;
 use tokio::time::Instant;
 
-use crate::context::FencingToken;
 use crate::protocol::Assignment;
 use crate::runtime::AssignmentChange;
 
@@ -71,7 +70,7 @@ pub(crate) struct Settings {
 #[derive(Debug, Clone)]
 pub(crate) struct Assigned {
     /// The generation and this member's id in it.
-    pub(crate) token: GroupToken,
+    pub(crate) token: FencingToken,
     /// The leader's member id.
     pub(crate) leader: String,
     /// Whether the group's assignor is eager (revokes everything before each rebalance).
@@ -126,7 +125,7 @@ struct FollowUp {
 /// An apply waiting for the loop's report.
 #[derive(Debug, Clone)]
 struct Pending {
-    token: GroupToken,
+    token: FencingToken,
     await_revocations: bool,
     follow_up: Option<FollowUp>,
     /// It completes an assignment already applied (its held lost tasks): the revocation wait
@@ -153,7 +152,7 @@ pub(crate) struct Reconciler {
     /// Whether any assignment was applied since the process started.
     applied_once: bool,
     /// The generation whose assignment was applied last (and not lost since).
-    stable: Option<GroupToken>,
+    stable: Option<FencingToken>,
     pending: Option<Pending>,
     /// The generation whose revocations are stopping (the loop awaits them).
     revoking: Option<i32>,
@@ -241,7 +240,7 @@ impl Reconciler {
 
     /// The loop tried the last [`Action::Apply`] of `token`: `applied` is false if its
     /// generation was lost or superseded before it could apply.
-    pub(crate) fn handle_applied(&mut self, token: &GroupToken, applied: bool) {
+    pub(crate) fn handle_applied(&mut self, token: &FencingToken, applied: bool) {
         let Some(pending) = self.pending.take_if(|p| &p.token == token) else {
             return;
         };
@@ -410,7 +409,7 @@ impl Reconciler {
             .assignment
             .as_ref()
             .is_some_and(|a| !a.tasks.is_empty());
-        if computed_for == Some(assigned.token.member_id.as_str()) || !has_tasks {
+        if computed_for == Some(&*assigned.token.member_id) || !has_tasks {
             return None;
         }
         let joined = self.first_joined_at?;
@@ -431,7 +430,7 @@ impl Reconciler {
             ),
             None => (BTreeSet::new(), BTreeSet::new(), None, None),
         };
-        let leader = assigned.leader == token.member_id;
+        let leader = *assigned.leader == *token.member_id;
         let mut follow_up = delay.map(|d| FollowUp {
             generation,
             not_before: now + d,
@@ -467,7 +466,7 @@ impl Reconciler {
         }
         let await_revocations = await_revocations && !completes;
         let change = AssignmentChange {
-            token: FencingToken::new(generation, token.member_id.as_str()),
+            token: token.clone(),
             leader: assigned.leader.clone(),
             valid_until: assigned.valid_until,
             run,

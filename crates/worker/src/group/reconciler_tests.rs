@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kroupier_coordinator::membership::FencingToken as GroupToken;
+use crate::context::FencingToken;
 use tokio::time::Instant;
 
 use super::*;
@@ -24,11 +24,8 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn token(generation: i32, member: &str) -> GroupToken {
-    GroupToken {
-        generation_id: generation,
-        member_id: member.to_owned(),
-    }
+fn token(generation: i32, member: &str) -> FencingToken {
+    FencingToken::new(generation, member)
 }
 
 fn set(tasks: &[&str]) -> BTreeSet<String> {
@@ -67,7 +64,7 @@ fn applied(r: &mut Reconciler) -> (AssignmentChange, bool) {
     else {
         panic!("expected one Apply, got {actions:?}")
     };
-    let token = token(change.token.generation, &change.token.member_id);
+    let token = token(change.token.generation_id, &change.token.member_id);
     r.handle_applied(&token, true);
     (change.clone(), *await_revocations)
 }
@@ -268,7 +265,7 @@ fn a_takeover_wait_also_holds_a_newer_generation() {
     );
     r.handle_timeout(base + SESSION);
     let (change, _) = applied(&mut r);
-    assert_eq!(change.token.generation, 6);
+    assert_eq!(change.token.generation_id, 6);
 }
 
 #[test]
@@ -330,7 +327,7 @@ fn a_newer_assignment_or_a_loss_cancels_a_hold() {
     r.handle_assigned(base + ms(800), with_lost);
     applied(&mut r);
     r.handle_assigned(base + ms(900), assigned(base, 4, &["a"], &[]));
-    assert_eq!(applied(&mut r).0.token.generation, 4);
+    assert_eq!(applied(&mut r).0.token.generation_id, 4);
     r.handle_timeout(base + ms(2000));
     assert!(
         actions(&mut r).is_empty(),

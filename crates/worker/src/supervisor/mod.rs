@@ -255,7 +255,7 @@ impl Supervisor {
         let spec = self.catalogue().get(task_id).cloned();
         let kind = spec.as_ref().map(|spec| spec.kind.clone());
         self.table
-            .begin(task_id, kind, granted.generation, incarnation);
+            .begin(task_id, kind, granted.generation_id, incarnation);
         let cancel = self.root.child_token();
         let plan = RunPlan {
             task_id: task_id.into(),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kroupier_coordinator::driver::MemberStatus;
-use kroupier_coordinator::membership::{FencingToken as GroupToken, Lease, MemberState};
+use kroupier_coordinator::membership::{FencingToken, Lease, MemberState};
 use tokio::time::Instant;
 
 use super::{Loop, Stops};
@@ -32,7 +32,7 @@ impl Loop {
 
     /// What the reconciler needs of an assignment: its lease, leader and assignor, and the
     /// decoded bytes; `None` if the assignment is already stale.
-    pub(super) async fn assigned(&self, token: &GroupToken, bytes: &[u8]) -> Option<Assigned> {
+    pub(super) async fn assigned(&self, token: &FencingToken, bytes: &[u8]) -> Option<Assigned> {
         let Some((lease, leader, protocol)) = self.lease_for(token).await else {
             tracing::debug!(
                 generation = token.generation_id,
@@ -70,7 +70,7 @@ impl Loop {
     /// does not have (a leader with another catalogue, or a broken one) and tasks both to run
     /// and to revoke (the revocation wins); and revocations of tasks it does not run. The rest
     /// of the assignment stands.
-    pub(super) fn checked(&self, mut assignment: Assignment, token: &GroupToken) -> Assignment {
+    pub(super) fn checked(&self, mut assignment: Assignment, token: &FencingToken) -> Assignment {
         let catalogue = self.runtime.supervisor().catalogue();
         let unknown: Vec<String> = assignment
             .tasks
@@ -118,7 +118,7 @@ impl Loop {
 
     /// Waits (briefly) until the member's status shows the lease of `token`; with the leader's
     /// member id and the protocol (assignor) the group selected.
-    pub(super) async fn lease_for(&self, token: &GroupToken) -> Option<(Lease, String, String)> {
+    pub(super) async fn lease_for(&self, token: &FencingToken) -> Option<(Lease, String, String)> {
         let mut status = self.member.status();
         let settled = |s: &MemberStatus| {
             s.stopped

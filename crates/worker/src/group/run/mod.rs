@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier_coordinator::driver::{MemberEvent, MemberHandle, MemberStatus};
-use kroupier_coordinator::membership::{FencingToken as GroupToken, MemberState};
+use kroupier_coordinator::membership::MemberState;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -148,11 +148,8 @@ impl Loop {
                     mut change,
                     await_revocations,
                 } => {
-                    let generation = change.token.generation;
-                    let token = GroupToken {
-                        generation_id: generation,
-                        member_id: change.token.member_id.to_string(),
-                    };
+                    let token = change.token.clone();
+                    let generation = token.generation_id;
                     // A held start applies later than its assignment came: heartbeats have
                     // extended the lease since.
                     if let Some(lease) = self.member.current().lease.filter(|l| l.token == token) {
@@ -174,7 +171,7 @@ impl Loop {
                         .is_some_and(|g| g.generation_id == generation && g.is_leader());
                     self.emit(WorkerEvent::Assigned {
                         generation,
-                        member_id: token.member_id.clone(),
+                        member_id: token.member_id.to_string(),
                         leader,
                         started: run
                             .iter()
