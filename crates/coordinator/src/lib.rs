@@ -32,12 +32,14 @@
 //! The layers, bottom up (each module's guide says why it is shaped as it is):
 //! - [`wire`]: Kafka framing and decoding guarded against hostile frames, both directions;
 //! - [`connection`]: broker connections, ApiVersions negotiation, coordinator discovery;
+//! - [`codec`]: the versioned payload codec kroupier's member metadata and assignments use;
 //! - [`membership`]: the sans-IO group membership state machine and the error table;
 //! - [`driver`]: the tokio driver that owns IO and time around it;
 //! - [`election`]: sticky leader election as a group protocol on the driver;
 //! - [`observer`]: DescribeGroups and ListGroups, to see a group without joining it.
 
 pub mod clock;
+pub mod codec;
 pub mod connection;
 pub mod driver;
 pub mod election;

@@ -6,9 +6,10 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 
 use super::wire::{ElectionAssignment, ElectionMetadata};
+use crate::codec::Versioned;
 use crate::membership::{
     AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata, Versioned,
+    MemberAssignment, ProtocolMetadata,
 };
 
 /// The protocol type of election groups.

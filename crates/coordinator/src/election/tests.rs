@@ -3,8 +3,9 @@
 use bytes::Bytes;
 
 use super::*;
+use crate::codec::Versioned;
 use crate::membership::{
-    AssignContext, Generation, GroupMember, GroupProtocol, LostReason, ProtocolMetadata, Versioned,
+    AssignContext, Generation, GroupMember, GroupProtocol, LostReason, ProtocolMetadata,
 };
 
 fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> GroupMember {

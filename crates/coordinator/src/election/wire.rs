@@ -1,10 +1,11 @@
-//! The election's member metadata and assignment, versioned and forward compatible.
+//! The election's member metadata and assignment, versioned and forward compatible, in the
+//! [`codec`](crate::codec) kroupier's worker protocol uses too.
 
-use crate::membership::{BodyReader, BodyWriter, DecodeError, Versioned};
+use crate::codec::{DecodeError, Reader, Versioned, Writer};
 
 /// What each member tells the leader at JoinGroup.
 ///
-/// v0 body: `id: string, eligible: bool, led_generation: i32` (−1 = never led).
+/// v0 body: `id: string, eligible: bool, led_generation: int32` (−1 = never led).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElectionMetadata {
     /// The member's stable id (its `--id`), the same across restarts.
@@ -18,17 +19,17 @@ pub struct ElectionMetadata {
 impl Versioned for ElectionMetadata {
     const VERSION: i16 = 0;
 
-    fn encode_body(&self, writer: &mut BodyWriter) {
+    fn encode_body(&self, writer: &mut Writer) {
         writer.string(&self.id);
         writer.bool(self.eligible);
         writer.i32(self.led_generation);
     }
 
-    fn decode_body(_version: i16, reader: &mut BodyReader<'_>) -> Result<Self, DecodeError> {
+    fn decode_body(_version: i16, reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
-            id: reader.string()?,
-            eligible: reader.bool()?,
-            led_generation: reader.i32()?,
+            id: reader.string("id")?,
+            eligible: reader.bool("eligible")?,
+            led_generation: reader.i32("led_generation")?,
         })
     }
 }
@@ -47,15 +48,15 @@ pub struct ElectionAssignment {
 impl Versioned for ElectionAssignment {
     const VERSION: i16 = 0;
 
-    fn encode_body(&self, writer: &mut BodyWriter) {
+    fn encode_body(&self, writer: &mut Writer) {
         writer.nullable_string(self.leader_member_id.as_deref());
         writer.nullable_string(self.leader_id.as_deref());
     }
 
-    fn decode_body(_version: i16, reader: &mut BodyReader<'_>) -> Result<Self, DecodeError> {
+    fn decode_body(_version: i16, reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
-            leader_member_id: reader.nullable_string()?,
-            leader_id: reader.nullable_string()?,
+            leader_member_id: reader.nullable_string("leader_member_id")?,
+            leader_id: reader.nullable_string("leader_id")?,
         })
     }
 }

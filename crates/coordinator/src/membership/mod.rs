@@ -128,7 +128,6 @@ mod machine;
 mod protocol;
 mod removal;
 mod transition;
-mod versioned;
 
 #[cfg(test)]
 mod docs_table_tests;
@@ -149,4 +148,3 @@ pub use machine::{CommandError, MemberState, Membership};
 pub use protocol::{
     AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, ProtocolMetadata,
 };
-pub use versioned::{BodyReader, BodyWriter, DecodeError, Versioned};

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kroupier_coordinator::election::{ElectionAssignment, ElectionMetadata};
-use kroupier_coordinator::membership::Versioned;
+use kroupier_coordinator::codec::Versioned;
 use kroupier_worker::protocol::{Assignment, MemberMetadata};
 
 /// Bytes version 1 of both worker messages appends to version 0 when its new fields are empty:

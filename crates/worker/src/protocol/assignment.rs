@@ -3,8 +3,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::codec::{Reader, Writer};
-use super::{ASSIGNMENT_VERSION, DecodeError, finish, read_version, task_set};
+use kroupier_coordinator::codec::{Reader, Writer};
+
+use super::{ASSIGNMENT_VERSION, DecodeError, task_set};
 
 /// What the leader sends one member in SyncGroup (spec: `docs/protocol.md`).
 ///
@@ -72,7 +73,7 @@ impl Assignment {
     /// Decodes any version; newer versions are read as the newest this build knows.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(bytes);
-        let version = read_version(&mut r)?;
+        let version = r.version()?;
         let leader = r.string("leader")?;
         let generation = r.i32("generation")?;
         let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;
@@ -98,7 +99,7 @@ impl Assignment {
             })?;
             lost_hold = decode_delay(r.uvarint("lost_hold_ms")?);
         }
-        finish(&r, version, ASSIGNMENT_VERSION)?;
+        r.end(version, ASSIGNMENT_VERSION)?;
         Ok(Assignment {
             member_id,
             lost,

@@ -3,8 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::codec::{Reader, Writer};
-use super::{DecodeError, METADATA_VERSION, finish, read_version, task_set};
+use kroupier_coordinator::codec::{Reader, Writer};
+
+use super::{DecodeError, METADATA_VERSION, task_set};
 
 /// What a worker sends in JoinGroup (spec: `docs/protocol.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -92,7 +93,7 @@ impl MemberMetadata {
     /// Decodes any version; newer versions are read as the newest this build knows.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(bytes);
-        let version = read_version(&mut r)?;
+        let version = r.version()?;
         let worker_id = r.string("worker_id")?;
         let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;
         let capacity = match r.uvarint("capacity")? {
@@ -133,7 +134,7 @@ impl MemberMetadata {
         } else {
             (false, None, None, None)
         };
-        finish(&r, version, METADATA_VERSION)?;
+        r.end(version, METADATA_VERSION)?;
         Ok(MemberMetadata {
             leaving,
             heartbeat_interval,

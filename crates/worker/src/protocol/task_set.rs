@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use kroupier_coordinator::codec::{MAX_STRING, Reader, Writer};
+
 use super::DecodeError;
-use super::codec::{MAX_STRING, Reader, Writer};
 
 /// Splits `orders-17` into (`orders-`, 17); `None` unless the id ends in a canonical decimal
 /// number (no leading zero) that fits in a `u64`.
