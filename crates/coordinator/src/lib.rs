@@ -38,6 +38,7 @@
 //! - [`election`]: sticky leader election as a group protocol on the driver;
 //! - [`observer`]: DescribeGroups and ListGroups, to see a group without joining it.
 
+pub mod backoff;
 pub mod clock;
 pub mod codec;
 pub mod connection;

@@ -23,11 +23,11 @@ use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::backoff::Backoff;
 use super::broker::BrokerConnection;
 use super::config::ClusterConfig;
 use super::error::ConnectionError;
 use super::security::Connector;
+use crate::backoff::Backoff;
 use crate::wire::WireRequest;
 
 /// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.

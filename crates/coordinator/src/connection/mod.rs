@@ -11,7 +11,7 @@
 //! - [`security`]: TLS (rustls) and SASL (PLAIN, SCRAM, OAUTHBEARER) between TCP connect and
 //!   the first request, set by [`ClusterConfig::security`].
 //! - [`Cluster`]: a bootstrap connection to "any broker" with failover and
-//!   [`Backoff`], FindCoordinator with retries, and one kept connection per coordinator node.
+//!   [`Backoff`](crate::backoff::Backoff), FindCoordinator with retries, and one kept connection per coordinator node.
 //!
 //! # Cancel safety
 //! Every async method here is cancel safe: a dropped request either was never sent or is sent
@@ -38,7 +38,6 @@
 //! # Ok(()) }
 //! ```
 
-mod backoff;
 mod broker;
 mod cluster;
 mod config;
@@ -49,7 +48,6 @@ mod service;
 pub(crate) mod tests;
 mod versions;
 
-pub use backoff::{Backoff, DEFAULT_JITTER};
 pub use broker::BrokerConnection;
 pub use cluster::{BrokerNode, Cluster};
 pub use config::{ClusterConfig, ConnectionConfig};

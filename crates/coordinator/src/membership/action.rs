@@ -23,9 +23,12 @@ pub enum Api {
     LeaveGroup,
 }
 
-/// How long to wait before a retry.
+/// Which retry delay a row of the error table asks for: a *policy*, not a delay. The delay
+/// itself is computed by the one backoff of kroupier, [`crate::backoff`]: `Exponential` is
+/// [`base_delay`](crate::backoff::base_delay) of `retry_backoff` up to `retry_backoff_max`
+/// (without jitter: the sans-IO membership draws no random numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backoff {
+pub enum RetryBackoff {
     /// Retry at once.
     None,
     /// Wait `retry_backoff` (Kafka's join loop does this).
@@ -39,7 +42,7 @@ pub enum Backoff {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorAction {
     /// Send the same request again after the backoff.
-    Retry(Backoff),
+    Retry(RetryBackoff),
     /// Forget the coordinator, find it again, then resume (rejoin if a join or sync was in flight,
     /// heartbeat on if the member is stable).
     RediscoverCoordinator,
@@ -131,15 +134,15 @@ pub fn action_for(api: Api, error: ResponseError) -> ErrorAction {
         (_, E::FencedInstanceId) => Fatal(FatalError::FencedInstanceId),
 
         (FindCoordinator, E::CoordinatorNotAvailable | E::NotCoordinator) => {
-            Retry(Backoff::Exponential)
+            Retry(RetryBackoff::Exponential)
         }
-        (FindCoordinator, E::CoordinatorLoadInProgress) => Retry(Backoff::Exponential),
+        (FindCoordinator, E::CoordinatorLoadInProgress) => Retry(RetryBackoff::Exponential),
 
         (JoinGroup | SyncGroup | Heartbeat, E::CoordinatorNotAvailable | E::NotCoordinator) => {
             RediscoverCoordinator
         }
-        (JoinGroup, E::CoordinatorLoadInProgress) => Retry(Backoff::Fixed),
-        (SyncGroup | Heartbeat, E::CoordinatorLoadInProgress) => Retry(Backoff::Exponential),
+        (JoinGroup, E::CoordinatorLoadInProgress) => Retry(RetryBackoff::Fixed),
+        (SyncGroup | Heartbeat, E::CoordinatorLoadInProgress) => Retry(RetryBackoff::Exponential),
 
         (JoinGroup, E::MemberIdRequired) => RejoinWithAssignedMemberId,
         (JoinGroup | SyncGroup | Heartbeat, E::UnknownMemberId) => ResetMemberIdAndRejoin,
@@ -160,9 +163,9 @@ pub fn action_for(api: Api, error: ResponseError) -> ErrorAction {
 
         // Anything else: Kafka's heartbeat thread backs off and retries; its join and sync
         // paths throw. We retry what Kafka marks retriable and stop on the rest.
-        (Heartbeat, _) => Retry(Backoff::Exponential),
+        (Heartbeat, _) => Retry(RetryBackoff::Exponential),
         (FindCoordinator | JoinGroup | SyncGroup, error) if error.is_retriable() => {
-            Retry(Backoff::Exponential)
+            Retry(RetryBackoff::Exponential)
         }
         (FindCoordinator | JoinGroup | SyncGroup, error) => {
             Fatal(FatalError::Unexpected { api, error })

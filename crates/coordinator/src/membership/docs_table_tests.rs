@@ -183,9 +183,11 @@ fn documented_action(row: &Row, api: Api, error: ResponseError) -> ErrorAction {
         "rejoin with the member id" => ErrorAction::RejoinWithAssignedMemberId,
         "reset member id and rejoin" => ErrorAction::ResetMemberIdAndRejoin,
         "reset generation and rejoin" => ErrorAction::ResetGenerationAndRejoin,
-        "retry" if text.contains("exponential backoff") => ErrorAction::Retry(Backoff::Exponential),
-        "retry" if text.contains("fixed backoff") => ErrorAction::Retry(Backoff::Fixed),
-        "retry" if text.contains("at once") => ErrorAction::Retry(Backoff::None),
+        "retry" if text.contains("exponential backoff") => {
+            ErrorAction::Retry(RetryBackoff::Exponential)
+        }
+        "retry" if text.contains("fixed backoff") => ErrorAction::Retry(RetryBackoff::Fixed),
+        "retry" if text.contains("at once") => ErrorAction::Retry(RetryBackoff::None),
         "fatal" => {
             let variant = text
                 .split('`')

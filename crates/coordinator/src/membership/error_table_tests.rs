@@ -13,9 +13,9 @@ use kafka_protocol::protocol::StrBytes;
 use super::tests::{Harness, ms};
 use super::*;
 
-use Backoff as B;
 use ErrorAction as A;
 use ResponseError as E;
+use RetryBackoff as B;
 
 const APIS: [Api; 5] = [
     Api::FindCoordinator,

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{
 };
 use tracing::{debug, info, warn};
 
-use super::action::{Api, Backoff, ErrorAction, FatalError, action_for};
+use super::action::{Api, ErrorAction, FatalError, RetryBackoff, action_for};
 use super::event::{Coordinator, Event, Generation, LostReason};
 use super::io::{RequestTag, Response};
 use super::machine::{CoordinatorState, Membership, Phase, SyncRequest};
@@ -90,7 +90,7 @@ impl Membership {
     fn retry_find_coordinator(&mut self, now: Instant, attempts: u32) {
         let attempts = attempts + 1;
         self.coordinator = CoordinatorState::Unknown {
-            retry_at: Some(now + self.backoff(Backoff::Exponential, attempts)),
+            retry_at: Some(now + self.backoff(RetryBackoff::Exponential, attempts)),
             attempts,
         };
     }
@@ -532,7 +532,7 @@ impl Membership {
             action => {
                 self.heartbeat.failures += 1;
                 let backoff = self
-                    .backoff(Backoff::Exponential, self.heartbeat.failures)
+                    .backoff(RetryBackoff::Exponential, self.heartbeat.failures)
                     .min(self.config.heartbeat_interval);
                 if !matches!(action, ErrorAction::Retry(_)) {
                     warn!(?action, %error, "unexpected heartbeat action; retrying");

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 use thiserror::Error;
 use tracing::warn;
 
-use super::action::{Backoff, FatalError};
+use super::action::{FatalError, RetryBackoff};
 use super::config::{ConfigError, MembershipConfig};
 use super::event::{Coordinator, Event, FencingToken, Generation, Lease, Metrics};
 pub(crate) use super::heartbeat::{HeartbeatInFlight, HeartbeatState, JoinGate};
@@ -415,14 +415,16 @@ impl Membership {
         RequestTag(self.next_tag)
     }
 
-    pub(crate) fn backoff(&self, backoff: Backoff, attempts: u32) -> Duration {
+    pub(crate) fn backoff(&self, backoff: RetryBackoff, attempts: u32) -> Duration {
         match backoff {
-            Backoff::None => Duration::ZERO,
-            Backoff::Fixed => self.config.retry_backoff,
-            Backoff::Exponential => {
-                let factor = 1u32 << attempts.saturating_sub(1).min(16);
-                (self.config.retry_backoff * factor).min(self.config.retry_backoff_max)
-            }
+            RetryBackoff::None => Duration::ZERO,
+            RetryBackoff::Fixed => self.config.retry_backoff,
+            // Attempts count from 1 here, from 0 in the backoff.
+            RetryBackoff::Exponential => crate::backoff::base_delay(
+                self.config.retry_backoff,
+                self.config.retry_backoff_max,
+                attempts.saturating_sub(1),
+            ),
         }
     }
 

@@ -140,7 +140,7 @@ mod removal_tests;
 #[cfg(test)]
 mod tests;
 
-pub use action::{Api, Backoff, ErrorAction, FatalError, action_for};
+pub use action::{Api, ErrorAction, FatalError, RetryBackoff, action_for};
 pub use config::{ConfigError, MembershipConfig};
 pub use event::{Coordinator, Event, FencingToken, Generation, Lease, LostReason, Metrics};
 pub use io::{FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, Response};

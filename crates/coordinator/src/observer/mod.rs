@@ -46,7 +46,8 @@ pub use group::{
     AssignmentDecoder, DecodedGroup, GroupDescription, GroupListing, GroupState, MemberDescription,
 };
 
-use crate::connection::{Backoff, BrokerNode, Cluster, ConnectionError};
+use crate::backoff::Backoff;
+use crate::connection::{BrokerNode, Cluster, ConnectionError};
 
 /// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
 const COORDINATOR_ERRORS: [i16; 3] = [14, 15, 16];

@@ -2,13 +2,14 @@
 
 use std::time::Duration;
 
-use rand::Rng;
+use kroupier_coordinator::backoff::Backoff;
 
 /// When and how often a failed task is restarted.
 ///
 /// The delay before restart `n` (n = 1 after the first failure) is
-/// `min(max_backoff, initial_backoff × 2^(n−1))`, then shortened by a random fraction of at most
-/// `jitter` so that tasks that failed together do not restart together. After `max_attempts`
+/// `min(max_backoff, initial_backoff × 2^(n−1))` times a random factor in
+/// `[1 − jitter, 1 + jitter]`, capped at `max_backoff` again, so that tasks that failed together
+/// do not restart together: the same [`Backoff`] as the coordinator's retries. After `max_attempts`
 /// failed runs in a row the task is `FAILED` until a restart request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RestartPolicy {
@@ -20,7 +21,7 @@ pub struct RestartPolicy {
     pub initial_backoff: Duration,
     /// Cap on the delay. Default 60 s. Bounds how long a task waits once its dependency is back.
     pub max_backoff: Duration,
-    /// Fraction of each delay taken off at random, in `[0, 1]`. Default 0.2. 0 makes restarts
+    /// Fraction by which each delay varies at random either way, in `[0, 1]`. Default 0.2. 0 makes restarts
     /// deterministic (tests); higher spreads restarts of many tasks.
     pub jitter: f64,
     /// A run that lasted at least this long resets the count of failures in a row. Default 60 s.
@@ -101,16 +102,9 @@ impl RestartPolicy {
 
     /// The delay before restart number `restart` (1-based), jitter included.
     pub fn backoff(&self, restart: u32) -> Duration {
-        let exponent = restart.saturating_sub(1).min(31);
-        let base = self
-            .initial_backoff
-            .saturating_mul(1u32 << exponent)
-            .min(self.max_backoff);
-        if self.jitter <= 0.0 {
-            return base;
-        }
-        let cut = rand::rng().random_range(0.0..=self.jitter.min(1.0));
-        base.mul_f64(1.0 - cut)
+        Backoff::new(self.initial_backoff, self.max_backoff)
+            .with_jitter(self.jitter)
+            .delay(restart.saturating_sub(1))
     }
 }
 
@@ -167,14 +161,15 @@ mod tests {
     }
 
     #[test]
-    fn jitter_only_shortens() {
+    fn jitter_stays_within_its_fraction_and_the_cap() {
         let policy = RestartPolicy {
             jitter: 0.5,
+            max_backoff: Duration::from_secs(5),
             ..RestartPolicy::default()
         };
         for _ in 0..100 {
             let delay = policy.backoff(3);
-            assert!(delay <= Duration::from_secs(4) && delay >= Duration::from_secs(2));
+            assert!(delay >= Duration::from_secs(2) && delay <= Duration::from_secs(5));
         }
     }
 

@@ -1,5 +1,11 @@
 //! Capped exponential backoff with jitter, as Kafka's clients use between reconnects and retries.
 //!
+//! The one backoff computation of kroupier: broker reconnects and request retries
+//! ([`connection`](crate::connection)), the membership's retry delays (its error table names a
+//! [`RetryBackoff`](crate::membership::RetryBackoff) policy; the sans-IO machine draws no random
+//! numbers, so it takes [`base_delay`] without jitter) and the worker's task restarts
+//! (`kroupier_worker::RestartPolicy`).
+//!
 //! The n-th delay (from 0) is `initial × 2ⁿ`, capped at `max`, times a random factor in
 //! `[1 − jitter, 1 + jitter]`, and capped at `max` again, so `max` is a hard bound. The jitter
 //! spreads out clients that failed together so they do not retry in lockstep. The random number
@@ -9,7 +15,7 @@
 //! ```
 //! use std::time::Duration;
 //! use rand::{SeedableRng, rngs::StdRng};
-//! use kroupier_coordinator::connection::Backoff;
+//! use kroupier_coordinator::backoff::Backoff;
 //!
 //! let mut backoff = Backoff::with_rng(
 //!     Duration::from_millis(100),
@@ -29,6 +35,15 @@ use rand::{Rng, SeedableRng};
 
 /// The default jitter: ±20 %, as Kafka's `ExponentialBackoff`.
 pub const DEFAULT_JITTER: f64 = 0.2;
+
+/// The delay before attempt `attempt` (from 0) without jitter: `initial × 2^attempt`, capped at
+/// `max`.
+pub fn base_delay(initial: Duration, max: Duration, attempt: u32) -> Duration {
+    initial
+        .checked_mul(1u32 << attempt.min(31))
+        .unwrap_or(max)
+        .min(max)
+}
 
 /// Capped exponential backoff with jitter.
 #[derive(Debug, Clone)]
@@ -71,13 +86,15 @@ impl<R: Rng> Backoff<R> {
 
     /// The delay before the next attempt; each call counts one attempt.
     pub fn next_delay(&mut self) -> Duration {
-        let exponent = self.attempts.min(31);
+        let attempt = self.attempts;
         self.attempts = self.attempts.saturating_add(1);
-        let base = self
-            .initial
-            .checked_mul(1u32 << exponent)
-            .unwrap_or(self.max)
-            .min(self.max);
+        self.delay(attempt)
+    }
+
+    /// The delay before attempt `attempt` (from 0), jitter included, without counting it: for a
+    /// caller that keeps its own count (a task's restarts).
+    pub fn delay(&mut self, attempt: u32) -> Duration {
+        let base = base_delay(self.initial, self.max, attempt);
         let factor = if self.jitter > 0.0 {
             self.rng.random_range(1.0 - self.jitter..=1.0 + self.jitter)
         } else {
