@@ -54,6 +54,9 @@ fn assignment_just_under_the_decoded_budget_round_trips() {
     uvarint(&mut bytes, 0); // member_id: null
     empty_task_set(&mut bytes); // lost
     uvarint(&mut bytes, 0); // no lost hold
+    uvarint(&mut bytes, 0); // leader's heartbeat interval: unknown
+    uvarint(&mut bytes, 0); // leader's status address: null
+    uvarint(&mut bytes, 0); // leader's host: null
 
     let assignment = Assignment::decode(&bytes).expect("under the budget, so it decodes");
     assert_eq!(assignment.tasks.len(), 2_048);

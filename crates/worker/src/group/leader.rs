@@ -59,6 +59,32 @@ pub(crate) struct Round<'a> {
     pub(crate) lost_hold: Option<LostHold>,
     /// Last round's owners whose process is surely gone: their tasks are not held back.
     pub(crate) gone: &'a BTreeSet<MemberId>,
+    /// This leader's own heartbeat interval, status address and host, written into every
+    /// assignment so that whoever leads next can tell whether this leader is gone.
+    pub(crate) contact: &'a LeaderContact,
+    /// For a leader without memory: the leader of the round before, as this member's last
+    /// assignment described it, if it is absent now.
+    pub(crate) vanished_leader: Option<VanishedLeader>,
+}
+
+/// How to reach a leader, as its assignments say (see [`Round::contact`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LeaderContact {
+    /// Its heartbeat interval.
+    pub(crate) heartbeat_interval: Option<Duration>,
+    /// Its status API address.
+    pub(crate) status_addr: Option<String>,
+    /// Its host name.
+    pub(crate) host: Option<String>,
+}
+
+/// The previous round's leader, absent from this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VanishedLeader {
+    /// Its process is provably gone (see `liveness.rs`).
+    pub(crate) gone: bool,
+    /// Its heartbeat interval, if its assignments said.
+    pub(crate) heartbeat_interval: Option<Duration>,
 }
 
 /// How the new owners of lost tasks hold them back.
@@ -203,7 +229,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             ))
         })
         .collect();
-    let suspects = lost_tasks(round.memory, &decoded, round.gone);
+    let suspects = lost_tasks(round.memory, &decoded, round.gone, round.vanished_leader);
     let mut by_key: BTreeMap<&MemberId, Assignment> = BTreeMap::new();
     for part in &plan.assignments {
         let mut assignment = Assignment::new(round.leader.clone(), round.generation);
@@ -212,11 +238,15 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         assignment.tasks = ids(&part.assigned).into_iter().collect();
         assignment.revoked = ids(&part.revoked).into_iter().collect();
         assignment.member_id = member_ids.get(&part.member_id).cloned();
+        assignment.leader_heartbeat_interval = round.contact.heartbeat_interval;
+        assignment.leader_status_addr = round.contact.status_addr.clone();
+        assignment.leader_host = round.contact.host.clone();
         if let Some(hold) = round.lost_hold {
             let fallback = heartbeats
                 .values()
                 .copied()
                 .chain([hold.heartbeat_interval])
+                .chain(round.vanished_leader.and_then(|l| l.heartbeat_interval))
                 .max()
                 .unwrap_or(hold.heartbeat_interval);
             let mut longest = None;
@@ -308,6 +338,7 @@ fn lost_tasks<'a>(
     memory: Option<&'a Memory>,
     decoded: &'a [Decoded],
     gone: &BTreeSet<MemberId>,
+    vanished_leader: Option<VanishedLeader>,
 ) -> Suspects<'a> {
     let present: BTreeSet<&MemberId> = decoded.iter().map(|d| &d.key).collect();
     if let Some(memory) = memory {
@@ -325,7 +356,10 @@ fn lost_tasks<'a>(
         .filter_map(|d| d.metadata.as_ref())
         .flat_map(|m| m.owned.keys().map(String::as_str))
         .collect();
-    if claimed.is_empty() {
+    // The usual reason a leader has no memory is that the last one vanished. Once its process
+    // is provably gone, the tasks nobody claims are taken for its own (a third party removing
+    // another member in the very same round is not covered: docs/reliability.md).
+    if claimed.is_empty() || vanished_leader.is_some_and(|l| l.gone) {
         Suspects::None
     } else {
         Suspects::Unclaimed(claimed)

@@ -15,7 +15,7 @@ use kroupier_coordinator::membership::{
 };
 use tokio::time::Instant;
 
-use super::leader::{self, LostHold, Memory, Round};
+use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
 use crate::protocol::PROTOCOL_TYPE;
 use crate::runtime::Runtime;
 use crate::supervisor::StopReport;
@@ -61,6 +61,9 @@ struct State {
     lost_hold: Option<LostHold>,
     /// The worker stopped every task to shut down: its metadata says so.
     leaving: bool,
+    /// The leader of the last assignment this member received, with how to reach it (see
+    /// `leader::Round::vanished_leader`).
+    previous_leader: Option<(String, LeaderContact)>,
     /// Where this worker's status API listens and the host it runs on, advertised in its
     /// metadata so that a leader can see when its process is gone (see `liveness.rs`).
     advertised: Option<(String, Option<String>)>,
@@ -242,14 +245,40 @@ impl GroupProtocol for WorkerProtocol {
         let Some(assignor) = self.assignor(protocol_name) else {
             return Err(AssignError::UnknownProtocol(protocol_name.to_owned()));
         };
-        let (memory, lost_hold) = {
+        let (memory, lost_hold, contact, previous_leader) = {
             let state = self.state();
-            (state.memory.clone(), state.lost_hold)
+            let contact = LeaderContact {
+                heartbeat_interval: state.lost_hold.map(|h| h.heartbeat_interval),
+                status_addr: state.advertised.as_ref().map(|(addr, _)| addr.clone()),
+                host: state.advertised.as_ref().and_then(|(_, host)| host.clone()),
+            };
+            let previous_leader = state.previous_leader.clone();
+            (
+                state.memory.clone(),
+                state.lost_hold,
+                contact,
+                previous_leader,
+            )
         };
         let gone = memory
             .as_ref()
             .map(|m| leader::gone_owners(m, members))
             .unwrap_or_default();
+        // Without memory, the last leader is likely the member that vanished: can its tasks go
+        // at once (its process is gone), or how long may it take to learn it was removed?
+        let vanished_leader = previous_leader
+            .filter(|_| memory.is_none())
+            .filter(|(leader_id, _)| members.iter().all(|m| &m.member_id != leader_id))
+            .map(|(_, contact)| VanishedLeader {
+                gone: contact.status_addr.as_deref().is_some_and(|addr| {
+                    super::liveness::is_gone(
+                        addr,
+                        contact.host.as_deref(),
+                        super::liveness::host_name().as_deref(),
+                    )
+                }),
+                heartbeat_interval: contact.heartbeat_interval,
+            });
         let catalogue = self.runtime.supervisor().catalogue();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -263,6 +292,8 @@ impl GroupProtocol for WorkerProtocol {
             generation: context.generation_id,
             lost_hold,
             gone: &gone,
+            contact: &contact,
+            vanished_leader,
         };
         let outcome =
             leader::assign(&round, members).map_err(|e| AssignError::Failed(e.to_string()))?;
@@ -293,8 +324,20 @@ impl GroupProtocol for WorkerProtocol {
         // The worker loop applies `assignment`; the metadata of the next JoinGroup is read
         // from the runtime right before it is sent, which the join gate holds until the loop
         // has applied this assignment and stopped what it revokes.
-        let _ = assignment;
+        let leader = crate::protocol::Assignment::decode(assignment)
+            .ok()
+            .map(|a| {
+                let contact = LeaderContact {
+                    heartbeat_interval: a.leader_heartbeat_interval,
+                    status_addr: a.leader_status_addr,
+                    host: a.leader_host,
+                };
+                (generation.leader_id.clone(), contact)
+            });
         let mut state = self.state();
+        if leader.is_some() {
+            state.previous_leader = leader;
+        }
         state.live = Some((generation.generation_id, generation.member_id.clone()));
         state.eager_previous = None;
         if generation.is_leader() {

@@ -41,6 +41,16 @@ pub struct Assignment {
     /// (version 1): long enough for a previous owner that was removed while still connected to
     /// learn it at its next heartbeat. `None` = start them at once.
     pub lost_hold: Option<Duration>,
+    /// How to tell whether the leader that computed this is gone, should it vanish (version 1):
+    /// its heartbeat interval and its status API address and host. A member that leads the
+    /// next round has no memory of this one; these let it hold back the old leader's tasks for
+    /// as long as the old leader may take to learn it was removed, or not at all once its
+    /// process is provably gone. `None`s from version 0.
+    pub leader_heartbeat_interval: Option<Duration>,
+    /// The leader's status API address (see `leader_heartbeat_interval`).
+    pub leader_status_addr: Option<String>,
+    /// The leader's host name (see `leader_heartbeat_interval`).
+    pub leader_host: Option<String>,
 }
 
 impl Assignment {
@@ -67,6 +77,9 @@ impl Assignment {
         w.nullable_string(self.member_id.as_deref());
         task_set::encode(&mut w, self.lost.iter().map(String::as_str));
         w.uvarint(encode_delay(self.lost_hold));
+        w.uvarint(encode_delay(self.leader_heartbeat_interval));
+        w.nullable_string(self.leader_status_addr.as_deref());
+        w.nullable_string(self.leader_host.as_deref());
         w.finish()
     }
 
@@ -91,6 +104,9 @@ impl Assignment {
         let mut member_id = None;
         let mut lost = BTreeSet::new();
         let mut lost_hold = None;
+        let mut leader_heartbeat_interval = None;
+        let mut leader_status_addr = None;
+        let mut leader_host = None;
         if version >= 1 {
             member_id = r.nullable_string("member_id")?;
             task_set::decode(&mut r, |_, task| {
@@ -98,12 +114,18 @@ impl Assignment {
                 Ok(())
             })?;
             lost_hold = decode_delay(r.uvarint("lost_hold_ms")?);
+            leader_heartbeat_interval = decode_delay(r.uvarint("leader_heartbeat_interval_ms")?);
+            leader_status_addr = r.nullable_string("leader_status_addr")?;
+            leader_host = r.nullable_string("leader_host")?;
         }
         r.end(version, ASSIGNMENT_VERSION)?;
         Ok(Assignment {
             member_id,
             lost,
             lost_hold,
+            leader_heartbeat_interval,
+            leader_status_addr,
+            leader_host,
             version,
             leader,
             generation,

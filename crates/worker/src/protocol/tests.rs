@@ -56,6 +56,9 @@ prop_compose! {
         member_id in proptest::option::of("\\PC{0,40}"),
         lost in proptest::collection::btree_set(task_id(), 0..10),
         lost_hold_ms in proptest::option::of(0u64..(1 << 42)),
+        leader_heartbeat_ms in proptest::option::of(0u64..(1 << 42)),
+        leader_status_addr in proptest::option::of("\\PC{0,24}"),
+        leader_host in proptest::option::of("\\PC{0,16}"),
     ) -> Assignment {
         Assignment {
             version: ASSIGNMENT_VERSION,
@@ -68,6 +71,9 @@ prop_compose! {
             member_id,
             lost,
             lost_hold: lost_hold_ms.map(Duration::from_millis),
+            leader_heartbeat_interval: leader_heartbeat_ms.map(Duration::from_millis),
+            leader_status_addr,
+            leader_host,
         }
     }
 }
@@ -173,11 +179,15 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     let mut assignment = Assignment::new("leader", 4);
     assignment.tasks.insert("task-1".into());
     let mut bytes = assignment.encode();
-    // Version 1 appends: member_id (null), the lost set (empty), the hold (none).
+    // Version 1 appends: member_id (null), the lost set (empty), the hold (none), the
+    // leader's heartbeat interval, status address and host (none).
     let mut tail = super::codec::Writer::new();
     tail.nullable_string(None);
     super::task_set::encode(&mut tail, []);
     tail.uvarint(0);
+    tail.uvarint(0);
+    tail.nullable_string(None);
+    tail.nullable_string(None);
     bytes.truncate(bytes.len() - tail.finish().len());
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = Assignment::decode(&bytes).expect("version 0 decodes");

@@ -33,6 +33,11 @@ fn member(id: &str, kinds: &[&str], owned: &[(&str, i32)], fingerprint: u64) -> 
 }
 
 static NONE_GONE: BTreeSet<MemberId> = BTreeSet::new();
+static NO_CONTACT: LeaderContact = LeaderContact {
+    heartbeat_interval: None,
+    status_addr: None,
+    host: None,
+};
 
 fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> {
     Round {
@@ -44,6 +49,8 @@ fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> 
         generation: 1,
         lost_hold: None,
         gone: &NONE_GONE,
+        contact: &NO_CONTACT,
+        vanished_leader: None,
     }
 }
 
@@ -310,4 +317,61 @@ fn a_leader_without_memory_suspects_only_unclaimed_tasks_of_a_running_group() {
     let decoded = decode(&assign(&with_hold, &running).unwrap());
     let lost: BTreeSet<String> = decoded.iter().flat_map(|(_, a)| a.lost.clone()).collect();
     assert_eq!(lost, set(&["task-0", "task-1"]));
+}
+
+#[test]
+fn a_new_leader_holds_a_vanished_leader_s_tasks_for_its_heartbeat_unless_it_is_gone() {
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    // The old leader (absent) ran task-0 and task-1; b claims the rest.
+    let running = vec![
+        member("a", &["beat"], &[], fp),
+        member("b", &["beat"], &[("task-2", 1), ("task-3", 1)], fp),
+    ];
+    let mut next = round(&cat, &assignor);
+    next.lost_hold = Some(HOLD);
+    next.vanished_leader = Some(VanishedLeader {
+        gone: false,
+        heartbeat_interval: Some(Duration::from_secs(2)),
+    });
+    let decoded = decode(&assign(&next, &running).unwrap());
+    let holds: BTreeSet<Duration> = decoded.iter().filter_map(|(_, a)| a.lost_hold).collect();
+    assert_eq!(
+        holds,
+        BTreeSet::from([Duration::from_millis(2_200)]),
+        "its 2 s heartbeat, not the new leader's 500 ms: {decoded:?}"
+    );
+    next.vanished_leader = Some(VanishedLeader {
+        gone: true,
+        heartbeat_interval: Some(Duration::from_secs(2)),
+    });
+    let decoded = decode(&assign(&next, &running).unwrap());
+    assert!(
+        decoded.iter().all(|(_, a)| a.lost.is_empty()),
+        "gone: nothing is held"
+    );
+}
+
+#[test]
+fn every_assignment_says_how_to_reach_its_leader() {
+    let cat = beats(2);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let contact = LeaderContact {
+        heartbeat_interval: Some(Duration::from_millis(500)),
+        status_addr: Some("127.0.0.1:8083".into()),
+        host: Some("node-1".into()),
+    };
+    let mut with_contact = round(&cat, &assignor);
+    with_contact.contact = &contact;
+    let members = vec![
+        member("a", &["beat"], &[], fp),
+        member("b", &["beat"], &[], fp),
+    ];
+    for (_, a) in decode(&assign(&with_contact, &members).unwrap()) {
+        assert_eq!(a.leader_heartbeat_interval, contact.heartbeat_interval);
+        assert_eq!(a.leader_status_addr, contact.status_addr);
+        assert_eq!(a.leader_host, contact.host);
+    }
 }
