@@ -369,12 +369,15 @@ fn lost_tasks<'a>(
 /// Last round's owners, absent from `members`, whose process is surely gone: nothing listens
 /// any more on the status API address they advertised (see `liveness.rs`). Blocks for a short
 /// connection attempt per vanished owner; the leader's assign runs off the heartbeat path.
-pub(crate) fn gone_owners(memory: &Memory, members: &[GroupMember]) -> BTreeSet<MemberId> {
+pub(crate) fn gone_owners(
+    memory: &Memory,
+    members: &[GroupMember],
+    own_host: Option<&str>,
+) -> BTreeSet<MemberId> {
     let present: BTreeSet<MemberId> = members
         .iter()
         .map(|m| MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id)))
         .collect();
-    let own_host = super::liveness::host_name();
     memory
         .previous
         .iter()
@@ -382,7 +385,7 @@ pub(crate) fn gone_owners(memory: &Memory, members: &[GroupMember]) -> BTreeSet<
         .filter(|owner| !present.contains(*owner))
         .filter(|owner| {
             memory.addresses.get(*owner).is_some_and(|(addr, host)| {
-                super::liveness::is_gone(addr, host.as_deref(), own_host.as_deref())
+                super::liveness::is_gone(addr, host.as_deref(), own_host)
             })
         })
         .cloned()

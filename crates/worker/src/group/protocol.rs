@@ -172,11 +172,19 @@ impl WorkerProtocol {
 
     /// Replaces the tasks the worker loop holds back, claimed in the next metadata.
     pub(crate) fn set_held_claims(&self, claims: Vec<(String, i32)>) {
-        let claims: BTreeMap<String, i32> = claims.into_iter().collect();
-        let mut state = self.state();
-        if state.held_claims != claims {
-            state.held_claims = claims;
-        }
+        self.state().held_claims = claims.into_iter().collect();
+    }
+
+    /// Remembers the leader of the assignment the worker loop just decoded, with how to reach
+    /// it, for the round this member may lead next without memory (see
+    /// `leader::Round::vanished_leader`).
+    pub(crate) fn note_leader(&self, leader_id: &str, assignment: &crate::protocol::Assignment) {
+        let contact = LeaderContact {
+            heartbeat_interval: assignment.leader_heartbeat_interval,
+            status_addr: assignment.leader_status_addr.clone(),
+            host: assignment.leader_host.clone(),
+        };
+        self.state().previous_leader = Some((leader_id.to_owned(), contact));
     }
 
     /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
@@ -262,7 +270,7 @@ impl GroupProtocol for WorkerProtocol {
         };
         let gone = memory
             .as_ref()
-            .map(|m| leader::gone_owners(m, members))
+            .map(|m| leader::gone_owners(m, members, contact.host.as_deref()))
             .unwrap_or_default();
         // Without memory, the last leader is likely the member that vanished: can its tasks go
         // at once (its process is gone), or how long may it take to learn it was removed?
@@ -271,11 +279,7 @@ impl GroupProtocol for WorkerProtocol {
             .filter(|(leader_id, _)| members.iter().all(|m| &m.member_id != leader_id))
             .map(|(_, contact)| VanishedLeader {
                 gone: contact.status_addr.as_deref().is_some_and(|addr| {
-                    super::liveness::is_gone(
-                        addr,
-                        contact.host.as_deref(),
-                        super::liveness::host_name().as_deref(),
-                    )
+                    super::liveness::is_gone(addr, contact.host.as_deref(), contact.host.as_deref())
                 }),
                 heartbeat_interval: contact.heartbeat_interval,
             });
@@ -324,20 +328,10 @@ impl GroupProtocol for WorkerProtocol {
         // The worker loop applies `assignment`; the metadata of the next JoinGroup is read
         // from the runtime right before it is sent, which the join gate holds until the loop
         // has applied this assignment and stopped what it revokes.
-        let leader = crate::protocol::Assignment::decode(assignment)
-            .ok()
-            .map(|a| {
-                let contact = LeaderContact {
-                    heartbeat_interval: a.leader_heartbeat_interval,
-                    status_addr: a.leader_status_addr,
-                    host: a.leader_host,
-                };
-                (generation.leader_id.clone(), contact)
-            });
+        // The worker loop decodes and applies `assignment` (and notes its leader), off this
+        // callback, which must stay cheap.
+        let _ = assignment;
         let mut state = self.state();
-        if leader.is_some() {
-            state.previous_leader = leader;
-        }
         state.live = Some((generation.generation_id, generation.member_id.clone()));
         state.eager_previous = None;
         if generation.is_leader() {

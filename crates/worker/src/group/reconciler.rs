@@ -381,6 +381,14 @@ impl Reconciler {
         }
     }
 
+    /// What identifies the held start, if any (its generation and when it is due): when it is
+    /// unchanged, so are [`held_claims`](Self::held_claims).
+    pub(crate) fn held_key(&self) -> Option<(i32, Instant)> {
+        self.held
+            .as_ref()
+            .map(|h| (h.assigned.token.generation_id, h.at))
+    }
+
     /// The tasks of a held start, with the generation they were granted in: the member still
     /// claims them in its JoinGroup metadata, so that a rebalance during the wait keeps them
     /// here rather than handing them to a third worker while their previous owner may run them.

@@ -45,7 +45,10 @@ impl Loop {
             None
         } else {
             match Assignment::decode(bytes) {
-                Ok(assignment) => Some(self.checked(assignment, token)),
+                Ok(assignment) => {
+                    self.protocol.note_leader(&leader, &assignment);
+                    Some(self.checked(assignment, token))
+                }
                 Err(error) => {
                     tracing::error!(
                         %error,

@@ -58,6 +58,7 @@ impl Loop {
             session_timeout: self.config.member.membership.session_timeout,
             takeover: self.takeover,
         });
+        let mut held_key = None;
         let mut stops = Stops::default();
         loop {
             self.act(&mut reconciler, &mut stops).await;
@@ -136,7 +137,12 @@ impl Loop {
                 }
                 () = sleep_until(timeout) => reconciler.handle_timeout(Instant::now()),
             }
-            self.protocol.set_held_claims(reconciler.held_claims());
+            // Only when the held start changed: claims are a copy of every held task id.
+            let key = reconciler.held_key();
+            if key != held_key {
+                held_key = key;
+                self.protocol.set_held_claims(reconciler.held_claims());
+            }
         }
     }
 
