@@ -2,6 +2,7 @@
 //!
 //! [`Observer::list_groups`] asks every broker (ListGroups answers only for the groups the
 //! receiving broker coordinates; the broker list comes from Metadata).
+//! [`Observer::remove_member`] removes another member (LeaveGroup v3+ naming it).
 //! [`Observer::describe_group`] asks the group's coordinator, found and kept by the
 //! [`Cluster`], and retries with backoff when the coordinator is loading or has moved.
 //!
@@ -29,6 +30,7 @@
 //! Every method is cancel safe.
 
 mod group;
+mod remove;
 #[cfg(test)]
 mod tests;
 
@@ -45,6 +47,7 @@ use tokio::time::Instant;
 pub use group::{
     AssignmentDecoder, DecodedGroup, GroupDescription, GroupListing, GroupState, MemberDescription,
 };
+pub use remove::Removal;
 
 use crate::backoff::Backoff;
 use crate::connection::{BrokerNode, Cluster, ConnectionError};

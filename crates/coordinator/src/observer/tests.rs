@@ -103,6 +103,35 @@ async fn cluster_of_one(
                     &DescribeGroupsResponse::default().with_groups(vec![describe(n, &group)]),
                 )
             }
+            RequestBody::LeaveGroup(request) => {
+                // Knows `m-1` only, and only with instance id `worker-1` (or none named).
+                let members = request
+                    .members
+                    .iter()
+                    .map(|m| {
+                        let known = m.member_id.as_str() == "m-1"
+                            && m.group_instance_id
+                                .as_ref()
+                                .is_none_or(|i| i.as_str() == "worker-1");
+                        let code = if m
+                            .group_instance_id
+                            .as_ref()
+                            .is_some_and(|i| i.as_str() != "worker-1")
+                        {
+                            82 // FENCED_INSTANCE_ID
+                        } else if known {
+                            0
+                        } else {
+                            25
+                        };
+                        leave_group_response::MemberResponse::default()
+                            .with_member_id(m.member_id.clone())
+                            .with_group_instance_id(m.group_instance_id.clone())
+                            .with_error_code(code)
+                    })
+                    .collect();
+                answer(header, &LeaveGroupResponse::default().with_members(members))
+            }
             _ => Reply::Close,
         }
     }))
@@ -264,4 +293,23 @@ fn group_states_round_trip_kafka_spelling() {
         assert_eq!(GroupState::parse(state).as_str(), state);
     }
     assert_eq!(GroupState::parse(""), GroupState::Dead);
+}
+
+#[tokio::test]
+async fn removes_another_member_by_leave_group() {
+    let (broker, observer) = cluster_of_one(|_, g| stable_group(g)).await;
+    let removed = observer
+        .remove_member("workers", "m-1", Some("worker-1"), "gone")
+        .await;
+    assert_eq!(removed.unwrap(), Removal::Removed);
+    let unknown = observer.remove_member("workers", "m-9", None, "gone").await;
+    assert_eq!(unknown.unwrap(), Removal::Unknown);
+    let fenced = observer
+        .remove_member("workers", "m-1", Some("other"), "gone")
+        .await;
+    assert!(
+        matches!(fenced, Err(ConnectionError::Kafka { code: 82, .. })),
+        "{fenced:?}"
+    );
+    drop(broker);
 }
