@@ -9,7 +9,6 @@
 
 pub mod beat;
 pub mod consumer;
-pub mod single_writer;
 
 use std::path::Path;
 
