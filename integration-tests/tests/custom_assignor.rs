@@ -110,7 +110,7 @@ fn placement(workers: &[&WorkerHandle]) -> Option<Vec<(String, BTreeSet<String>)
         if *generation.get_or_insert(current.generation_id) != current.generation_id {
             return None;
         }
-        let tasks = worker.runtime().owned().into_keys().collect();
+        let tasks = worker.owned().into_keys().collect();
         out.push((current.member_id, tasks));
     }
     Some(out)

@@ -101,10 +101,7 @@ pub async fn wait_for_task(
 ) -> Result<TaskStatus, TaskWaitError> {
     let current = || {
         worker
-            .runtime()
-            .board()
             .tasks()
-            .snapshot()
             .into_iter()
             .find(|task| task.task_id == task_id)
     };

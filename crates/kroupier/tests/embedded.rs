@@ -51,14 +51,7 @@ async fn a_worker_runs_its_task_on_the_embedded_coordinator() {
         assert!(status.generation > 0, "{status:?}");
     }
     let beating = async {
-        while !worker
-            .runtime()
-            .board()
-            .tasks()
-            .snapshot()
-            .iter()
-            .all(|task| task.progress.is_some())
-        {
+        while !worker.tasks().iter().all(|task| task.progress.is_some()) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };

@@ -1,16 +1,16 @@
-//! Runs 100 ticking tasks under the worker runtime (no Kafka: the assignment is handed in as a
-//! group driver would) and prints the process's resident memory, for sizing workers.
+//! Runs 100 ticking tasks in one worker (no Kafka: the group is on kroupier's embedded
+//! coordinator, in the same process) and prints the process's resident memory, for sizing
+//! workers. The figure includes the embedded coordinator, which holds one small group.
 //!
 //! `cargo run --release -p kroupier-worker --example hundred_tasks`
 
 use std::time::Duration;
 
+use kroupier_embedded::EmbeddedCoordinator;
 use kroupier_worker::{
-    AssignmentChange, FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder,
-    WorkerConfig,
+    Task, TaskContext, TaskError, TaskSpec, TaskState, WorkerBuilder, WorkerConfig,
 };
 use serde::Deserialize;
-use tokio::time::Instant;
 
 /// Checks its lease and reports progress every `every_ms`.
 #[derive(Deserialize)]
@@ -43,7 +43,10 @@ fn resident_kib() -> Option<u64> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     const TASKS: usize = 100;
-    let mut builder = WorkerBuilder::new(WorkerConfig::new("sizing")).register::<Tick>("tick");
+    let coordinator = EmbeddedCoordinator::builder().bind("127.0.0.1:0").await?;
+    let mut config = WorkerConfig::new("sizing");
+    config.member.cluster.bootstrap_servers = vec![coordinator.bootstrap()];
+    let mut builder = WorkerBuilder::new(config).register::<Tick>("tick");
     for i in 0..TASKS {
         builder = builder.task(TaskSpec::new(
             format!("task-{i}"),
@@ -51,39 +54,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             serde_json::json!({"every_ms": 100}),
         ));
     }
-    let runtime = builder.build_runtime()?;
     let before = resident_kib();
-    let report = runtime
-        .apply(AssignmentChange {
-            token: FencingToken::new(1, "member-1"),
-            leader: "member-1".into(),
-            valid_until: Instant::now() + Duration::from_secs(3600),
-            run: (0..TASKS).map(|i| format!("task-{i}")).collect(),
-            revoke: Default::default(),
-            leader_catalogue_fingerprint: None,
-        })
-        .await;
+    let worker = builder.spawn().await?;
+    let running = || {
+        worker
+            .tasks()
+            .iter()
+            .filter(|t| t.state == TaskState::Running)
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while running() < TASKS && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let running = runtime
-        .board()
-        .snapshot()
-        .tasks
-        .iter()
-        .filter(|t| t.status.state == kroupier_worker::TaskState::Running)
-        .count();
     println!(
-        "started {} tasks, {running} running; RSS before {} KiB, with tasks {} KiB",
-        report.started.len(),
+        "{} tasks running; RSS before {} KiB, with tasks {} KiB",
+        running(),
         before.unwrap_or(0),
         resident_kib().unwrap_or(0)
     );
-    let stopped = runtime
-        .shutdown(Instant::now() + Duration::from_secs(6))
-        .await;
-    println!(
-        "stopped: {} graceful, {} aborted",
-        stopped.graceful.len(),
-        stopped.aborted.len()
-    );
+    worker.shutdown().await?;
+    println!("stopped every task and left the group");
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! [`WorkerBuilder`]: config + assignors + task kinds + catalogue, validated together before the
 //! worker joins its group.
 //!
-//! [`WorkerBuilder::build_runtime`] gives the [`Runtime`] alone (tests, custom drivers);
-//! [`WorkerBuilder::spawn`] and [`WorkerBuilder::run_until`] also join the Kafka group (see
-//! [`group`](crate::group)).
+//! [`WorkerBuilder::spawn`] and [`WorkerBuilder::run_until`] check everything first, then join
+//! the Kafka group (see [`group`](crate::group)): a mistake is a [`BuildError`] before anything
+//! is bound or joined.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -40,13 +40,16 @@ pub enum BuildError {
     NoKinds,
 }
 
-/// Collects what a worker needs, checks it, then builds its [`Runtime`] or joins the group.
+/// Collects what a worker needs, checks it, then joins the group.
 ///
 /// # Examples
 ///
 /// ```
 /// use kroupier_assignor::{Cooperative, Sticky};
-/// use kroupier_worker::{Kind, Task, TaskContext, TaskError, WorkerBuilder, WorkerConfig};
+/// use kroupier_worker::{
+///     BuildError, Kind, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig,
+///     WorkerError,
+/// };
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Serialize, Deserialize)]
@@ -62,15 +65,17 @@ pub enum BuildError {
 /// const COPY: Kind<Copy> = Kind::new("copy");
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let runtime = WorkerBuilder::new(WorkerConfig::new("orders"))
+/// let builder = WorkerBuilder::new(WorkerConfig::new("orders"))
 ///     // Offered in this order: a rolling change from sticky to cooperative offers both.
 ///     .assignor(Cooperative::default())
 ///     .assignor(Sticky)
 ///     .register(COPY)
+///     // Checked at compile time: the config is a `Copy`.
 ///     .typed_task(&COPY, "copy-0", Copy { table: "orders".into() })
-///     .build_runtime()
-///     .unwrap();
-/// assert_eq!(runtime.metadata().kinds.len(), 1);
+///     // Checked before joining: a kind nobody registered is an error, not a warning.
+///     .task(TaskSpec::new("copy-1", "cpoy", serde_json::json!({"table": "orders"})));
+/// let error = builder.spawn().await.unwrap_err();
+/// assert!(matches!(error, WorkerError::Build(BuildError::Task(_))), "{error}");
 /// # }
 /// ```
 #[derive(Default)]
@@ -208,14 +213,15 @@ impl WorkerBuilder {
         self
     }
 
-    /// Validates everything and builds the runtime: supervisor, task table, status board.
-    /// Must be called within a tokio runtime only if tasks are then started.
+    /// Validates everything and builds the runtime alone: supervisor, task table, status
+    /// board (the crate's tests drive it without a group).
     ///
     /// # Errors
     /// The first [`BuildError`]: an invalid config, no kind registered, a catalogue with
     /// duplicate or empty ids, or a task whose kind is unknown here or whose config does not
     /// fit its kind.
-    pub fn build_runtime(self) -> Result<Runtime, BuildError> {
+    #[cfg(test)]
+    pub(crate) fn build_runtime(self) -> Result<Runtime, BuildError> {
         self.build().map(|built| built.runtime)
     }
 

@@ -3,11 +3,13 @@
 //! # The lease
 //!
 //! A worker owns a task only while its group membership is healthy. The runtime keeps one
-//! [`MemberLease`] per worker: the fencing token of the current generation and the instant until
-//! which the membership is surely valid (the self-fencing deadline, extended by every heartbeat
-//! that succeeds). Each task's [`Lease`] combines it with the task's own cancellation token.
+//! [`Lease`] per worker — kroupier's one lease type, the same the coordinator crate's membership
+//! and leader election hand out: the fencing token of the current generation and the instant
+//! until which the membership is surely valid (the self-fencing deadline, extended by every
+//! heartbeat that succeeds). Each task's [`TaskLease`] combines it with the task's own
+//! cancellation and the worker's shutdown.
 //!
-//! [`Lease::check`] is cheap (a read lock on a `watch` value, a clock read, an atomic load) and
+//! [`TaskLease::check`] is cheap (a read lock on a `watch` value, a clock read, an atomic load) and
 //! fails as soon as the task may belong to someone else:
 //! - the task was revoked, or the worker is shutting down (the cancellation token fired);
 //! - the self-fencing deadline passed without a successful heartbeat;
@@ -18,7 +20,7 @@
 //!
 //! # Cancel safety
 //!
-//! [`TaskContext::cancelled`] and [`Lease::lost`] are cancel safe: dropping them loses nothing.
+//! [`TaskContext::cancelled`] and [`TaskLease::lost`] are cancel safe: dropping them loses nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,34 +29,15 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-pub use kroupier_coordinator::membership::FencingToken;
+pub use kroupier_coordinator::membership::{FencingToken, Lease};
 
 use crate::status::model::{TaskTable, unix_ms};
 
-/// The worker's membership as the runtime last confirmed it; one value shared by all tasks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberLease {
-    /// The fencing token of the current generation.
-    pub token: FencingToken,
-    /// Until when the membership is surely valid (the self-fencing deadline).
-    pub valid_until: Instant,
-    /// Whether the worker is shutting down.
-    pub shutting_down: bool,
-}
-
-impl MemberLease {
-    /// A lease for `token`, valid until `valid_until`.
-    pub fn new(token: FencingToken, valid_until: Instant) -> Self {
-        MemberLease {
-            token,
-            valid_until,
-            shutting_down: false,
-        }
-    }
-
-    /// The lease before the first assignment: generation -1, no member id, already expired.
-    pub fn none() -> Self {
-        MemberLease::new(FencingToken::new(-1, ""), Instant::now())
+/// The lease before the first assignment: generation -1, no member id, already expired.
+pub(crate) fn no_lease() -> Lease {
+    Lease {
+        token: FencingToken::new(-1, ""),
+        valid_until: kroupier_coordinator::clock::now(),
     }
 }
 
@@ -102,27 +85,31 @@ pub enum LeaseError {
     },
 }
 
-/// One task's lease: the worker's [`MemberLease`] plus the task's cancellation.
+/// One task's lease: the worker's [`Lease`], the task's cancellation and the worker's
+/// shutdown.
 #[derive(Debug, Clone)]
-pub struct Lease {
+pub struct TaskLease {
     task_id: Arc<str>,
     granted: FencingToken,
-    member: watch::Receiver<MemberLease>,
+    member: watch::Receiver<Lease>,
     cancel: CancellationToken,
+    shutdown: CancellationToken,
 }
 
-impl Lease {
+impl TaskLease {
     pub(crate) fn new(
         task_id: Arc<str>,
         granted: FencingToken,
-        member: watch::Receiver<MemberLease>,
+        member: watch::Receiver<Lease>,
         cancel: CancellationToken,
+        shutdown: CancellationToken,
     ) -> Self {
-        Lease {
+        TaskLease {
             task_id,
             granted,
             member,
             cancel,
+            shutdown,
         }
     }
 
@@ -132,7 +119,7 @@ impl Lease {
         // The runtime dropped its side: nothing extends the lease any more.
         let runtime_gone = self.member.has_changed().is_err();
         let member = self.member.borrow();
-        if member.shutting_down || runtime_gone {
+        if self.shutdown.is_cancelled() || runtime_gone {
             return Err(LeaseError::ShuttingDown { task_id: task_id() });
         }
         if self.cancel.is_cancelled() {
@@ -148,7 +135,7 @@ impl Lease {
             });
         }
         // The lease timeline: a suspended host's time counts (see kroupier_coordinator::clock).
-        let now = Instant::from_std(kroupier_coordinator::clock::now());
+        let now = kroupier_coordinator::clock::now();
         if now >= member.valid_until {
             return Err(LeaseError::Expired {
                 task_id: task_id(),
@@ -170,7 +157,7 @@ impl Lease {
 
     /// Until when the lease is valid unless revoked earlier (the worker's self-fencing deadline).
     pub fn valid_until(&self) -> Instant {
-        self.member.borrow().valid_until
+        Instant::from_std(self.member.borrow().valid_until)
     }
 
     /// Completes when the lease stops being valid, with the reason. Cancel safe.
@@ -183,6 +170,7 @@ impl Lease {
             let until = member.borrow_and_update().valid_until;
             tokio::select! {
                 _ = self.cancel.cancelled() => {}
+                _ = self.shutdown.cancelled() => {}
                 _ = tokio::time::sleep_until(to_monotonic(until)) => {}
                 changed = member.changed() => {
                     if changed.is_err() {
@@ -195,8 +183,8 @@ impl Lease {
 }
 
 /// The monotonic instant at which the lease-timeline instant `until` comes.
-fn to_monotonic(until: Instant) -> Instant {
-    Instant::from_std(kroupier_coordinator::clock::to_monotonic(until.into_std()))
+fn to_monotonic(until: std::time::Instant) -> Instant {
+    Instant::from_std(kroupier_coordinator::clock::to_monotonic(until))
 }
 
 /// Where progress reports go.
@@ -219,12 +207,12 @@ pub struct TaskContext {
 struct ContextInner {
     task_id: Arc<str>,
     attempt: u32,
-    lease: Lease,
+    lease: TaskLease,
     progress: Option<ProgressSink>,
 }
 
 impl TaskContext {
-    pub(crate) fn new(lease: Lease, attempt: u32, progress: Option<ProgressSink>) -> Self {
+    pub(crate) fn new(lease: TaskLease, attempt: u32, progress: Option<ProgressSink>) -> Self {
         TaskContext {
             inner: Arc::new(ContextInner {
                 task_id: lease.task_id.clone(),
@@ -236,16 +224,26 @@ impl TaskContext {
     }
 
     /// A context outside any worker, for testing a task on its own: the lease is valid until
-    /// `valid_until` or until the returned token is cancelled; the member lease sender lets the
-    /// test move the deadline or the generation.
+    /// `valid_until` or until the returned token is cancelled (the task is revoked); the
+    /// worker's [`Lease`] sender lets the test move the deadline or the generation, and dropping
+    /// it is the worker shutting down.
     pub fn detached(
         task_id: &str,
         granted: FencingToken,
         valid_until: Instant,
-    ) -> (TaskContext, CancellationToken, watch::Sender<MemberLease>) {
-        let (sender, receiver) = watch::channel(MemberLease::new(granted.clone(), valid_until));
+    ) -> (TaskContext, CancellationToken, watch::Sender<Lease>) {
+        let (sender, receiver) = watch::channel(Lease {
+            token: granted.clone(),
+            valid_until: valid_until.into_std(),
+        });
         let cancel = CancellationToken::new();
-        let lease = Lease::new(task_id.into(), granted, receiver, cancel.clone());
+        let lease = TaskLease::new(
+            task_id.into(),
+            granted,
+            receiver,
+            cancel.clone(),
+            CancellationToken::new(),
+        );
         (TaskContext::new(lease, 1, None), cancel, sender)
     }
 
@@ -265,11 +263,11 @@ impl TaskContext {
     }
 
     /// The task's lease.
-    pub fn lease(&self) -> &Lease {
+    pub fn lease(&self) -> &TaskLease {
         &self.inner.lease
     }
 
-    /// Checks the lease; call before each side effect. See [`Lease::check`].
+    /// Checks the lease; call before each side effect. See [`TaskLease::check`].
     pub fn check_lease(&self) -> Result<FencingToken, LeaseError> {
         self.inner.lease.check()
     }
@@ -334,7 +332,8 @@ mod tests {
         let (ctx, _cancel, member) =
             TaskContext::detached("t", token(3, "m"), start + Duration::from_secs(10));
         tokio::time::advance(Duration::from_secs(8)).await;
-        member.send_modify(|lease| lease.valid_until = start + Duration::from_secs(20));
+        member
+            .send_modify(|lease| lease.valid_until = (start + Duration::from_secs(20)).into_std());
         tokio::time::advance(Duration::from_secs(8)).await;
         assert!(ctx.lease().is_valid());
         // A newer generation of the same member keeps the lease; the token follows it.
@@ -358,11 +357,7 @@ mod tests {
                 task_id: "t".into()
             })
         );
-        member.send_modify(|lease| lease.shutting_down = true);
-        assert!(matches!(
-            ctx.check_lease(),
-            Err(LeaseError::ShuttingDown { .. })
-        ));
+        // The worker's side dropped: it is shutting down.
         drop(member);
         assert!(matches!(
             ctx.check_lease(),
@@ -378,7 +373,8 @@ mod tests {
         let lease = ctx.lease().clone();
         let waiter = tokio::spawn(async move { (lease.lost().await, Instant::now()) });
         tokio::time::sleep(Duration::from_secs(5)).await;
-        member.send_modify(|lease| lease.valid_until = start + Duration::from_secs(30));
+        member
+            .send_modify(|lease| lease.valid_until = (start + Duration::from_secs(30)).into_std());
         let (error, at) = waiter.await.unwrap();
         assert!(matches!(error, LeaseError::Expired { .. }), "{error}");
         assert_eq!(at - start, Duration::from_secs(30));

@@ -5,15 +5,11 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use kroupier_worker::{
-//!     AssignmentChange, FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder,
-//!     WorkerConfig,
-//! };
-//! use serde::Deserialize;
-//! use tokio::time::Instant;
+//! use kroupier_worker::{Kind, Task, TaskContext, TaskError, TaskState, WorkerBuilder, WorkerConfig};
+//! use serde::{Deserialize, Serialize};
 //!
 //! /// A task is a plain struct; its config comes from the catalogue through serde.
-//! #[derive(Deserialize)]
+//! #[derive(Serialize, Deserialize)]
 //! struct Beat {
 //!     every_ms: u64,
 //! }
@@ -33,43 +29,43 @@
 //!     }
 //! }
 //!
+//! const BEAT: Kind<Beat> = Kind::new("beat");
+//!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let runtime = WorkerBuilder::new(WorkerConfig::new("beats"))
-//!     .register::<Beat>("beat")
-//!     .task(TaskSpec::new("beat-0", "beat", serde_json::json!({"every_ms": 100})))
-//!     .task(TaskSpec::new("beat-1", "beat", serde_json::json!({"every_ms": 100})))
-//!     .build_runtime()
+//! # let coordinator = kroupier_embedded::EmbeddedCoordinator::builder().bind("127.0.0.1:0").await.unwrap();
+//! # let bootstrap = coordinator.bootstrap();
+//! // Kafka's bootstrap servers (here kroupier's embedded coordinator, which speaks the same
+//! // protocol) and the group the workers share.
+//! let mut config = WorkerConfig::new("beats");
+//! config.member.cluster.bootstrap_servers = vec![bootstrap];
+//!
+//! let worker = WorkerBuilder::new(config)
+//!     .register(BEAT)
+//!     .typed_task(&BEAT, "beat-0", Beat { every_ms: 100 })
+//!     .typed_task(&BEAT, "beat-1", Beat { every_ms: 100 })
+//!     .spawn()
+//!     .await
 //!     .unwrap();
 //!
-//! // What the group driver does when SyncGroup hands this member its assignment:
-//! let report = runtime
-//!     .apply(AssignmentChange {
-//!         token: FencingToken::new(1, "member-1"),
-//!         leader: "member-1".into(),
-//!         valid_until: Instant::now() + Duration::from_secs(7),
-//!         run: ["beat-0".to_string(), "beat-1".to_string()].into(),
-//!         revoke: Default::default(),
-//!         leader_catalogue_fingerprint: None,
-//!     })
-//!     .await;
-//! assert_eq!(report.started, ["beat-0", "beat-1"]);
-//! assert_eq!(runtime.board().snapshot().group.generation, Some(1));
+//! // Alone in the group, this worker is assigned both tasks.
+//! while worker.tasks().iter().filter(|t| t.state == TaskState::Running).count() < 2 {
+//!     tokio::time::sleep(Duration::from_millis(20)).await;
+//! }
+//! assert_eq!(worker.owned().len(), 2);
 //!
-//! // ... and when the application shuts down, before LeaveGroup:
-//! let stopped = runtime.shutdown(Instant::now() + Duration::from_secs(6)).await;
-//! assert!(stopped.all_stopped());
+//! // Stops every task (each within its bound), then leaves the group.
+//! worker.shutdown().await.unwrap();
 //! # }
 //! ```
 //!
 //! - [`task`]: the [`Task`] trait and the [`Registry`] of task kinds;
 //! - [`catalogue`]: the [`Catalogue`] of task instances;
 //! - [`context`]: the [`TaskContext`] a task runs with: fencing token, lease, cancellation;
-//! - [`supervisor`]: runs tasks, stops them within a bound, restarts them after failures;
+//!   [`RestartPolicy`] says how failed tasks are restarted;
 //! - [`protocol`]: the kroupier wire format (member metadata, assignments);
 //! - [`config`] and [`builder`]: the worker's config (nested, derived defaults, Kafka client
 //!   properties) and its builder (assignors as values, typed task kinds);
 //! - [`shutdown`]: the two-signal rule for binaries (the library handles no OS signal);
-//! - [`runtime`]: the seam the group driver calls with each assignment change;
 //! - [`group`]: the kroupier group protocol and the worker loop that joins the Kafka group;
 //! - [`status`]: task states and the status HTTP API;
 //! - [`journal`]: the task journal each beat is written to, and the checks over it (and over
@@ -82,20 +78,17 @@ pub mod context;
 pub mod group;
 pub mod journal;
 pub mod protocol;
-pub mod runtime;
+pub(crate) mod runtime;
 pub mod shutdown;
 pub mod status;
-pub mod supervisor;
+pub(crate) mod supervisor;
 pub mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
 pub use config::{StatusConfig, TasksConfig, WorkerConfig};
-pub use context::{FencingToken, Lease, LeaseError, MemberLease, TaskContext};
-pub use group::{WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerProtocol};
-pub use runtime::{ApplyReport, AssignmentChange, Runtime};
+pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
+pub use group::{WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
 pub use status::{StatusBoard, TaskState, TaskStatus, TaskTable, WorkerStatus};
-pub use supervisor::{
-    InvalidConfig, RestartPolicy, StartOutcome, StopReport, Supervisor, SupervisorConfig,
-};
+pub use supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};

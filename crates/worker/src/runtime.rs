@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::time::Instant;
 
-use crate::context::{FencingToken, MemberLease};
-use crate::protocol::{Assignment, MemberMetadata};
+use crate::context::{FencingToken, Lease};
+use crate::protocol::MemberMetadata;
 use crate::status::{GroupView, StatusBoard, TaskState};
 use crate::supervisor::{StartOutcome, StopReport, Supervisor};
 
@@ -49,7 +49,12 @@ pub struct AssignmentChange {
 
 impl AssignmentChange {
     /// The change a decoded [`Assignment`] asks for, for this member.
-    pub fn from_assignment(assignment: &Assignment, member_id: &str, valid_until: Instant) -> Self {
+    #[cfg(test)]
+    pub fn from_assignment(
+        assignment: &crate::protocol::Assignment,
+        member_id: &str,
+        valid_until: Instant,
+    ) -> Self {
         AssignmentChange {
             token: FencingToken::new(assignment.generation, member_id),
             leader: assignment.leader.clone(),
@@ -195,8 +200,10 @@ impl Runtime {
             .cloned()
             .collect();
         let stopping = self.supervisor.revoke(&to_stop);
-        self.supervisor
-            .set_member_lease(MemberLease::new(change.token.clone(), change.valid_until));
+        self.supervisor.set_member_lease(Lease {
+            token: change.token.clone(),
+            valid_until: change.valid_until.into_std(),
+        });
 
         let mut report = ApplyReport::default();
         let mut regranted = Vec::new();
@@ -276,6 +283,7 @@ impl Runtime {
 
     /// Stops `task_ids` (cancelled at the call), within the graceful stop timeout plus the abort
     /// timeout. For protocols that revoke outside an assignment.
+    #[cfg(test)]
     pub fn revoke(
         &self,
         task_ids: &BTreeSet<String>,

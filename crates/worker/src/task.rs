@@ -95,12 +95,10 @@ pub trait Task: Send + 'static {
 ///
 /// const BEAT: Kind<Beat> = Kind::new("beat");
 ///
-/// let runtime = WorkerBuilder::new(WorkerConfig::new("beats"))
+/// // The config's type is checked at compile time: `typed_task` takes a `Beat`.
+/// let builder = WorkerBuilder::new(WorkerConfig::new("beats"))
 ///     .register(BEAT)
-///     .typed_task(&BEAT, "beat-0", Beat { every_ms: 100 })
-///     .build_runtime()
-///     .unwrap();
-/// assert_eq!(runtime.supervisor().catalogue().len(), 1);
+///     .typed_task(&BEAT, "beat-0", Beat { every_ms: 100 });
 /// ```
 pub struct Kind<C> {
     name: Cow<'static, str>,

@@ -75,19 +75,13 @@ async fn until(
     done: impl Fn(&[WorkerStatus]) -> bool,
 ) -> Vec<WorkerStatus> {
     for _ in 0..400 {
-        let statuses: Vec<WorkerStatus> = workers
-            .iter()
-            .map(|w| w.runtime().board().snapshot())
-            .collect();
+        let statuses: Vec<WorkerStatus> = workers.iter().map(|w| w.status()).collect();
         if done(&statuses) {
             return statuses;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let statuses: Vec<WorkerStatus> = workers
-        .iter()
-        .map(|w| w.runtime().board().snapshot())
-        .collect();
+    let statuses: Vec<WorkerStatus> = workers.iter().map(|w| w.status()).collect();
     panic!("never settled: {statuses:#?}");
 }
 
@@ -156,10 +150,7 @@ async fn a_rolling_upgrade_gives_new_kinds_only_to_workers_that_know_them() {
 
     // No ping-pong: the group stays in its generation with the same tasks.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let later: Vec<WorkerStatus> = [&upgraded, &older]
-        .iter()
-        .map(|w| w.runtime().board().snapshot())
-        .collect();
+    let later: Vec<WorkerStatus> = [&upgraded, &older].iter().map(|w| w.status()).collect();
     for (before, after) in settled.iter().zip(&later) {
         assert_eq!(before.group.generation, after.group.generation);
         assert_eq!(running(before), running(after));

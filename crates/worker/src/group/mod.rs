@@ -74,7 +74,7 @@ mod takeover;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -84,11 +84,12 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use protocol::WorkerProtocol;
+pub(crate) use protocol::WorkerProtocol;
 
 use crate::builder::BuildError;
 use crate::config::WorkerConfig;
 use crate::runtime::Runtime;
+use crate::status::{TaskStatus, WorkerStatus};
 
 /// Why a worker stopped with an error, or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -178,8 +179,24 @@ pub struct WorkerHandle {
 
 impl WorkerHandle {
     /// The runtime (tasks, status board).
-    pub fn runtime(&self) -> &Arc<Runtime> {
+    #[cfg(test)]
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// What `GET /status` would answer now: the group view and the tasks this worker holds.
+    pub fn status(&self) -> WorkerStatus {
+        self.runtime.board().snapshot()
+    }
+
+    /// The state of each task this worker holds or stopped last, as the status API shows them.
+    pub fn tasks(&self) -> Vec<TaskStatus> {
+        self.runtime.board().tasks().snapshot()
+    }
+
+    /// The tasks this worker holds now, with the generation each was granted in.
+    pub fn owned(&self) -> BTreeMap<String, i32> {
+        self.runtime.owned()
     }
 
     /// The group member (status, lease, metrics).

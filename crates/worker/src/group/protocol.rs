@@ -113,6 +113,7 @@ impl WorkerProtocol {
     }
 
     /// The runtime this protocol drives.
+    #[cfg(test)]
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
@@ -390,9 +391,9 @@ mod tests {
 
     use super::*;
     use crate::protocol::{Assignment, MemberMetadata};
+    use crate::runtime::AssignmentChange;
     use crate::{
-        AssignmentChange, FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder,
-        WorkerConfig,
+        FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig,
     };
 
     #[derive(serde::Deserialize)]

@@ -10,7 +10,7 @@ use crate::TaskSpec;
 use crate::builder::WorkerBuilder;
 use crate::config::WorkerConfig;
 use crate::context::{LeaseError, TaskContext};
-use crate::protocol::MemberMetadata;
+use crate::protocol::{Assignment, MemberMetadata};
 use crate::status::TaskState;
 use crate::task::{Registry, Task, TaskError};
 

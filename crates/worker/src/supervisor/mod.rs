@@ -3,9 +3,10 @@
 //!
 //! The supervisor knows nothing of the group. The runtime tells it which tasks to
 //! [`start`](Supervisor::start) and which to [`revoke`](Supervisor::revoke), and keeps the
-//! worker's [`MemberLease`] current with [`set_member_lease`](Supervisor::set_member_lease).
+//! worker's [`Lease`] current with [`set_member_lease`](Supervisor::set_member_lease).
 //!
-//! - Each task gets a child of the supervisor's root `CancellationToken`.
+//! - Each task gets a child of the supervisor's root `CancellationToken`; cancelling the root is
+//!   the worker shutting down (lease checks then fail with `ShuttingDown`).
 //! - Revoke: cancel at once (the task's lease check fails from that moment), wait up to the
 //!   graceful stop timeout, then abort, then wait up to the abort timeout. The returned future
 //!   completes within that bound even if a task never yields; such a task is not started again
@@ -15,36 +16,6 @@
 //! - Optional liveness watch ([`RestartPolicy::stall_timeout`]): a task that stops reporting
 //!   progress is stopped like a revoked one and restarted like a failed one.
 //! - Status is written to a [`TaskTable`], never `RUNNING` for a task whose future is not alive.
-//!
-//! # Examples
-//!
-//! ```
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//! use kroupier_worker::supervisor::{Supervisor, SupervisorConfig};
-//! use kroupier_worker::{Catalogue, FencingToken, MemberLease, Registry, Task, TaskContext, TaskError, TaskSpec};
-//!
-//! struct Idle;
-//! impl Task for Idle {
-//!     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
-//!         ctx.cancelled().await;
-//!         Ok(())
-//!     }
-//! }
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let mut registry = Registry::new();
-//! registry.register_with("idle", |_: &serde_json::Value| Ok::<_, String>(Idle));
-//! let catalogue = Catalogue::from_specs([TaskSpec::new("t1", "idle", serde_json::Value::Null)]).unwrap();
-//! let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), SupervisorConfig::default());
-//! let token = FencingToken::new(1, "member-1");
-//! let valid_until = tokio::time::Instant::now() + Duration::from_secs(30);
-//! supervisor.set_member_lease(MemberLease::new(token.clone(), valid_until));
-//! supervisor.start("t1", token);
-//! let report = supervisor.revoke(["t1"]).await;
-//! assert_eq!(report.graceful, ["t1"]);
-//! # }
-//! ```
 
 mod policy;
 mod run;
@@ -61,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
 
 use crate::catalogue::Catalogue;
-use crate::context::{FencingToken, MemberLease};
+use crate::context::{FencingToken, Lease, no_lease};
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;
 use run::{RunPlan, supervise};
@@ -127,7 +98,7 @@ pub struct Supervisor {
     catalogue: RwLock<Arc<Catalogue>>,
     config: SupervisorConfig,
     table: TaskTable,
-    member: watch::Sender<MemberLease>,
+    member: watch::Sender<Lease>,
     root: CancellationToken,
     slots: Mutex<HashMap<String, Slot>>,
     stopping: Arc<Mutex<HashSet<String>>>,
@@ -145,6 +116,7 @@ impl std::fmt::Debug for Slot {
 
 impl Supervisor {
     /// A supervisor with its own, empty [`TaskTable`].
+    #[cfg(test)]
     pub fn new(
         registry: Arc<Registry>,
         catalogue: Arc<Catalogue>,
@@ -165,7 +137,7 @@ impl Supervisor {
             catalogue: RwLock::new(catalogue),
             config,
             table,
-            member: watch::Sender::new(MemberLease::none()),
+            member: watch::Sender::new(no_lease()),
             root: CancellationToken::new(),
             slots: Mutex::new(HashMap::new()),
             stopping: Arc::new(Mutex::new(HashSet::new())),
@@ -174,13 +146,9 @@ impl Supervisor {
     }
 
     /// The task statuses this supervisor writes.
+    #[cfg(test)]
     pub fn table(&self) -> &TaskTable {
         &self.table
-    }
-
-    /// The config in force.
-    pub fn config(&self) -> &SupervisorConfig {
-        &self.config
     }
 
     /// The catalogue new runs are built from.
@@ -191,28 +159,20 @@ impl Supervisor {
             .clone()
     }
 
-    /// Replaces the catalogue; runs started from now on use it.
-    pub fn set_catalogue(&self, catalogue: Arc<Catalogue>) {
-        *self
-            .catalogue
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = catalogue;
-    }
-
     /// The worker's membership as last set.
-    pub fn member_lease(&self) -> MemberLease {
+    pub fn member_lease(&self) -> Lease {
         self.member.borrow().clone()
     }
 
     /// Sets the worker's membership (new generation, member id, self-fencing deadline).
-    pub fn set_member_lease(&self, lease: MemberLease) {
+    pub fn set_member_lease(&self, lease: Lease) {
         self.member.send_replace(lease);
     }
 
     /// Moves the self-fencing deadline (after a heartbeat succeeded).
     pub fn extend_lease(&self, valid_until: Instant) {
         self.member
-            .send_modify(|lease| lease.valid_until = valid_until);
+            .send_modify(|lease| lease.valid_until = valid_until.into_std());
     }
 
     /// The ids of the tasks held, sorted.
@@ -266,6 +226,7 @@ impl Supervisor {
             incarnation,
             granted: granted.clone(),
             member: self.member.subscribe(),
+            shutdown: self.root.clone(),
             cancel: cancel.clone(),
             graceful_stop_timeout: self.config.graceful_stop_timeout,
         };
@@ -318,7 +279,7 @@ impl Supervisor {
     /// Stops every task for shutdown: lease checks fail with `ShuttingDown` from now on, and no
     /// task starts again. Completes by `deadline` (see [`revoke_within`](Self::revoke_within)).
     pub fn stop_all(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
-        self.member.send_modify(|lease| lease.shutting_down = true);
+        // Lease checks see the cancelled root as the worker shutting down.
         self.root.cancel();
         let taken = self.take(|slots| slots.drain().collect());
         self.stop_slots(taken, deadline)

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
-use crate::context::{FencingToken, Lease, MemberLease, ProgressSink, TaskContext};
+use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
 use crate::task::{Registry, TaskConfigError, TaskError};
@@ -25,7 +25,9 @@ pub(crate) struct RunPlan {
     pub(crate) table: TaskTable,
     pub(crate) incarnation: u64,
     pub(crate) granted: FencingToken,
-    pub(crate) member: watch::Receiver<MemberLease>,
+    pub(crate) member: watch::Receiver<Lease>,
+    /// The supervisor's root token: cancelled when the worker shuts down.
+    pub(crate) shutdown: CancellationToken,
     pub(crate) cancel: CancellationToken,
     pub(crate) graceful_stop_timeout: Duration,
 }
@@ -99,11 +101,12 @@ pub(crate) async fn supervise(plan: RunPlan) {
         };
         // One token per attempt, so that the stall watch can stop this attempt alone.
         let attempt_cancel = plan.cancel.child_token();
-        let lease = Lease::new(
+        let lease = TaskLease::new(
             id.clone(),
             plan.granted.clone(),
             plan.member.clone(),
             attempt_cancel.clone(),
+            plan.shutdown.clone(),
         );
         let started = Instant::now();
         let (last_progress, progress_seen) = watch::channel(started);

@@ -134,7 +134,7 @@ fn fixture(config: SupervisorConfig) -> Fixture {
     specs.push(TaskSpec::new("unknown", "nobody", json!(null)));
     let catalogue = Catalogue::from_specs(specs).unwrap();
     let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
-    supervisor.set_member_lease(MemberLease::new(
+    supervisor.set_member_lease(member_lease(
         token(),
         Instant::now() + Duration::from_secs(3600),
     ));
@@ -148,6 +148,14 @@ fn fixture(config: SupervisorConfig) -> Fixture {
 
 fn token() -> FencingToken {
     FencingToken::new(7, "member-a")
+}
+
+/// The worker's lease: `token` until `valid_until`.
+fn member_lease(token: FencingToken, valid_until: Instant) -> Lease {
+    Lease {
+        token,
+        valid_until: valid_until.into_std(),
+    }
 }
 
 fn quick_restarts(max_attempts: u32) -> SupervisorConfig {
@@ -325,7 +333,7 @@ async fn expired_lease_stops_the_task_and_a_new_grant_restarts_it() {
     let f = fixture(SupervisorConfig::default());
     let now = Instant::now();
     f.supervisor
-        .set_member_lease(MemberLease::new(token(), now + Duration::from_secs(1)));
+        .set_member_lease(member_lease(token(), now + Duration::from_secs(1)));
     f.supervisor.start("checks", token());
     tokio::time::sleep(Duration::from_secs(2)).await;
     let status = f.supervisor.table().get("checks").unwrap();
@@ -333,10 +341,8 @@ async fn expired_lease_stops_the_task_and_a_new_grant_restarts_it() {
     assert!(status.last_error.unwrap().contains("expired"));
     // Assigned again in a new generation, with a fresh lease: it runs again.
     let next = FencingToken::new(8, "member-a");
-    f.supervisor.set_member_lease(MemberLease::new(
-        next.clone(),
-        now + Duration::from_secs(60),
-    ));
+    f.supervisor
+        .set_member_lease(member_lease(next.clone(), now + Duration::from_secs(60)));
     assert_eq!(f.supervisor.start("checks", next), StartOutcome::Started);
     settle().await;
     let status = f.supervisor.table().get("checks").unwrap();
@@ -444,7 +450,7 @@ async fn a_task_stuck_in_blocking_code_is_never_started_twice() {
         ..SupervisorConfig::default()
     };
     let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
-    supervisor.set_member_lease(MemberLease::new(
+    supervisor.set_member_lease(member_lease(
         token(),
         Instant::now() + Duration::from_secs(3600),
     ));
@@ -578,7 +584,7 @@ async fn no_task_ever_has_two_live_runs() {
         Arc::new(catalogue),
         config,
     ));
-    supervisor.set_member_lease(MemberLease::new(
+    supervisor.set_member_lease(member_lease(
         token(),
         Instant::now() + Duration::from_secs(3600),
     ));
@@ -657,7 +663,7 @@ async fn stalled_tasks_are_stopped_and_restarted() {
         ..SupervisorConfig::default()
     };
     let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
-    supervisor.set_member_lease(MemberLease::new(
+    supervisor.set_member_lease(member_lease(
         token(),
         Instant::now() + Duration::from_secs(3600),
     ));

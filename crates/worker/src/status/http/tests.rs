@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::*;
-use crate::context::{FencingToken, MemberLease};
+use crate::context::{FencingToken, Lease};
 use crate::status::{GroupView, TaskState, TaskTable};
 use crate::supervisor::{RestartPolicy, SupervisorConfig};
 use crate::{Catalogue, Registry, Task, TaskContext, TaskError, TaskSpec};
@@ -237,8 +237,11 @@ async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
         config,
     ));
     let token = FencingToken::new(1, "m");
-    let valid_until = tokio::time::Instant::now() + Duration::from_secs(60);
-    supervisor.set_member_lease(MemberLease::new(token.clone(), valid_until));
+    let valid_until = std::time::Instant::now() + Duration::from_secs(60);
+    supervisor.set_member_lease(Lease {
+        token: token.clone(),
+        valid_until,
+    });
     supervisor.start("b", token);
     tokio::time::sleep(Duration::from_millis(1)).await;
     assert_eq!(supervisor.table().state("b"), Some(TaskState::Failed));
