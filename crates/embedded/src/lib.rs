@@ -6,7 +6,7 @@
 //!
 //! - [`group`]: Kafka's classic group state machine, sans-IO, on virtual time.
 //! - [`EmbeddedCoordinator`]: the TCP server in front of it, with fault injection
-//!   ([`Faults`]) and stop/restart on the same port.
+//!   ([`Faults`]) and stop/restart on the same port; TLS and mutual TLS with [`ServerTls`].
 //!
 //! # Examples
 //!
@@ -30,5 +30,5 @@ pub use server::fuzzing;
 
 pub use server::{
     Builder, Config, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault,
-    Faults, SUPPORTED_VERSIONS,
+    Faults, SUPPORTED_VERSIONS, ServerTls,
 };

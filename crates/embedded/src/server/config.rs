@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::tls::ServerTls;
 use crate::group::{GroupConfig, GroupConfigError};
 
 /// Everything the embedded coordinator can be told; [`Config::default`] suits the demo and tests.
@@ -36,6 +37,10 @@ pub struct Config {
     /// How long [`stop`](crate::CoordinatorHandle::stop) waits for connections to finish their
     /// current request before dropping them. Default 1 s.
     pub stop_grace: Duration,
+    /// TLS on the listener (Kafka's `SSL` listeners); with a client CA, mutual TLS. Default
+    /// `None`: plain TCP, as Kafka's `PLAINTEXT`. The files are read when the coordinator
+    /// binds.
+    pub tls: Option<ServerTls>,
 }
 
 impl Default for Config {
@@ -49,6 +54,7 @@ impl Default for Config {
             node_id: 0,
             cluster_id: "kroupier-embedded".to_string(),
             stop_grace: Duration::from_secs(1),
+            tls: None,
         }
     }
 }

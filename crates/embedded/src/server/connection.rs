@@ -1,7 +1,8 @@
 //! The listener and one task per connection: a cap on open connections, framing with a size
 //! cap, guarded decoding, one request at a time (Kafka mutes a connection while a request is in
 //! flight, so responses go out in request order), an idle timeout between requests, and a
-//! logged reason whenever a connection is closed on bad input.
+//! logged reason whenever a connection is closed on bad input. With TLS, each connection's
+//! handshake runs on its own task, within [`HANDSHAKE_TIMEOUT`], before the first request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,8 +11,8 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::ApiKey;
 use kroupier_coordinator::wire::{self, WireError};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
@@ -19,9 +20,13 @@ use tokio_util::task::TaskTracker;
 
 use super::apis::is_supported;
 use super::dispatch::{Answer, Dispatcher, unsupported_api_versions};
+use super::tls::{Acceptor, HANDSHAKE_TIMEOUT, explain};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How long a connection whose TLS handshake failed stays open for the client to read why.
+const LINGER: Duration = Duration::from_secs(1);
 
 /// What every connection is held to (see [`Config`](crate::Config) for each field).
 #[derive(Debug, Clone, Copy)]
@@ -34,10 +39,12 @@ pub(crate) struct ConnectionLimits {
     pub(crate) idle_timeout: Duration,
 }
 
-/// Accepts connections until `stop` is cancelled; each runs on `tracker`. A connection over
-/// [`ConnectionLimits::max_connections`] is closed as soon as it is accepted.
+/// Accepts connections until `stop` is cancelled; each runs on `tracker`, after a TLS
+/// handshake when `tls` is set. A connection over [`ConnectionLimits::max_connections`] is
+/// closed as soon as it is accepted.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
+    tls: Option<Acceptor>,
     dispatcher: Dispatcher,
     limits: ConnectionLimits,
     stop: CancellationToken,
@@ -67,9 +74,16 @@ pub(crate) async fn accept_loop(
                 if let Err(error) = stream.set_nodelay(true) {
                     tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
                 }
-                let task = serve(stream, peer, dispatcher.clone(), limits, stop.clone());
+                let (dispatcher, stop, tls) = (dispatcher.clone(), stop.clone(), tls.clone());
                 tracker.spawn(async move {
-                    task.await;
+                    match tls {
+                        None => serve(stream, peer, dispatcher, limits, stop).await,
+                        Some(tls) => {
+                            if let Some(stream) = handshake(&tls, stream, peer, &stop).await {
+                                serve(stream, peer, dispatcher, limits, stop).await;
+                            }
+                        }
+                    }
                     drop(slot);
                 });
             }
@@ -80,6 +94,55 @@ pub(crate) async fn accept_loop(
         }
     }
     tracing::debug!("listener stopped");
+}
+
+/// The server side of the TLS handshake on `stream`: `None` (logged) when it fails, takes
+/// longer than [`HANDSHAKE_TIMEOUT`], or `stop` is cancelled meanwhile.
+async fn handshake(
+    tls: &Acceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    stop: &CancellationToken,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let done = tokio::select! {
+        () = stop.cancelled() => return None,
+        done = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.0.accept(stream).into_fallible()) => done,
+    };
+    match done {
+        Ok(Ok(stream)) => {
+            let (_, session) = stream.get_ref();
+            let client_certificate = session.peer_certificates().is_some_and(|c| !c.is_empty());
+            tracing::debug!(%peer, version = ?session.protocol_version(), client_certificate, "TLS handshake done");
+            Some(stream)
+        }
+        Ok(Err((error, tcp))) => {
+            let reason = explain(&error);
+            tracing::info!(%peer, %reason, "closing connection: TLS handshake failed");
+            linger(tcp, stop).await;
+            None
+        }
+        Err(_) => {
+            tracing::info!(%peer, timeout = ?HANDSHAKE_TIMEOUT, "closing connection: no TLS handshake within the timeout");
+            None
+        }
+    }
+}
+
+/// Closes a connection whose handshake failed so that the client reads the alert that says why:
+/// with TLS 1.3 the client has sent its first request by the time a missing or bad client
+/// certificate is found, and closing with that request unread would reset the connection,
+/// which can discard the alert before the client reads it. Sends FIN, then reads and drops
+/// whatever comes until the client closes, for at most [`LINGER`].
+async fn linger(mut tcp: TcpStream, stop: &CancellationToken) {
+    let drain = async {
+        let _ = tcp.shutdown().await;
+        let mut buf = [0u8; 1024];
+        while matches!(tcp.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    tokio::select! {
+        () = stop.cancelled() => {}
+        _ = tokio::time::timeout(LINGER, drain) => {}
+    }
 }
 
 /// Serves one connection (a TCP stream, or any byte stream) until the peer closes it, it sends

@@ -16,6 +16,7 @@ use super::connection::{ConnectionLimits, accept_loop};
 use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
+use super::tls::{Acceptor, ServerTls};
 use crate::group::{GroupCoordinator, GroupDescription};
 
 /// The embedded coordinator; start one with [`EmbeddedCoordinator::builder`].
@@ -107,17 +108,30 @@ impl Builder {
         self
     }
 
+    /// Serves TLS (and, with a client CA, mutual TLS) instead of plain TCP; see [`ServerTls`].
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.config.tls = Some(tls);
+        self
+    }
+
     /// Validates the configuration, binds `addr` (port 0: the OS picks one; see
     /// [`CoordinatorHandle::local_addr`]) and starts serving.
     ///
     /// # Errors
-    /// [`EmbeddedError::Config`] for a configuration that cannot work, [`EmbeddedError::Bind`]
-    /// when the address cannot be bound.
+    /// [`EmbeddedError::Config`] for a configuration that cannot work, [`EmbeddedError::Tls`]
+    /// when a TLS file does not load, [`EmbeddedError::Bind`] when the address cannot be bound.
     pub async fn bind(
         self,
         addr: impl ToSocketAddrs + std::fmt::Debug,
     ) -> Result<CoordinatorHandle, EmbeddedError> {
         self.config.validate()?;
+        let acceptor = match &self.config.tls {
+            Some(tls) => Some(
+                tls.acceptor()
+                    .map_err(|reason| EmbeddedError::Tls { reason })?,
+            ),
+            None => None,
+        };
         let shown = format!("{addr:?}");
         let bind_error = |source| EmbeddedError::Bind {
             addr: shown.clone(),
@@ -148,11 +162,19 @@ impl Builder {
             local_addr,
             config: self.config,
             dispatcher,
+            tls: acceptor,
             network: Mutex::new(None),
             shutdown,
         };
         handle.serve(listener);
-        tracing::info!(addr = %local_addr, "embedded Kafka group coordinator listening");
+        let security = match &handle.config.tls {
+            None => "PLAINTEXT",
+            Some(ServerTls {
+                client_ca: None, ..
+            }) => "SSL",
+            Some(_) => "SSL, client certificates required",
+        };
+        tracing::info!(addr = %local_addr, security, "embedded Kafka group coordinator listening");
         Ok(handle)
     }
 }
@@ -172,6 +194,12 @@ pub enum EmbeddedError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// A TLS certificate, key or client CA does not load.
+    #[error("embedded coordinator TLS settings unusable: {reason}")]
+    Tls {
+        /// Which file and what is wrong with it.
+        reason: String,
     },
     /// [`CoordinatorHandle::restart`] while the coordinator is serving.
     #[error("the coordinator is already serving on {0}; call stop() before restart()")]
@@ -193,6 +221,8 @@ pub struct CoordinatorHandle {
     local_addr: SocketAddr,
     config: Config,
     dispatcher: Dispatcher,
+    /// The TLS server, built once at bind (restarts serve the same certificates).
+    tls: Option<Acceptor>,
     network: Mutex<Option<Network>>,
     shutdown: CancellationToken,
 }
@@ -297,6 +327,7 @@ impl CoordinatorHandle {
         };
         tracker.spawn(accept_loop(
             listener,
+            self.tls.clone(),
             self.dispatcher.clone(),
             limits,
             stop.clone(),

@@ -12,6 +12,13 @@
 //! request for [`Config::connections_max_idle`] is closed, as Kafka's
 //! `connections.max.idle.ms` does.
 //!
+//! With [`Config::tls`] the listener speaks TLS (rustls, the ring provider, as kroupier's
+//! clients): each connection's handshake runs on its own task, bounded by 10 s, before its first
+//! request is read, and a failed handshake closes the connection with a logged reason. With a
+//! client CA ([`ServerTls::require_client_certificates`]) every client must present a
+//! certificate it signed (mutual TLS); kroupier's clients send theirs from
+//! `ssl.keystore.location` (see `kroupier_coordinator::connection::Security`).
+//!
 //! Served APIs, each in every version kafka-protocol 0.18 knows ([`SUPPORTED_VERSIONS`]):
 //! ApiVersions, Metadata (this node as the only broker), FindCoordinator (this node), JoinGroup,
 //! SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups. An ApiVersions version it
@@ -59,6 +66,7 @@ mod faults;
 pub mod fuzzing;
 mod groups;
 mod handle;
+mod tls;
 
 #[cfg(test)]
 mod tests;
@@ -67,3 +75,4 @@ pub use apis::SUPPORTED_VERSIONS;
 pub use config::{Config, ConfigError};
 pub use faults::{Fault, Faults};
 pub use handle::{Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError};
+pub use tls::ServerTls;

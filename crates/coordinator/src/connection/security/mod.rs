@@ -125,7 +125,12 @@ impl Connector {
             let connection = match &self.tls {
                 Some(tls) => {
                     let stream = tls.handshake(addr, tcp).await?;
-                    BrokerConnection::handshake(stream, addr, config).await?
+                    // A broker that refuses the client's certificate says so with an alert in
+                    // answer to the first request (TLS 1.3).
+                    let alert = stream.seen();
+                    BrokerConnection::handshake(stream, addr, config)
+                        .await
+                        .map_err(|e| alert.explain(addr, e))?
                 }
                 None => BrokerConnection::handshake(tcp, addr, config).await?,
             };

@@ -3,8 +3,11 @@
 //! an operator's to fix, a dropped connection is retried.
 
 use std::io::ErrorKind;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 
+use rustls::AlertDescription;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
@@ -12,6 +15,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -89,7 +93,7 @@ impl Tls {
         &self,
         addr: &str,
         tcp: TcpStream,
-    ) -> Result<TlsStream<TcpStream>, ConnectionError> {
+    ) -> Result<AlertWatch<TlsStream<TcpStream>>, ConnectionError> {
         let name = match &self.server_name {
             Some(name) => name.clone(),
             None => {
@@ -102,10 +106,126 @@ impl Tls {
                 })?
             }
         };
-        self.connector
+        let stream = self
+            .connector
             .connect(name.clone(), tcp)
             .await
-            .map_err(|e| classify(addr, &name, e))
+            .map_err(|e| classify(addr, &name, e))?;
+        Ok(AlertWatch {
+            inner: stream,
+            alert: SeenAlert::default(),
+        })
+    }
+}
+
+/// A TLS stream that remembers the first alert the broker sends once the handshake is done.
+///
+/// With TLS 1.3 the client's side of the handshake ends before the broker has checked the
+/// client's certificate, so a broker that requires one (`ssl.client.auth=required`) and finds
+/// it missing or unsigned answers the first request with an alert. The connection sees only a
+/// failed read; the alert kept here turns it into a [`ConnectionError::Tls`] that says what to
+/// fix (see [`SeenAlert::explain`]).
+pub(crate) struct AlertWatch<S> {
+    inner: S,
+    alert: SeenAlert,
+}
+
+/// The alert an [`AlertWatch`] saw, if any, still readable after the stream moved into the
+/// connection.
+#[derive(Clone, Default)]
+pub(crate) struct SeenAlert(Arc<OnceLock<AlertDescription>>);
+
+impl<S> AlertWatch<S> {
+    /// A handle to the alert this stream receives, if any.
+    pub(crate) fn seen(&self) -> SeenAlert {
+        self.alert.clone()
+    }
+}
+
+impl SeenAlert {
+    /// `error` explained by the alert the broker sent, if it sent one: a [`ConnectionError::Tls`].
+    pub(crate) fn explain(&self, addr: &str, error: ConnectionError) -> ConnectionError {
+        match self.0.get() {
+            Some(alert) => ConnectionError::Tls {
+                addr: addr.to_owned(),
+                reason: alert_reason(*alert),
+            },
+            None => error,
+        }
+    }
+}
+
+/// What an alert from the broker most likely means.
+fn alert_reason(alert: AlertDescription) -> String {
+    match alert {
+        AlertDescription::CertificateRequired => format!(
+            "the broker requires a client certificate (alert {alert:?}): set \
+             `ssl.keystore.location` to a PEM file with the client's key and certificate"
+        ),
+        AlertDescription::BadCertificate
+        | AlertDescription::UnknownCA
+        | AlertDescription::CertificateUnknown
+        | AlertDescription::UnsupportedCertificate
+        | AlertDescription::CertificateExpired
+        | AlertDescription::CertificateRevoked
+        | AlertDescription::DecryptError => format!(
+            "the broker rejected the client certificate (alert {alert:?}): use one signed by a \
+             CA in the broker's `ssl.truststore.location`, valid now and for client \
+             authentication"
+        ),
+        _ => format!(
+            "the broker refused the handshake (alert {alert:?}); if it requires client \
+             certificates (`ssl.client.auth=required`), set `ssl.keystore.location`"
+        ),
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for AlertWatch<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Err(error)) = &polled
+            && let Some(rustls::Error::AlertReceived(alert)) = error
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            let _ = this.alert.0.set(*alert);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for AlertWatch<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }
 
@@ -207,10 +327,7 @@ fn classify(addr: &str, name: &ServerName<'_>, error: std::io::Error) -> Connect
             }
             other => format!("the broker's certificate was rejected: {other:?}"),
         }),
-        Some(rustls::Error::AlertReceived(alert)) => tls(format!(
-            "the broker refused the handshake (alert {alert:?}); if it requires client \
-             certificates (`ssl.client.auth=required`), set `ssl.keystore.location`"
-        )),
+        Some(rustls::Error::AlertReceived(alert)) => tls(alert_reason(*alert)),
         Some(other) => tls(format!("{other}")),
         None if matches!(
             error.kind(),
