@@ -8,6 +8,7 @@
 //! do, read by [`command_config`].
 
 pub mod beat;
+pub mod single_writer;
 pub mod consumer;
 
 use std::path::Path;

@@ -1,0 +1,290 @@
+//! The `active_standby` example (Kafka Monitor's HA mode), three instances against real Kafka
+//! (or the embedded coordinator): one active instance runs the probe, never two at once (from
+//! the probe's journal and from the printed roles); the active role moves within session
+//! timeout + 2 heartbeat intervals after the active instance's SIGKILL, and within 1 s after
+//! its SIGTERM.
+//!
+//! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
+//! lines.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use kroupier_integration_tests::journal::{self, ElectionEvent, Role, unix_ms};
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::process::{Process, Signal};
+use serde_json::Value;
+
+const SESSION_MS: u64 = 3_000;
+const HEARTBEAT_MS: u64 = 500;
+const PROBE_MS: u64 = 100;
+/// The bound for a failover after a crash.
+const KILL_BOUND_MS: u64 = SESSION_MS + 2 * HEARTBEAT_MS;
+/// The bound for a failover after a graceful stop.
+const TERM_BOUND_MS: u64 = 1_000;
+
+/// One printed line.
+#[derive(Debug, Clone)]
+struct Line {
+    instance: usize,
+    event: ElectionEvent,
+}
+
+struct Instances {
+    processes: Vec<Process>,
+    lines: Receiver<Line>,
+    seen: Vec<Line>,
+}
+
+impl Instances {
+    fn start(bootstrap: &str, group: &str, ids: &[&str], journal_dir: &Path) -> Self {
+        let (tx, lines) = channel();
+        let processes = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let args: Vec<String> = [
+                    "--bootstrap",
+                    bootstrap,
+                    "--group",
+                    group,
+                    "--id",
+                    id,
+                    "--journal-dir",
+                    journal_dir.to_str().expect("a UTF-8 temp dir"),
+                    "--probe-interval-ms",
+                    &PROBE_MS.to_string(),
+                    "--session-timeout-ms",
+                    &SESSION_MS.to_string(),
+                    "--heartbeat-interval-ms",
+                    &HEARTBEAT_MS.to_string(),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                let mut process = Process::spawn("active_standby", &args);
+                let out = process.stdout_lines();
+                let tx = tx.clone();
+                let id = id.to_string();
+                std::thread::spawn(move || {
+                    for raw in out {
+                        let v: Value = serde_json::from_str(&raw)
+                            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
+                        let name = v["event"].as_str().expect("event");
+                        let event = ElectionEvent {
+                            ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
+                            id: v["id"].as_str().expect("id").to_owned(),
+                            event: Role::from_name(name)
+                                .unwrap_or_else(|| panic!("unknown event {name:?}")),
+                            generation: v["generation"]
+                                .as_i64()
+                                .map(|g| i32::try_from(g).expect("generation fits an i32")),
+                        };
+                        assert_eq!(event.id, id, "each instance prints its own id");
+                        if tx.send(Line { instance: i, event }).is_err() {
+                            break;
+                        }
+                    }
+                });
+                process
+            })
+            .collect();
+        Self {
+            processes,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
+    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
+        let deadline = Instant::now() + within;
+        while !done(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    println!("{line:?}");
+                    self.seen.push(line);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("{what}: every instance ended; lines: {:#?}", self.seen)
+                }
+            }
+        }
+    }
+}
+
+/// The one active instance when every instance in `alive` is in the same generation.
+fn settled(lines: &[Line], alive: &[usize]) -> Option<usize> {
+    let last: Vec<&Line> = alive
+        .iter()
+        .filter_map(|i| lines.iter().rev().find(|l| l.instance == *i))
+        .collect();
+    if last.len() != alive.len() {
+        return None;
+    }
+    let generation = last[0].event.generation?;
+    if last
+        .iter()
+        .any(|l| l.event.generation != Some(generation) || l.event.event == Role::Lost)
+    {
+        return None;
+    }
+    let active: Vec<&&Line> = last
+        .iter()
+        .filter(|l| l.event.event == Role::Leader)
+        .collect();
+    (active.len() == 1).then(|| active[0].instance)
+}
+
+/// When `instance` became active at or after `since_ms`.
+fn active_since(lines: &[Line], instance: usize, since_ms: u64) -> u64 {
+    lines
+        .iter()
+        .find(|l| {
+            l.instance == instance && l.event.event == Role::Leader && l.event.ts_ms >= since_ms
+        })
+        .expect("the new active instance's line")
+        .event
+        .ts_ms
+}
+
+/// The first probe of `id` at or after `since_ms`, waiting up to 2 s for it.
+fn first_probe(dir: &Path, id: &str, since_ms: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let journals = journal::read_dir(dir).expect("the probe journal reads");
+        let first = journals.get("probe").and_then(|beats| {
+            beats
+                .iter()
+                .filter(|b| b.worker == id && b.unix_ms >= since_ms)
+                .map(|b| b.unix_ms)
+                .min()
+        });
+        if let Some(first) = first {
+            return first;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{id} never probed after {since_ms}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn one_active_instance_and_failover_on_kill_and_on_term() {
+    let Some(bootstrap) = kafka_bootstrap("one_active_instance_and_failover_on_kill_and_on_term")
+    else {
+        return;
+    };
+    let group = format!(
+        "kroupier-it-active-standby-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    let dir: PathBuf = std::env::temp_dir().join(&group);
+    let _ = std::fs::remove_dir_all(&dir);
+    let ids = ["a", "b", "c"];
+    let mut s = Instances::start(&bootstrap, &group, &ids, &dir);
+    let mut alive = vec![0, 1, 2];
+    let mut ends = vec![u64::MAX; 3];
+
+    s.wait_until(Duration::from_secs(30), "three instances settle", |l| {
+        settled(l, &[0, 1, 2]).is_some()
+    });
+    let active = settled(&s.seen, &alive).expect("settled");
+    // Let the active instance probe for a while.
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = first_probe(&dir, ids[active], 0);
+
+    // SIGKILL the active instance: a standby takes over within session + 2 heartbeats.
+    let killed_at = unix_ms();
+    s.processes[active].signal(Signal::Kill);
+    let _ = s.processes[active].wait();
+    ends[active] = killed_at;
+    alive.retain(|i| *i != active);
+    let survivors = alive.clone();
+    s.wait_until(
+        Duration::from_millis(KILL_BOUND_MS + 10_000),
+        "a standby takes over after SIGKILL",
+        |l| settled(l, &survivors).is_some(),
+    );
+    let next = settled(&s.seen, &alive).expect("settled");
+    let took_over = active_since(&s.seen, next, killed_at) - killed_at;
+    let probed = first_probe(&dir, ids[next], killed_at) - killed_at;
+    println!("MEASURE active_standby_kill_to_active={took_over}ms (bound {KILL_BOUND_MS}ms)");
+    println!("MEASURE active_standby_kill_to_probe={probed}ms");
+    assert!(
+        took_over <= KILL_BOUND_MS,
+        "active after {took_over} ms, bound {KILL_BOUND_MS} ms"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+
+    // SIGTERM the active instance: it stops, leaves, and the last one takes over in < 1 s.
+    let term_at = unix_ms();
+    s.processes[next].signal(Signal::Term);
+    assert_eq!(s.processes[next].wait(), Some(0), "exit 0 after SIGTERM");
+    ends[next] = unix_ms();
+    alive.retain(|i| *i != next);
+    let last = alive[0];
+    s.wait_until(Duration::from_secs(10), "the handover after SIGTERM", |l| {
+        l.iter()
+            .any(|x| x.instance == next && x.event.event == Role::Lost && x.event.ts_ms >= term_at)
+            && settled(l, &[last]).is_some()
+    });
+    let handover = active_since(&s.seen, last, term_at) - term_at;
+    let probed = first_probe(&dir, ids[last], term_at) - term_at;
+    println!("MEASURE active_standby_term_to_active={handover}ms (bound {TERM_BOUND_MS}ms)");
+    println!("MEASURE active_standby_term_to_probe={probed}ms");
+    assert!(
+        handover < TERM_BOUND_MS,
+        "active after {handover} ms, bound {TERM_BOUND_MS} ms"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    s.processes[last].signal(Signal::Term);
+    assert_eq!(s.processes[last].wait(), Some(0), "exit 0 after SIGTERM");
+    ends[last] = unix_ms();
+    while let Ok(line) = s.lines.recv_timeout(Duration::from_millis(500)) {
+        s.seen.push(line);
+    }
+
+    // Never two actives: from the probe's journal (every probe is checked against the
+    // membership before it is written) and from the printed roles.
+    let journals = journal::read_dir(&dir).expect("the probe journal reads");
+    let beats = &journals["probe"];
+    let tenures = journal::tenures(beats, 5 * PROBE_MS);
+    println!("tenures: {tenures:#?}");
+    let workers: std::collections::BTreeSet<&str> =
+        tenures.iter().map(|t| t.worker.as_str()).collect();
+    assert_eq!(
+        workers.len(),
+        3,
+        "each instance was active once: {tenures:?}"
+    );
+    let overlapping = journal::overlaps(&tenures);
+    assert!(
+        overlapping.is_empty(),
+        "two actives at once: {overlapping:?}"
+    );
+    let events: Vec<ElectionEvent> = s.seen.iter().map(|l| l.event.clone()).collect();
+    let ends: BTreeMap<String, u64> = ids.iter().map(|id| id.to_string()).zip(ends).collect();
+    let reigns = journal::reigns(&events, &ends);
+    let two = journal::two_leaders(&reigns);
+    assert!(two.is_empty(), "two actives at once: {two:?}");
+    // Every probe lies within its instance's reign.
+    for beat in beats {
+        assert!(
+            reigns.iter().any(|r| r.id == beat.worker
+                && r.from_ms <= beat.unix_ms
+                && beat.unix_ms <= r.until_ms),
+            "a probe outside its instance's active time: {beat:?} reigns {reigns:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

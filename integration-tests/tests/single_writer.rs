@@ -1,0 +1,430 @@
+//! The `single_writer` example, four replicas against real Kafka (or the embedded
+//! coordinator): writes through a follower land through the writer, reads work on every
+//! replica, a new writer accepts writes within session timeout + 2 heartbeat intervals after
+//! the writer's SIGKILL, and a writer paused past its session (SIGSTOP, then SIGCONT) refuses
+//! writes after it resumes and lands none of its late writes.
+//!
+//! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
+//! lines.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use kroupier_integration_tests::journal::unix_ms;
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::process::{Process, Signal};
+use serde_json::Value;
+
+const SESSION_MS: u64 = 3_000;
+const HEARTBEAT_MS: u64 = 500;
+/// The issue's bound for a new writer after the writer's death.
+const BOUND_MS: u64 = SESSION_MS + 2 * HEARTBEAT_MS;
+
+/// One printed line.
+#[derive(Debug, Clone)]
+struct Line {
+    replica: usize,
+    ts_ms: u64,
+    event: String,
+    generation: Option<i64>,
+    url: Option<String>,
+}
+
+struct Replicas {
+    ids: Vec<&'static str>,
+    processes: Vec<Process>,
+    urls: Vec<String>,
+    lines: Receiver<Line>,
+    seen: Vec<Line>,
+    store: PathBuf,
+}
+
+impl Replicas {
+    /// Starts one replica per `(id, eligible)` and waits for each one's URL.
+    fn start(bootstrap: &str, group: &str, replicas: &[(&'static str, bool)]) -> Self {
+        let store = std::env::temp_dir().join(format!("{group}.sqlite"));
+        let _ = std::fs::remove_file(&store);
+        let (tx, lines) = channel();
+        let processes = replicas
+            .iter()
+            .enumerate()
+            .map(|(i, (id, eligible))| {
+                let args: Vec<String> = [
+                    "--bootstrap",
+                    bootstrap,
+                    "--group",
+                    group,
+                    "--id",
+                    id,
+                    "--http",
+                    "127.0.0.1:0",
+                    "--store",
+                    store.to_str().expect("a UTF-8 temp dir"),
+                    "--leader-eligible",
+                    if *eligible { "true" } else { "false" },
+                    "--session-timeout-ms",
+                    &SESSION_MS.to_string(),
+                    "--heartbeat-interval-ms",
+                    &HEARTBEAT_MS.to_string(),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                let mut process = Process::spawn("single_writer", &args);
+                let out = process.stdout_lines();
+                let tx = tx.clone();
+                let id = id.to_string();
+                std::thread::spawn(move || {
+                    for raw in out {
+                        let v: Value = serde_json::from_str(&raw)
+                            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
+                        assert_eq!(v["id"], id.as_str(), "each replica prints its own id");
+                        let line = Line {
+                            replica: i,
+                            ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
+                            event: v["event"].as_str().expect("event").to_owned(),
+                            generation: v["generation"].as_i64(),
+                            url: v["url"].as_str().map(str::to_owned),
+                        };
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                });
+                process
+            })
+            .collect();
+        let mut r = Self {
+            ids: replicas.iter().map(|(id, _)| *id).collect(),
+            processes,
+            urls: Vec::new(),
+            lines,
+            seen: Vec::new(),
+            store,
+        };
+        let n = replicas.len();
+        r.wait_until(Duration::from_secs(20), "every replica listens", |l| {
+            (0..n).all(|i| l.iter().any(|x| x.replica == i && x.event == "listening"))
+        });
+        r.urls = (0..n)
+            .map(|i| {
+                r.seen
+                    .iter()
+                    .find(|x| x.replica == i && x.event == "listening")
+                    .and_then(|x| x.url.clone())
+                    .expect("a listening line with a URL")
+            })
+            .collect();
+        r
+    }
+
+    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
+    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
+        let deadline = Instant::now() + within;
+        while !done(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    println!("{line:?}");
+                    self.seen.push(line);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("{what}: every replica ended; lines: {:#?}", self.seen)
+                }
+            }
+        }
+    }
+
+    /// Reads the lines printed so far without waiting.
+    fn drain(&mut self) {
+        while let Ok(line) = self.lines.try_recv() {
+            println!("{line:?}");
+            self.seen.push(line);
+        }
+    }
+}
+
+/// The last role line of each replica.
+fn roles(lines: &[Line], n: usize) -> Vec<Option<&Line>> {
+    (0..n)
+        .map(|i| {
+            lines
+                .iter()
+                .rev()
+                .find(|l| l.replica == i && l.event != "listening")
+        })
+        .collect()
+}
+
+/// The one writer when every replica in `alive` is in the same generation.
+fn settled(lines: &[Line], alive: &[usize], n: usize) -> Option<usize> {
+    let last = roles(lines, n);
+    let roles: Vec<&Line> = alive.iter().filter_map(|i| last[*i]).collect();
+    if roles.len() != alive.len() {
+        return None;
+    }
+    let alive = roles;
+    let generation = alive.first()?.generation?;
+    if alive
+        .iter()
+        .any(|l| l.generation != Some(generation) || l.event == "lost")
+    {
+        return None;
+    }
+    let leaders: Vec<&&Line> = alive.iter().filter(|l| l.event == "leader").collect();
+    (leaders.len() == 1).then(|| leaders[0].replica)
+}
+
+/// A plain HTTP/1.1 request; `None` if the replica does not answer within `timeout`.
+fn http(
+    url: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    timeout: Duration,
+) -> Option<(u16, Value)> {
+    let authority = url.trim_start_matches("http://");
+    let addr = authority.parse().expect("a socket address URL");
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split(' ').nth(1)?.parse().ok()?;
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
+}
+
+fn put(url: &str, key: &str, value: &str) -> Option<(u16, Value)> {
+    http(
+        url,
+        "PUT",
+        &format!("/kv/{key}"),
+        value,
+        Duration::from_secs(10),
+    )
+}
+
+fn get(url: &str, key: &str) -> (u16, Value) {
+    http(
+        url,
+        "GET",
+        &format!("/kv/{key}"),
+        "",
+        Duration::from_secs(10),
+    )
+    .unwrap_or_else(|| panic!("GET {url}/kv/{key}: no answer"))
+}
+
+/// Every replica in `alive` reads `key` as `value`, written by `writer`.
+fn everyone_reads(r: &Replicas, alive: &[usize], key: &str, value: &str, writer: &str) {
+    for &i in alive {
+        let (status, entry) = get(&r.urls[i], key);
+        assert_eq!(status, 200, "{} reads {key}: {entry}", r.ids[i]);
+        assert_eq!(entry["value"], value, "{} reads {key}: {entry}", r.ids[i]);
+        assert_eq!(entry["writer"], writer, "{} reads {key}: {entry}", r.ids[i]);
+    }
+}
+
+/// Writes `key` through each replica in `alive` in turn until one write lands; returns when.
+fn first_landed_write(r: &Replicas, alive: &[usize], key: &str, within: Duration) -> (u64, Value) {
+    let deadline = Instant::now() + within;
+    loop {
+        for &i in alive {
+            if let Some((200, reply)) = http(
+                &r.urls[i],
+                "PUT",
+                &format!("/kv/{key}"),
+                "v",
+                Duration::from_millis(300),
+            ) {
+                return (unix_ms(), reply);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no write of {key} landed within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
+    let Some(bootstrap) =
+        kafka_bootstrap("one_writer_forwarding_failover_and_a_paused_writer_fenced")
+    else {
+        return;
+    };
+    let group = format!(
+        "kroupier-it-single-writer-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    // `d` may not write (Schema Registry's leader.eligibility=false).
+    let mut r = Replicas::start(
+        &bootstrap,
+        &group,
+        &[("a", true), ("b", true), ("c", true), ("d", false)],
+    );
+    let n = 4;
+    let mut alive: Vec<usize> = (0..n).collect();
+    let all = alive.clone();
+    r.wait_until(Duration::from_secs(30), "four replicas settle", |l| {
+        settled(l, &all, n).is_some()
+    });
+    let writer = settled(&r.seen, &alive, n).expect("settled");
+    assert_ne!(writer, 3, "the ineligible replica never writes");
+
+    // A write through every follower lands through the writer; every replica reads it.
+    for &i in alive.iter().filter(|i| **i != writer) {
+        let key = format!("via-{}", r.ids[i]);
+        let (status, reply) = put(&r.urls[i], &key, "1").expect("the follower answers");
+        assert_eq!(status, 200, "write through {}: {reply}", r.ids[i]);
+        assert_eq!(
+            reply["writer"], r.ids[writer],
+            "the writer applied it: {reply}"
+        );
+        everyone_reads(&r, &alive, &key, "1", r.ids[writer]);
+    }
+    let (status, _) = get(&r.urls[0], "never-written");
+    assert_eq!(status, 404, "an absent key is 404");
+
+    // SIGKILL the writer: a new one accepts writes within session + 2 heartbeats.
+    let killed_at = unix_ms();
+    r.processes[writer].signal(Signal::Kill);
+    let _ = r.processes[writer].wait();
+    alive.retain(|i| *i != writer);
+    let (landed_at, reply) = first_landed_write(
+        &r,
+        &alive,
+        "after-kill",
+        Duration::from_millis(BOUND_MS + 10_000),
+    );
+    let latency = landed_at - killed_at;
+    println!("MEASURE single_writer_kill_to_write={latency}ms (bound {BOUND_MS}ms)");
+    assert!(
+        latency <= BOUND_MS,
+        "a write landed {latency} ms after the kill, bound {BOUND_MS} ms"
+    );
+    let survivors = alive.clone();
+    r.wait_until(Duration::from_secs(10), "the survivors settle", |l| {
+        settled(l, &survivors, n).is_some()
+    });
+    let second = settled(&r.seen, &alive, n).expect("settled");
+    assert_ne!(second, 3, "the ineligible replica never writes");
+    assert_eq!(
+        reply["writer"], r.ids[second],
+        "the new writer applied it: {reply}"
+    );
+    let second_generation = reply["generation"].as_i64().expect("generation");
+    everyone_reads(&r, &alive, "after-kill", "v", r.ids[second]);
+
+    // SIGSTOP the new writer past its session: the others choose another writer.
+    let (status, _) = put(&r.urls[second], "before-pause", "1").expect("answer");
+    assert_eq!(status, 200);
+    r.processes[second].signal(Signal::Stop);
+    let stopped_at = unix_ms();
+    let others: Vec<usize> = alive.iter().copied().filter(|i| *i != second).collect();
+    let (_, reply) = first_landed_write(
+        &r,
+        &others,
+        "during-pause",
+        Duration::from_millis(BOUND_MS + 10_000),
+    );
+    let third_id = reply["writer"].as_str().expect("writer").to_owned();
+    assert_ne!(third_id, r.ids[second], "the paused replica cannot write");
+    let third_generation = reply["generation"].as_i64().expect("generation");
+    assert!(third_generation > second_generation, "{reply}");
+    // A write sent to the paused replica waits in its socket until it resumes.
+    let paused_url = r.urls[second].clone();
+    let late = std::thread::spawn(move || put(&paused_url, "late", "from-the-paused-writer"));
+    std::thread::sleep(Duration::from_millis(300));
+    r.processes[second].signal(Signal::Cont);
+    let resumed_at = unix_ms();
+    println!("the writer was paused {} ms", resumed_at - stopped_at);
+    let late = late.join().expect("the late write's thread");
+    // And one right after it resumed.
+    let right_after = put(&r.urls[second], "late-2", "from-the-paused-writer");
+    for (key, reply) in [("late", &late), ("late-2", &right_after)] {
+        println!("{key}: {reply:?}");
+        if let Some((status, body)) = reply {
+            assert!(
+                *status != 200 || body["writer"] != r.ids[second],
+                "the resumed writer applied {key} itself: {body}"
+            );
+        }
+        // Nothing the old writer wrote with its old token is in the store.
+        let (status, entry) = get(&r.urls[others[0]], key);
+        assert!(
+            status == 404
+                || (entry["writer"] == third_id.as_str()
+                    && entry["generation"].as_i64() >= Some(third_generation)),
+            "{key} landed from the paused writer: {entry}"
+        );
+    }
+    let (status, entry) = get(&r.urls[others[0]], "before-pause");
+    assert_eq!(
+        (status, entry["writer"].as_str()),
+        (200, Some(r.ids[second]))
+    );
+
+    // The resumed replica reports the loss, rejoins as a follower, and forwards again.
+    r.wait_until(
+        Duration::from_secs(15),
+        "the resumed replica follows",
+        |l| {
+            l.iter()
+                .any(|x| x.replica == second && x.event == "lost" && x.ts_ms >= stopped_at)
+                && l.iter()
+                    .any(|x| x.replica == second && x.event == "follower" && x.ts_ms >= stopped_at)
+        },
+    );
+    let (_, reply) = first_landed_write(&r, &[second], "after-resume", Duration::from_secs(10));
+    assert_eq!(
+        reply["writer"],
+        third_id.as_str(),
+        "forwarded to the current writer: {reply}"
+    );
+    everyone_reads(&r, &alive, "after-resume", "v", &third_id);
+
+    for &i in &alive {
+        r.processes[i].signal(Signal::Term);
+        assert_eq!(
+            r.processes[i].wait(),
+            Some(0),
+            "{} exits 0 after SIGTERM",
+            r.ids[i]
+        );
+    }
+    r.drain();
+    assert!(
+        r.seen.iter().all(|l| l.replica != 3 || l.event != "leader"),
+        "the ineligible replica never led"
+    );
+    // No generation has two writers.
+    let mut led: Vec<(i64, usize)> = r
+        .seen
+        .iter()
+        .filter(|l| l.event == "leader")
+        .filter_map(|l| l.generation.map(|g| (g, l.replica)))
+        .collect();
+    led.sort_unstable();
+    led.dedup();
+    for w in led.windows(2) {
+        assert_ne!(w[0].0, w[1].0, "generation {} led by two replicas", w[0].0);
+    }
+    let _ = std::fs::remove_file(&r.store);
+}
