@@ -69,6 +69,10 @@ pub struct Ownership {
     pub revoked: BTreeSet<TopicPartition>,
     /// Set when the leader's assignment did not decode (the member then owns nothing).
     pub error: Option<String>,
+    /// When the change happened, in Unix milliseconds: taken in the callback, before the
+    /// member sends its next request, so a revocation is stamped before the rejoin that lets
+    /// another member take the partitions.
+    pub at_ms: u64,
 }
 
 #[derive(Debug)]
@@ -189,6 +193,9 @@ impl ConsumerProtocol {
             partitions: state.owned.clone(),
             revoked,
             error,
+            at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         });
     }
 }
