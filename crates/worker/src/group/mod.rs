@@ -1,7 +1,7 @@
 //! # The worker in its Kafka group
 //!
 //! [`WorkerBuilder::spawn`](crate::WorkerBuilder::spawn) joins the group with the kroupier
-//! [`WorkerProtocol`] on `kroupier-coordinator`'s driver and runs the worker loop;
+//! `WorkerProtocol` on `kroupier-coordinator`'s driver and runs the worker loop;
 //! [`WorkerBuilder::run_until`](crate::WorkerBuilder::run_until) does the same and stops the
 //! worker when the future it is given completes. The library handles no OS signal: the
 //! application owns them (see [`shutdown`](crate::shutdown) for the two-signal rule).
