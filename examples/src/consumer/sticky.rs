@@ -263,6 +263,35 @@ mod tests {
             })
     }
 
+    /// Members whose claims overlap and whose generations differ (stale members, members
+    /// that claim the same partition in the same generation).
+    fn messy_group() -> impl Strategy<Value = (Vec<MemberSubscription>, BTreeMap<String, i32>)> {
+        (
+            1..10i32,
+            proptest::collection::vec(
+                (proptest::collection::btree_set(0..10i32, 0..6), -1..3i32),
+                1..6,
+            ),
+        )
+            .prop_map(|(n, claims)| {
+                let members = claims
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (owned, generation))| MemberSubscription {
+                        member_id: format!("m{i}"),
+                        group_instance_id: None,
+                        topics: ["t".to_owned()].into(),
+                        owned: owned
+                            .into_iter()
+                            .map(|p| TopicPartition::new("t", p))
+                            .collect(),
+                        generation: (generation >= 0).then_some(generation),
+                    })
+                    .collect();
+                (members, counts(n))
+            })
+    }
+
     proptest! {
         #[test]
         fn cooperative_disjoint_and_converging((members, counts) in group()) {
@@ -293,6 +322,26 @@ mod tests {
                 let sizes: Vec<usize> = plan.values().map(BTreeSet::len).collect();
                 prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
             }
+        }
+
+        #[test]
+        fn messy_claims_wait_for_their_revocation_then_settle((members, counts) in messy_group()) {
+            let mut members = members;
+            for round in 0..4 {
+                let plan = assign(&members, &counts);
+                prop_assert!(doubly_assigned(&plan).is_empty());
+                prop_assert!(moved_in_one_round(&plan, &members).is_empty(), "round {}", round);
+                let claimed: BTreeSet<&TopicPartition> = members.iter().flat_map(|m| &m.owned).collect();
+                prop_assert!(unassigned(&plan, &members, &counts).iter().all(|tp| claimed.contains(tp)));
+                for m in &mut members {
+                    m.owned = plan[&m.member_id].clone();
+                    m.generation = Some(10 + round);
+                }
+            }
+            let plan = assign(&members, &counts);
+            prop_assert!(unassigned(&plan, &members, &counts).is_empty());
+            let sizes: Vec<usize> = plan.values().map(BTreeSet::len).collect();
+            prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
         }
 
         #[test]
