@@ -43,6 +43,7 @@
 //! | `kroupier.status.token` | `status.token` (a bearer token; empty: none) |
 //! | `kroupier.status.token.protect.reads` | `status.protect_reads` (`true`/`false`) |
 //! | `kroupier.status.tls.certificate`, `kroupier.status.tls.key` | `status.tls_certificate`, `status.tls_key` (PEM files) |
+//! | `kroupier.failover.fast` | `status.fast_failover` (`true`/`false`) |
 //! | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys); kept as read in `security` |
 //!
 //! Any other key is an error that names it, so a misspelt setting never goes unnoticed; a bad
@@ -182,6 +183,13 @@ pub struct StatusConfig {
     /// A PEM file with the certificate's private key, unencrypted (`kroupier.status.tls.key`).
     /// Default `None`.
     pub tls_key: Option<PathBuf>,
+    /// Fast failover (`kroupier.failover.fast`): watch the peers' status APIs, remove a peer
+    /// whose process provably ended (its port refuses connections) at once, and tell the peers
+    /// to rejoin when a rebalance starts instead of waiting for their next heartbeat. Default
+    /// `true`: a crashed worker's tasks run elsewhere in about a rebalance's round trips, not
+    /// after its session timeout; a paused, partitioned or slow worker still waits for its
+    /// session (docs/reliability.md). Needs the status API ([`addr`](Self::addr)).
+    pub fast_failover: bool,
 }
 
 impl Default for StatusConfig {
@@ -192,6 +200,7 @@ impl Default for StatusConfig {
             protect_reads: false,
             tls_certificate: None,
             tls_key: None,
+            fast_failover: true,
         }
     }
 }

@@ -250,6 +250,9 @@ impl WorkerConfig {
                 self.status.tls_certificate = Some(PathBuf::from(value));
             }
             "kroupier.status.tls.key" => self.status.tls_key = Some(PathBuf::from(value)),
+            "kroupier.failover.fast" => {
+                self.status.fast_failover = parse_as(key, value, "`true` or `false`")?;
+            }
             _ if SecurityProperties::is_security_key(key) => self.security.insert(key, value),
             "partition.assignment.strategy" => {
                 return Err(PropertiesError::UnknownKey {

@@ -389,3 +389,17 @@ fn status_tls_needs_both_files_and_protected_reads_need_a_token() {
         "status.protect_reads"
     );
 }
+
+#[test]
+fn fast_failover_is_on_by_default_and_one_property_turns_it_off() {
+    assert!(WorkerConfig::default().status.fast_failover);
+    let off =
+        WorkerConfig::from_properties(&props(&[("kroupier.failover.fast", "false")])).unwrap();
+    assert!(!off.status.fast_failover);
+    let error =
+        WorkerConfig::from_properties(&props(&[("kroupier.failover.fast", "maybe")])).unwrap_err();
+    assert!(
+        error.to_string().contains("kroupier.failover.fast"),
+        "{error}"
+    );
+}

@@ -64,6 +64,7 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod failover;
 mod leader;
 mod liveness;
 mod protocol;
@@ -320,9 +321,42 @@ pub(crate) async fn spawn(
         config.member.membership.group_instance_id.as_deref(),
     )
     .await;
+    // Fast failover needs the status API: its port is what proves a process gone.
+    let fast_failover = config.status.fast_failover && status_addr.is_some();
+    let (failover, failover_inbox) = if fast_failover {
+        let (handle, inbox) = failover::FastFailover::channel();
+        (handle, Some(inbox))
+    } else {
+        (failover::FastFailover::off(), None)
+    };
+    // The members before this worker joins, to tell them to rejoin at once.
+    let members = match fast_failover {
+        true => {
+            failover::members_before_join(
+                &config.member.cluster,
+                &config.member.membership.group_id,
+            )
+            .await
+        }
+        false => Vec::new(),
+    };
     let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;
     let member_events = member.events();
     tokio::spawn(driver);
+    if let Some(inbox) = failover_inbox {
+        let settings = failover::Settings {
+            group_id: config.member.membership.group_id.clone(),
+            cluster: config.member.cluster.clone(),
+            token: config.status.token.clone(),
+            mode: if status_tls.is_some() {
+                failover::LinkMode::Bare
+            } else {
+                failover::LinkMode::Http
+            },
+        };
+        tokio::spawn(failover::run(inbox, settings, member.clone()));
+        failover.joining(members);
+    }
 
     // The status API serves until the worker has ended, shutdown included.
     let server_stop = CancellationToken::new();
@@ -331,7 +365,12 @@ pub(crate) async fn spawn(
             token: config.status.token.clone(),
             protect_reads: config.status.protect_reads,
         };
-        let router = access.protect(runtime.status_router());
+        let mut router = runtime.status_router();
+        if fast_failover {
+            let routes = crate::status::failover::router(failover.clone(), server_stop.clone());
+            router = router.merge(routes);
+        }
+        let router = access.protect(router);
         let stop = server_stop.clone();
         tokio::spawn(async move {
             let stopped = async move { stop.cancelled().await };
@@ -350,6 +389,7 @@ pub(crate) async fn spawn(
         takeover,
         config,
         events: events.clone(),
+        failover,
     };
     let task = tokio::spawn(worker_loop.run(member_events, shutdown.clone()));
     Ok(WorkerHandle {

@@ -36,7 +36,7 @@ impl Access {
     /// Whether a request of `method` on `path` must carry the token.
     fn needs_token(&self, method: &Method, path: &str) -> bool {
         let read = *method == Method::GET || *method == Method::HEAD;
-        let probe = matches!(path, "/healthz" | "/readyz");
+        let probe = matches!(path, "/healthz" | "/readyz" | "/watch");
         self.token.is_some() && (!read || (self.protect_reads && !probe))
     }
 }

@@ -9,12 +9,14 @@
 //! | `GET /healthz` | 200 while the process serves (liveness) |
 //! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
 //! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
+//! | `GET /watch` | with fast failover: 200 and a body that never ends while the process serves (a peer's link; its end is the cue to check whether this process is gone) |
+//! | `POST /rebalance?generation=G` | with fast failover: 202, and this worker rejoins at once if it is stable in generation `G` or older (a peer started a rebalance); 400 for a bad `G` |
 //!
 //! Reads never fail because of a rebalance.
 //!
 //! Access: with a bearer token set (`status.token`), writes need `Authorization: Bearer <token>`
 //! and get 401 without it; `/status` and `/metrics` need it too with `status.protect_reads`;
-//! `/healthz` and `/readyz` stay open (the rule is on
+//! `/healthz`, `/readyz` and `/watch` stay open (the rule is on
 //! [`StatusConfig`](crate::config::StatusConfig)). Given a certificate and key
 //! (`status.tls_certificate`, `status.tls_key`) the API serves HTTPS only (rustls).
 //!
@@ -31,6 +33,7 @@
 
 pub(crate) mod access;
 pub(crate) mod board;
+pub(crate) mod failover;
 pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod model;

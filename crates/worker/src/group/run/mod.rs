@@ -35,6 +35,8 @@ pub(crate) struct Loop {
     pub(crate) events: broadcast::Sender<WorkerEvent>,
     /// Whether this worker's first assignment may be another process's (a static takeover).
     pub(crate) takeover: Takeover,
+    /// Fast failover: told of every assignment and of every rebalance this worker starts.
+    pub(crate) failover: super::failover::FastFailover,
 }
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
@@ -83,6 +85,7 @@ impl Loop {
                         if let Some(assigned) = self.assigned(&token, &assignment).await {
                             reconciler.handle_assigned(Instant::now(), assigned);
                         }
+                        self.failover.assigned();
                     }
                     Ok(MemberEvent::Revoked { generation, reason }) => {
                         tracing::debug!(generation, %reason, "revoked; holding the rejoin");
@@ -234,8 +237,9 @@ impl Loop {
             return;
         }
         tracing::info!(generation, reason, "rejoining");
-        if let Err(error) = self.member.rejoin(reason).await {
-            tracing::warn!(%error, "could not rejoin");
+        match self.member.rejoin(reason).await {
+            Ok(()) => self.failover.rebalancing(Some(generation)),
+            Err(error) => tracing::warn!(%error, "could not rejoin"),
         }
     }
 

@@ -70,6 +70,8 @@ impl Loop {
                 .rejoin("the worker is shutting down: its tasks are stopped and go to others")
                 .await
                 .ok()?;
+            // The peers rejoin at once rather than at their next heartbeat.
+            self.failover.rebalancing(Some(generation));
             loop {
                 match member_events.recv().await {
                     Ok(MemberEvent::Revoked { generation: g, .. }) => {

@@ -1,0 +1,170 @@
+//! The link to one peer: a TCP connection to its status API that stays open for as long as
+//! the peer's process lives, and a proof of death when it ends.
+//!
+//! Over plain HTTP the link is `GET /watch`, which the peer answers with a body that never
+//! ends (until its status API stops). Over HTTPS the link is a bare connection with no
+//! handshake: it still ends when the peer's process does. Either way the *end* of a link
+//! proves nothing by itself — the peer may have closed an idle connection, a middlebox may
+//! have dropped it — so it is only the cue to check: a new connection to the same address
+//! that is *refused* means nothing listens there any more, which on a live host means the
+//! process ended (see `liveness.rs`). A link that stays open (a paused process's kernel keeps
+//! its connections), a connection that times out (a partition, a blackhole, a host down) or
+//! that succeeds (a live, slow or paused process) is not a death; the link is opened again,
+//! with backoff, and the session timeout stays the only way such a peer leaves the group.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::peers::Peer;
+use crate::group::liveness;
+
+/// How long opening a link may take before it counts as "not now" (never as a death).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The first wait before opening an ended link again; doubles up to [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+/// The longest wait between two attempts to open a link.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A link that lasted this long resets the backoff.
+const STEADY: Duration = Duration::from_secs(10);
+
+/// How a link speaks to the peer's status API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkMode {
+    /// Plain HTTP: `GET /watch`, a response that never ends.
+    Http,
+    /// HTTPS: a bare TCP connection, no handshake (its end is all that matters).
+    Bare,
+}
+
+/// Keeps a link to `peer` until its process is provably gone, then returns. Runs forever for
+/// a peer that lives (the caller aborts it when the peer leaves the watch list).
+pub(crate) async fn until_gone(peer: &Peer, own_host: Option<&str>, mode: LinkMode) {
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        let opened = tokio::time::Instant::now();
+        hold(peer, mode).await;
+        if is_gone(peer, own_host).await {
+            return;
+        }
+        if opened.elapsed() >= STEADY {
+            backoff = MIN_BACKOFF;
+        }
+        tracing::debug!(peer = %peer.member_id, addr = %peer.status_addr, ?backoff,
+            "link to a peer ended but its process is not provably gone; opening it again");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Opens the link and returns when it ends (or cannot be opened).
+async fn hold(peer: &Peer, mode: LinkMode) {
+    let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&peer.status_addr));
+    let Ok(Ok(mut stream)) = connected.await else {
+        return;
+    };
+    if mode == LinkMode::Http {
+        let request = format!(
+            "GET /watch HTTP/1.1\r\nHost: {}\r\nUser-Agent: kroupier-worker\r\n\r\n",
+            peer.status_addr
+        );
+        if stream.write_all(request.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+    let mut buffer = [0u8; 512];
+    // Whatever the peer sends (the response head) is read and dropped; EOF or an error ends it.
+    while let Ok(read) = stream.read(&mut buffer).await {
+        if read == 0 {
+            return;
+        }
+    }
+}
+
+/// Whether `peer`'s process is provably gone: a refused connection on its host.
+async fn is_gone(peer: &Peer, own_host: Option<&str>) -> bool {
+    let addr = peer.status_addr.clone();
+    let host = peer.host.clone();
+    let own_host = own_host.map(str::to_owned);
+    tokio::task::spawn_blocking(move || {
+        liveness::is_gone(&addr, host.as_deref(), own_host.as_deref())
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    fn peer(addr: std::net::SocketAddr) -> Peer {
+        Peer {
+            member_id: "m-1".to_owned(),
+            group_instance_id: None,
+            status_addr: addr.to_string(),
+            host: Some("here".to_owned()),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_listener_and_its_links_are_a_death() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let watched = peer(addr);
+        let watch =
+            tokio::spawn(async move { until_gone(&watched, Some("here"), LinkMode::Bare).await });
+        let (accepted, _) = listener.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!watch.is_finished(), "an open link is a live peer");
+        drop(listener);
+        drop(accepted);
+        tokio::time::timeout(Duration::from_secs(2), watch)
+            .await
+            .expect("the end of the process is seen at once")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_link_that_ends_while_the_peer_listens_is_no_death() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let watched = peer(addr);
+        let watch =
+            tokio::spawn(async move { until_gone(&watched, Some("here"), LinkMode::Http).await });
+        // The peer drops every link it accepts, yet keeps listening.
+        // (The liveness probes in between connect and send nothing.)
+        let mut links = 0;
+        while links < 3 {
+            let (mut accepted, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 64];
+            let read = accepted.read(&mut head).await.unwrap();
+            if read > 0 {
+                assert!(head[..read].starts_with(b"GET /watch HTTP/1.1\r\n"));
+                links += 1;
+            }
+        }
+        assert!(!watch.is_finished());
+        watch.abort();
+    }
+
+    #[tokio::test]
+    async fn another_host_s_loopback_is_never_a_death() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let watched = peer(addr);
+        let watch =
+            tokio::spawn(
+                async move { until_gone(&watched, Some("elsewhere"), LinkMode::Bare).await },
+            );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !watch.is_finished(),
+            "nothing is provable from another host"
+        );
+        watch.abort();
+    }
+}

@@ -1,0 +1,404 @@
+//! # Fast failover: act on a peer's proven death, and rebalance in round trips
+//!
+//! Kafka learns that a member crashed only when its session expires (10 s by default), and the
+//! other members learn that a rebalance started only at their next heartbeat (3 s by default).
+//! Most crashes, though, are the end of a process on a live host, and the host's kernel says
+//! so at once: it closes the process's sockets, and its listening port refuses connections.
+//!
+//! So each worker keeps a link to its peers' status APIs ([`link`]: every peer in a group of up
+//! to [`peers::WATCH_ALL_UP_TO`], its [`peers::SUCCESSORS`] in member order beyond). When a link
+//! ends and the peer's port then *refuses* a new connection, the peer's process is gone, and
+//! the worker
+//!
+//! 1. removes it from the group (LeaveGroup v3+ naming its member id and instance id, as
+//!    Kafka's admin client does), so the rebalance need not wait for its session;
+//! 2. rejoins at once, and in a large group tells the other peers to do the same ([`hint`]).
+//!
+//! A paused process (SIGSTOP, a long GC), a partition, a blackholed link or a slow peer never
+//! produces a refused connection on the peer's host, so none of them removes a member early:
+//! they still wait for the session timeout, and self-fencing covers them as before. Why a
+//! member removed this way cannot still be running tasks is argued in docs/reliability.md.
+//!
+//! The same hint makes every rebalance that a worker starts quick: a worker that joins, leaves
+//! (SIGTERM) or rejoins for a cooperative follow-up round tells its peers, which rejoin at once
+//! if they are still stable in the generation the hint names.
+
+mod hint;
+mod link;
+pub(crate) mod peers;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kroupier_coordinator::connection::{Cluster, ClusterConfig, Secret};
+use kroupier_coordinator::driver::MemberHandle;
+use kroupier_coordinator::membership::MemberState;
+use kroupier_coordinator::observer::{GroupState, Observer, Removal};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+pub(crate) use link::LinkMode;
+use peers::Peer;
+
+/// How long one DescribeGroups for the peer list may take.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// A joining worker waits at most this long for the group to start the rebalance its
+/// JoinGroup asks for, before it tells the members.
+const JOIN_WATCH: Duration = Duration::from_secs(3);
+/// How often a joining worker looks at the group's state meanwhile.
+const JOIN_POLL: Duration = Duration::from_millis(20);
+
+/// What the worker tells fast failover.
+#[derive(Debug)]
+enum Input {
+    /// An assignment was applied: the members may have changed.
+    Assigned,
+    /// A peer asked this worker to rejoin (`POST /rebalance`).
+    Hinted { generation: Option<i32> },
+    /// This worker starts a rebalance from `generation`: tell the peers.
+    Rebalancing { generation: Option<i32> },
+    /// This worker is joining a group with these members: tell them once the group prepares
+    /// the rebalance.
+    Joining(Vec<Peer>),
+}
+
+/// The handle the worker loop and the status API use; cheap to clone. Every call returns at
+/// once; a handle whose task has ended (or that was [`off`](Self::off)) ignores them.
+#[derive(Debug, Clone)]
+pub(crate) struct FastFailover {
+    inputs: Option<mpsc::UnboundedSender<Input>>,
+}
+
+/// The receiving half, for [`run`].
+#[derive(Debug)]
+pub(crate) struct Inbox(mpsc::UnboundedReceiver<Input>);
+
+impl FastFailover {
+    /// A handle and the inbox of its task.
+    pub(crate) fn channel() -> (Self, Inbox) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (
+            Self {
+                inputs: Some(sender),
+            },
+            Inbox(receiver),
+        )
+    }
+
+    /// A handle that does nothing (fast failover turned off).
+    pub(crate) fn off() -> Self {
+        Self { inputs: None }
+    }
+
+    fn send(&self, input: Input) {
+        if let Some(inputs) = &self.inputs {
+            let _ = inputs.send(input);
+        }
+    }
+
+    /// An assignment was applied.
+    pub(crate) fn assigned(&self) {
+        self.send(Input::Assigned);
+    }
+
+    /// A peer asked this worker to rejoin, if it is stable in `generation` or older.
+    pub(crate) fn hinted(&self, generation: Option<i32>) {
+        self.send(Input::Hinted { generation });
+    }
+
+    /// This worker starts a rebalance from `generation`.
+    pub(crate) fn rebalancing(&self, generation: Option<i32>) {
+        self.send(Input::Rebalancing { generation });
+    }
+
+    /// This worker has started to join a group whose members were `peers` (see
+    /// [`members_before_join`]).
+    pub(crate) fn joining(&self, peers: Vec<Peer>) {
+        if !peers.is_empty() {
+            self.send(Input::Joining(peers));
+        }
+    }
+}
+
+/// What fast failover needs to know.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// The group.
+    pub(crate) group_id: String,
+    /// The cluster (for DescribeGroups and LeaveGroup).
+    pub(crate) cluster: ClusterConfig,
+    /// The status token, sent with hints.
+    pub(crate) token: Option<Secret>,
+    /// How links speak (the group's status APIs are assumed to share this worker's scheme);
+    /// over HTTPS no hint is sent.
+    pub(crate) mode: LinkMode,
+}
+
+/// The task's state.
+struct Watch {
+    settings: Settings,
+    member: MemberHandle,
+    observer: Option<Observer>,
+    own_host: Option<String>,
+    peers: Vec<Peer>,
+    links: HashMap<String, AbortHandle>,
+    deaths: mpsc::UnboundedSender<String>,
+}
+
+/// Runs fast failover for `member` until the inbox closes (every handle dropped) or the member
+/// stops.
+pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: MemberHandle) {
+    let observer = match Cluster::new(settings.cluster.clone()) {
+        Ok(cluster) => Some(Observer::new(Arc::new(cluster))),
+        Err(error) => {
+            tracing::warn!(%error, "fast failover is off: no cluster to describe the group");
+            None
+        }
+    };
+    let (deaths, mut dead) = mpsc::unbounded_channel();
+    let mut watch = Watch {
+        settings,
+        member,
+        observer,
+        own_host: super::liveness::host_name(),
+        peers: Vec::new(),
+        links: HashMap::new(),
+        deaths,
+    };
+    loop {
+        tokio::select! {
+            input = inbox.recv() => match input {
+                Some(Input::Assigned) => watch.refresh().await,
+                Some(Input::Hinted { generation }) => watch.hinted(generation).await,
+                Some(Input::Rebalancing { generation }) => watch.hint_peers(generation),
+                Some(Input::Joining(peers)) => watch.joining(peers).await,
+                None => break,
+            },
+            Some(member_id) = dead.recv() => watch.died(&member_id).await,
+            () = watch.member.stopped() => break,
+        }
+    }
+    for (_, link) in watch.links.drain() {
+        link.abort();
+    }
+}
+
+impl Watch {
+    fn own_member_id(&self) -> Option<String> {
+        self.member.current().generation.map(|g| g.member_id)
+    }
+
+    /// Reads the members from the coordinator and opens the links this worker keeps.
+    async fn refresh(&mut self) {
+        let (Some(observer), Some(own)) = (&self.observer, self.own_member_id()) else {
+            return;
+        };
+        let described = tokio::time::timeout(
+            DESCRIBE_TIMEOUT,
+            observer.describe_group(&self.settings.group_id),
+        )
+        .await;
+        let group = match described {
+            Ok(Ok(group)) => group,
+            Ok(Err(error)) => {
+                tracing::debug!(%error, "fast failover could not describe the group");
+                return;
+            }
+            Err(_) => return,
+        };
+        // Kafka gives the metadata only while the group is stable; otherwise the next
+        // assignment refreshes the list.
+        if group.state != GroupState::Stable {
+            return;
+        }
+        self.peers = peers::from_description(&group, &own);
+        let watched: HashMap<String, Peer> = peers::watched(&self.peers, &own)
+            .into_iter()
+            .map(|p| (p.member_id.clone(), p.clone()))
+            .collect();
+        self.links.retain(|member_id, link| {
+            let keep = watched.contains_key(member_id);
+            if !keep {
+                link.abort();
+            }
+            keep
+        });
+        for (member_id, peer) in watched {
+            if self.links.contains_key(&member_id) {
+                continue;
+            }
+            let deaths = self.deaths.clone();
+            let own_host = self.own_host.clone();
+            let mode = self.settings.mode;
+            let link = tokio::spawn(async move {
+                link::until_gone(&peer, own_host.as_deref(), mode).await;
+                let _ = deaths.send(peer.member_id);
+            });
+            self.links.insert(member_id, link.abort_handle());
+        }
+        tracing::debug!(
+            peers = self.peers.len(),
+            links = self.links.len(),
+            "fast failover watches its peers"
+        );
+    }
+
+    /// A watched peer's process is gone: remove it, rejoin, and (in a large group) tell the
+    /// others.
+    async fn died(&mut self, member_id: &str) {
+        self.links.remove(member_id);
+        let Some(index) = self.peers.iter().position(|p| p.member_id == member_id) else {
+            return;
+        };
+        let peer = self.peers.remove(index);
+        let status = self.member.current();
+        let generation = status.generation.as_ref().map(|g| g.generation_id);
+        tracing::info!(
+            peer = %peer.member_id,
+            addr = %peer.status_addr,
+            ?generation,
+            "a peer's process ended (its status API refuses connections): removing it from \
+             the group and rejoining"
+        );
+        if let Some(observer) = &self.observer {
+            let reason = format!(
+                "kroupier fast failover: the process at {} ended",
+                peer.status_addr
+            );
+            let removed = observer.remove_member(
+                &self.settings.group_id,
+                &peer.member_id,
+                peer.group_instance_id.as_deref(),
+                &reason,
+            );
+            match tokio::time::timeout(DESCRIBE_TIMEOUT, removed).await {
+                Ok(Ok(Removal::Removed)) => {
+                    tracing::info!(peer = %peer.member_id, "removed the ended peer from the group");
+                }
+                Ok(Ok(_)) => tracing::debug!(peer = %peer.member_id, "the peer had left already"),
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, peer = %peer.member_id,
+                        "could not remove the ended peer; the group drops it after its session");
+                }
+                Err(_) => {
+                    tracing::warn!(peer = %peer.member_id, "removing the ended peer timed out")
+                }
+            }
+        }
+        if self.peers.len() >= peers::WATCH_ALL_UP_TO {
+            // Not every survivor watches this peer: tell them all.
+            self.hint_peers(generation);
+        }
+        if status.state == MemberState::Stable {
+            if let Err(error) = self.member.rejoin("a peer's process ended").await {
+                tracing::debug!(%error, "could not rejoin after a peer's death");
+            }
+        }
+    }
+
+    /// A peer asked this worker to rejoin.
+    async fn hinted(&self, generation: Option<i32>) {
+        let status = self.member.current();
+        let current = status.generation.as_ref().map(|g| g.generation_id);
+        if !should_rejoin(status.state, current, generation) {
+            tracing::debug!(?generation, ?current, state = ?status.state, "rebalance hint ignored");
+            return;
+        }
+        tracing::info!(?generation, "a peer started a rebalance: rejoining at once");
+        if let Err(error) = self.member.rejoin("a peer started a rebalance").await {
+            tracing::debug!(%error, "could not rejoin on a peer's hint");
+        }
+    }
+
+    /// Tells every known peer that a rebalance from `generation` started.
+    fn hint_peers(&self, generation: Option<i32>) {
+        if self.settings.mode != LinkMode::Http {
+            return;
+        }
+        for peer in &self.peers {
+            let addr = peer.status_addr.clone();
+            let token = self.settings.token.clone();
+            tokio::spawn(async move {
+                if !hint::send(&addr, generation, token.as_ref()).await {
+                    tracing::debug!(%addr, "a peer did not take the rebalance hint");
+                }
+            });
+        }
+    }
+
+    /// This worker is joining a group of `members`: wait until the group prepares the
+    /// rebalance this worker's JoinGroup starts, and tell them, so that they rejoin at once.
+    async fn joining(&mut self, members: Vec<Peer>) {
+        let Some(observer) = &self.observer else {
+            return;
+        };
+        let group = &self.settings.group_id;
+        if self.peers.is_empty() {
+            self.peers = members;
+        }
+        let deadline = tokio::time::Instant::now() + JOIN_WATCH;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(JOIN_POLL).await;
+            let state = match observer.describe_group(group).await {
+                Ok(described) => described.state,
+                Err(_) => continue,
+            };
+            if matches!(
+                state,
+                GroupState::PreparingRebalance | GroupState::CompletingRebalance
+            ) {
+                tracing::debug!("the join started a rebalance: telling the members");
+                self.hint_peers(None);
+                return;
+            }
+        }
+    }
+}
+
+/// The members of `cluster`'s `group` that advertise a status API, as a worker about to join
+/// sees them (none if the group is not stable or does not answer within a short bound).
+pub(crate) async fn members_before_join(cluster: &ClusterConfig, group: &str) -> Vec<Peer> {
+    let describe = async {
+        let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
+        observer.describe_group(group).await.ok()
+    };
+    match tokio::time::timeout(DESCRIBE_TIMEOUT, describe).await {
+        Ok(Some(group)) if group.state == GroupState::Stable => peers::from_description(&group, ""),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a hint naming `hinted` (the sender's generation; none from a joining worker) makes
+/// a member in `state` at `current` rejoin: only a stable member, and only if it has not moved
+/// past the hinted generation (a late hint must not start a rebalance of its own).
+fn should_rejoin(state: MemberState, current: Option<i32>, hinted: Option<i32>) -> bool {
+    state == MemberState::Stable
+        && match (current, hinted) {
+            (Some(current), Some(hinted)) => current <= hinted,
+            (_, None) => true,
+            (None, Some(_)) => false,
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_stable_member_not_past_the_hinted_generation_rejoins() {
+        assert!(should_rejoin(MemberState::Stable, Some(4), Some(4)));
+        assert!(should_rejoin(MemberState::Stable, Some(3), Some(4)));
+        assert!(
+            !should_rejoin(MemberState::Stable, Some(5), Some(4)),
+            "a late hint"
+        );
+        assert!(
+            should_rejoin(MemberState::Stable, Some(5), None),
+            "a joining peer"
+        );
+        assert!(!should_rejoin(MemberState::Joining, Some(4), Some(4)));
+        assert!(!should_rejoin(MemberState::Syncing, Some(4), None));
+        assert!(!should_rejoin(MemberState::Stable, None, Some(4)));
+    }
+}

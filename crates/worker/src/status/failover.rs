@@ -1,0 +1,124 @@
+//! The routes of fast failover (`crate::group::failover`): `GET /watch`, the link a peer keeps
+//! open for as long as this process lives, and `POST /rebalance`, a peer's "rejoin now".
+
+use std::convert::Infallible;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{RawQuery, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::group::failover::FastFailover;
+
+#[derive(Clone)]
+struct FailoverState {
+    failover: FastFailover,
+    stop: CancellationToken,
+}
+
+/// The routes; `stop` ends every open `/watch` (the status API is stopping).
+pub(crate) fn router(failover: FastFailover, stop: CancellationToken) -> Router {
+    Router::new()
+        .route("/watch", get(watch))
+        .route("/rebalance", post(rebalance))
+        .with_state(FailoverState { failover, stop })
+}
+
+/// A response whose body never ends while this process serves: its end is the peer's cue to
+/// check whether this process is gone.
+async fn watch(State(state): State<FailoverState>) -> Response {
+    let body = futures::stream::pending::<Result<Bytes, Infallible>>()
+        .take_until(state.stop.cancelled_owned());
+    (
+        [(header::CONTENT_TYPE, "text/plain")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// A peer started a rebalance from `?generation=G` (none: a joining peer): rejoin at once if
+/// still stable in `G` or older.
+async fn rebalance(State(state): State<FailoverState>, RawQuery(query): RawQuery) -> Response {
+    let generation = match parse_generation(query.as_deref()) {
+        Ok(generation) => generation,
+        Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
+    };
+    state.failover.hinted(generation);
+    (
+        StatusCode::ACCEPTED,
+        "rejoining if still in that generation\n",
+    )
+        .into_response()
+}
+
+fn parse_generation(query: Option<&str>) -> Result<Option<i32>, String> {
+    let Some(query) = query.filter(|q| !q.is_empty()) else {
+        return Ok(None);
+    };
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("generation", value)) => {
+                return value.parse().map(Some).map_err(|_| {
+                    format!("`generation` must be a generation id (an integer), not `{value}`\n")
+                });
+            }
+            _ => continue,
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[test]
+    fn the_generation_comes_from_the_query() {
+        assert_eq!(parse_generation(None), Ok(None));
+        assert_eq!(parse_generation(Some("generation=7")), Ok(Some(7)));
+        assert_eq!(parse_generation(Some("x=1&generation=-1")), Ok(Some(-1)));
+        assert!(parse_generation(Some("generation=seven")).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_hint_is_accepted_and_a_bad_one_refused() {
+        let stop = CancellationToken::new();
+        let app = router(FastFailover::off(), stop);
+        let post = |uri: &str| Request::post(uri.to_owned()).body(Body::empty()).unwrap();
+        let accepted = app
+            .clone()
+            .oneshot(post("/rebalance?generation=3"))
+            .await
+            .unwrap();
+        assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+        let refused = app.oneshot(post("/rebalance?generation=x")).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn a_watch_lasts_until_the_api_stops() {
+        let stop = CancellationToken::new();
+        let app = router(FastFailover::off(), stop.clone());
+        let response = app
+            .oneshot(Request::get("/watch").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut body = response.into_body().into_data_stream();
+        let open = tokio::time::timeout(std::time::Duration::from_millis(100), body.next()).await;
+        assert!(open.is_err(), "the body stays open");
+        stop.cancel();
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(1), body.next()).await;
+        assert!(
+            matches!(ended, Ok(None)),
+            "the body ends when the API stops"
+        );
+    }
+}
