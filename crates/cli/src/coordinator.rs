@@ -5,11 +5,17 @@
 //! `kroupier describe` and `kroupier watch` at it. The default `127.0.0.1:9092` is Kafka's own
 //! default port, so tools that assume a local Kafka find it; `--listen 127.0.0.1:0` picks a
 //! free port.
+//!
+//! With `--ssl-cert` the listener speaks TLS (clients set `security.protocol=SSL` and trust the
+//! CA that signed it with `ssl.truststore.location`); with `--ssl-client-ca` as well, every
+//! client must present a certificate signed by that CA (mutual TLS; clients set
+//! `ssl.keystore.location`). Files are PEM, as Kafka's `ssl.keystore.type=PEM`.
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use kroupier_embedded::EmbeddedCoordinator;
+use kroupier_embedded::{EmbeddedCoordinator, ServerTls};
 
 /// Arguments of `kroupier coordinator`.
 #[derive(Debug, clap::Args)]
@@ -50,6 +56,31 @@ pub struct Args {
     /// `connections.max.idle.ms`).
     #[arg(long, default_value_t = 600_000)]
     connections_max_idle_ms: u64,
+    /// Serve TLS with the PEM certificate chain in this file (leaf first); it must name the
+    /// host clients connect to (127.0.0.1 by default) in its subjectAltNames.
+    #[arg(long, value_name = "PEM")]
+    ssl_cert: Option<PathBuf>,
+    /// The unencrypted PEM private key of --ssl-cert. Default: the key in the --ssl-cert file
+    /// (a PEM key store holding both, as Kafka's `ssl.keystore.location`).
+    #[arg(long, value_name = "PEM", requires = "ssl_cert")]
+    ssl_key: Option<PathBuf>,
+    /// Require every client to present a certificate signed by a CA in this PEM file (mutual
+    /// TLS, Kafka's `ssl.client.auth=required`).
+    #[arg(long, value_name = "PEM", requires = "ssl_cert")]
+    ssl_client_ca: Option<PathBuf>,
+}
+
+impl Args {
+    /// The TLS settings the flags ask for, if any.
+    fn tls(&self) -> Option<ServerTls> {
+        let certificate = self.ssl_cert.clone()?;
+        let key = self.ssl_key.clone().unwrap_or_else(|| certificate.clone());
+        let tls = ServerTls::new(certificate, key);
+        Some(match &self.ssl_client_ca {
+            Some(ca) => tls.require_client_certificates(ca.clone()),
+            None => tls,
+        })
+    }
 }
 
 /// Runs the command until ctrl-c or SIGTERM.
@@ -58,7 +89,11 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let coordinator = EmbeddedCoordinator::builder()
+        let mut builder = EmbeddedCoordinator::builder();
+        if let Some(tls) = args.tls() {
+            builder = builder.tls(tls);
+        }
+        let coordinator = builder
             .min_session_timeout(Duration::from_millis(args.min_session_timeout_ms))
             .max_session_timeout(Duration::from_millis(args.max_session_timeout_ms))
             .initial_rebalance_delay(Duration::from_millis(args.initial_rebalance_delay_ms))
