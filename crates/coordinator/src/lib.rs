@@ -30,7 +30,8 @@
 //! ```
 //!
 //! The layers, bottom up (each module's guide says why it is shaped as it is):
-//! - [`wire`]: Kafka framing and decoding guarded against hostile frames, both directions;
+//! - `wire`: Kafka framing and decoding guarded against hostile frames, both directions
+//!   (internal; kroupier's embedded coordinator uses it through the `unstable` feature);
 //! - [`connection`]: broker connections, ApiVersions negotiation, coordinator discovery;
 //! - [`codec`]: the versioned payload codec kroupier's member metadata and assignments use;
 //! - [`membership`]: the sans-IO group membership state machine and the error table;
@@ -46,4 +47,12 @@ pub mod driver;
 pub mod election;
 pub mod membership;
 pub mod observer;
+/// Kafka's framing and request/response decoding, both directions. Internal: the embedded
+/// coordinator serves the same wire format through the `unstable` feature, which makes no
+/// promise of stability (the module is hidden from the docs).
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
 pub mod wire;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unused_imports)]
+mod wire;

@@ -4,7 +4,7 @@
 //! Layers, bottom up:
 //! - [`BrokerConnection`]: one TCP connection to one broker; requests are pipelined and
 //!   matched to responses by correlation id; a frame that does not decode closes it. It is a
-//!   tower `Service` for every request type of [`crate::wire`].
+//!   tower `Service` for every request type of the internal `wire` module.
 //! - [`NegotiatedVersions`]: the highest version of each API both sides support, picked from
 //!   ApiVersions on connect; a broker too old for kroupier is refused with the Kafka release
 //!   it needs.

@@ -15,32 +15,8 @@
 //! FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups,
 //! in every version kafka-protocol knows (Kafka 4.1's schemas).
 //!
-//! # Examples
-//! ```
-//! use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, GroupId};
-//! use kafka_protocol::protocol::StrBytes;
-//! use kroupier_coordinator::wire::{self, RequestBody};
-//!
-//! // Client: a Heartbeat v4 frame (the codec adds the length prefix).
-//! let request = HeartbeatRequest::default()
-//!     .with_group_id(GroupId(StrBytes::from_static_str("g")))
-//!     .with_generation_id(3)
-//!     .with_member_id(StrBytes::from_static_str("m-1"));
-//! let frame = wire::encode_request(&request, 4, 7, Some("kroupier")).unwrap();
-//!
-//! // Broker: decode it, answer it.
-//! let (header, body) = wire::decode_request(frame).unwrap();
-//! assert_eq!(body, RequestBody::Heartbeat(request));
-//! let answer = wire::encode_response(header.correlation_id, 4, &HeartbeatResponse::default())
-//!     .unwrap();
-//!
-//! // Client: decode the answer.
-//! let (header, response) = wire::decode_response::<HeartbeatResponse>(answer, 4).unwrap();
-//! assert_eq!((header.correlation_id, response.error_code), (7, 0));
-//!
-//! // A hostile frame is an error, not an abort.
-//! assert!(wire::decode_request(bytes::Bytes::from_static(&[0, 11, 0, 5])).is_err());
-//! ```
+//! The round trip of one Heartbeat, client to broker and back, and a hostile frame, are in
+//! `tests/mod.rs` (`a_heartbeat_round_trip_and_a_hostile_frame`).
 
 mod broker;
 mod error;

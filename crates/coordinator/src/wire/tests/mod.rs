@@ -391,3 +391,27 @@ fn the_frame_codec_caps_frames() {
             .is_err()
     );
 }
+
+#[test]
+fn a_heartbeat_round_trip_and_a_hostile_frame() {
+    use kafka_protocol::protocol::StrBytes;
+
+    // Client: a Heartbeat v4 frame (the codec adds the length prefix).
+    let request = HeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        .with_generation_id(3)
+        .with_member_id(StrBytes::from_static_str("m-1"));
+    let frame = encode_request(&request, 4, 7, Some("kroupier")).unwrap();
+
+    // Broker: decode it, answer it.
+    let (header, body) = decode_request(frame).unwrap();
+    assert_eq!(body, RequestBody::Heartbeat(request));
+    let answer = encode_response(header.correlation_id, 4, &HeartbeatResponse::default()).unwrap();
+
+    // Client: decode the answer.
+    let (header, response) = decode_response::<HeartbeatResponse>(answer, 4).unwrap();
+    assert_eq!((header.correlation_id, response.error_code), (7, 0));
+
+    // A hostile frame is an error, not an abort.
+    assert!(decode_request(Bytes::from_static(&[0, 11, 0, 5])).is_err());
+}
