@@ -286,7 +286,12 @@ impl Group {
             HEARTBEAT_MS.to_string(),
         ];
         let mut command = match side {
-            Side::Rust => Command::new(binary("consumer_group")),
+            Side::Rust => {
+                let mut c = Command::new(binary("consumer_group"));
+                // Subscription v3's rack field, read by a Java leader.
+                c.args(["--client-rack", "rack-a"]);
+                c
+            }
             Side::Java => {
                 let mut c = Command::new("java");
                 let classpath = format!(

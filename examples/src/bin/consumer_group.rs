@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! consumer_group --bootstrap ADDR --group G --id ID --topic T --assignor range|cooperative-sticky
-//!                [--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--command-config FILE]
+//!                [--client-rack RACK] [--session-timeout-ms MS] [--heartbeat-interval-ms MS]
+//!                [--command-config FILE]
 //! ```
 //!
 //! It joins group G with protocol type `consumer`, subscribes to topic T, and owns the
@@ -53,6 +54,10 @@ struct Args {
     /// The partition assignor to offer: `range` (eager) or `cooperative-sticky`.
     #[arg(long, value_parser = ["range", "cooperative-sticky"])]
     assignor: String,
+    /// Kafka's `client.rack`: sent in the subscription (version 3) for a Java leader's
+    /// rack-aware assignors. kroupier's own assignors do not use racks.
+    #[arg(long)]
+    client_rack: Option<String>,
     /// Kafka's `session.timeout.ms`.
     #[arg(long, default_value_t = 10_000)]
     session_timeout_ms: u64,
@@ -129,7 +134,7 @@ async fn main() -> ExitCode {
     let protocol = Arc::new(ConsumerProtocol::new(
         [args.topic.clone()],
         vec![assignor],
-        None,
+        args.client_rack.clone().filter(|r| !r.is_empty()),
         changes_tx,
     ));
     // The partition counts before the first JoinGroup, so a first leader assigns real ones.
