@@ -27,7 +27,7 @@ use kroupier::coordinator::driver::{Member, MemberConfig};
 use kroupier::worker::journal::unix_ms;
 use kroupier_examples::single_writer::http::{Replica, router};
 use kroupier_examples::single_writer::protocol::{Role, SingleWriter};
-use kroupier_examples::single_writer::store::Store;
+use kroupier_examples::single_writer::store::{Store, StoreError};
 use kroupier_examples::{command_config, terminated};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -164,6 +164,11 @@ async fn main() -> std::process::ExitCode {
                         let claimed = tokio::task::spawn_blocking(move || store.claim(token.generation_id)).await;
                         match claimed {
                             Ok(Ok(())) => {}
+                            Ok(Err(e @ StoreError::Fenced { .. })) => eprintln!(
+                                "single_writer: claiming the store: {e}; if the whole group was \
+                                 restarted after Kafka deleted it, its generations start again: \
+                                 give it a new --store file"
+                            ),
                             Ok(Err(e)) => eprintln!("single_writer: claiming the store: {e}"),
                             Err(e) => eprintln!("single_writer: claiming the store: {e}"),
                         }

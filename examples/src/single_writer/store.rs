@@ -2,6 +2,12 @@
 //! any writer used. A write with an older token is rejected inside the same transaction that
 //! would have applied it, so a writer that was paused and resumes can never land a write
 //! after its successor's first one (nor after its successor's [`Store::claim`]).
+//!
+//! The token is the group's generation id, which only grows while Kafka keeps the group. Kafka
+//! deletes a group that stayed empty and holds no offsets (checked every
+//! `offsets.retention.check.interval.ms`, 10 minutes by default); the group then starts again at
+//! generation 1 and this file would fence every writer. Such a restarted group needs a new
+//! store file (or the `fence` row deleted), which a writer's failed claim says on stderr.
 
 use std::path::Path;
 use std::sync::Mutex;
