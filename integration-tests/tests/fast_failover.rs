@@ -4,6 +4,9 @@
 //!
 //! - **SIGKILL a worker**: its tasks run elsewhere in well under a heartbeat interval.
 //! - **SIGKILL the leader**: the same.
+//! - **SIGKILL a static worker**: the same; the LeaveGroup names its `group.instance.id`.
+//! - **SIGTERM a static worker**: it keeps its place (Kafka's static membership): nothing moves
+//!   while it restarts.
 //! - **SIGKILL two workers at once**: the same, for both.
 //! - **SIGTERM a worker**: its tasks run elsewhere at once (its peers rejoin on its hint).
 //! - **A worker joins**: it holds its share without waiting for the members' heartbeats.
@@ -36,10 +39,21 @@ const FAST_BOUND_MS: u64 = 3_000;
 /// `count` workers `w1` .. of a fresh group with Kafka's default timeouts, balanced and
 /// settled (every peer watches the others from the last assignment on).
 fn start_group(bootstrap: &str, name: &str, count: usize) -> (TempDir, Group, Vec<Worker>) {
+    start_group_with(bootstrap, name, count, &[])
+}
+
+/// [`start_group`] with more quickstart flags.
+fn start_group_with(
+    bootstrap: &str,
+    name: &str,
+    count: usize,
+    extra: &[&str],
+) -> (TempDir, Group, Vec<Worker>) {
     let dir = TempDir::new(name);
     let mut group = Group::new(bootstrap, name, TASKS, &dir.0);
     group.session_ms = SESSION_MS;
     group.heartbeat_ms = HEARTBEAT_MS;
+    group.extra = extra.iter().map(|s| (*s).to_owned()).collect();
     let workers = (1..=count).map(|n| group.start(&format!("w{n}"))).collect();
     wait_balanced(&dir.0, TASKS, count);
     settled_generation(&dir.0);
@@ -121,6 +135,54 @@ fn a_killed_leader_s_tasks_run_elsewhere_well_within_a_heartbeat() {
     let moved = failover(&dir, &mut workers, &[leader], Signal::Kill);
     println!("MEASURE fast_sigkill_leader_running_elsewhere_ms={moved}");
     assert!(moved < FAST_BOUND_MS, "moved after {moved} ms");
+}
+
+#[test]
+fn a_killed_static_worker_is_removed_by_its_instance_id_at_once() {
+    let Some(bootstrap) = kafka_bootstrap("fast failover: SIGKILL a static worker") else {
+        return;
+    };
+    // LeaveGroup naming a static member carries its group.instance.id: without fast failover
+    // Kafka would keep its place (and its tasks) for the whole session.
+    let (dir, _group, mut workers) = start_group_with(&bootstrap, "ff-static", 3, &["--static"]);
+    let moved = failover(&dir, &mut workers, &[2], Signal::Kill);
+    println!("MEASURE fast_sigkill_static_running_elsewhere_ms={moved}");
+    assert!(moved < FAST_BOUND_MS, "moved after {moved} ms");
+}
+
+#[test]
+fn a_static_worker_that_stops_in_order_keeps_its_place() {
+    let Some(bootstrap) = kafka_bootstrap("fast failover: SIGTERM a static worker") else {
+        return;
+    };
+    // Kafka keeps a static member's place through a restart; its peers see its process end,
+    // but its links said it stopped in order, so nobody removes it.
+    let (dir, group, mut workers) =
+        start_group_with(&bootstrap, "ff-static-term", 3, &["--static"]);
+    let owners = wait_balanced(&dir.0, TASKS, 3);
+    let mut victim = workers.remove(2);
+    let held = tasks_of(&owners, &victim.id);
+    let at = unix_ms();
+    victim.process.signal(Signal::Term);
+    let _ = victim.process.wait();
+    std::thread::sleep(Duration::from_millis(2_000));
+    let all = journals(&dir.0);
+    let moved: Vec<&String> = held
+        .iter()
+        .filter(|task| {
+            all[*task]
+                .iter()
+                .any(|b| b.worker != victim.id && b.unix_ms > at)
+        })
+        .collect();
+    assert!(
+        moved.is_empty(),
+        "a static worker's tasks moved while it restarted: {moved:?}"
+    );
+    // It comes back and takes them again.
+    workers.push(group.start(&victim.id));
+    wait_balanced_since(&dir.0, TASKS, 3, unix_ms());
+    assert_no_overlap(&dir.0);
 }
 
 #[test]

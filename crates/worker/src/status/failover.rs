@@ -9,10 +9,9 @@ use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::group::failover::FastFailover;
+use crate::group::failover::{FastFailover, STOPPED};
 
 #[derive(Clone)]
 struct FailoverState {
@@ -29,10 +28,14 @@ pub(crate) fn router(failover: FastFailover, stop: CancellationToken) -> Router 
 }
 
 /// A response whose body never ends while this process serves: its end is the peer's cue to
-/// check whether this process is gone.
+/// check whether this process is gone. When the worker stops in order, the body ends with
+/// [`STOPPED`]; a crash ends it without.
 async fn watch(State(state): State<FailoverState>) -> Response {
-    let body = futures::stream::pending::<Result<Bytes, Infallible>>()
-        .take_until(state.stop.cancelled_owned());
+    let stop = state.stop.cancelled_owned();
+    let body = futures::stream::once(async move {
+        stop.await;
+        Ok::<_, Infallible>(Bytes::from_static(STOPPED.as_bytes()))
+    });
     (
         [(header::CONTENT_TYPE, "text/plain")],
         Body::from_stream(body),
@@ -75,6 +78,7 @@ fn parse_generation(query: Option<&str>) -> Result<Option<i32>, String> {
 #[cfg(test)]
 mod tests {
     use axum::http::Request;
+    use futures::StreamExt;
     use tower::ServiceExt;
 
     use super::*;
@@ -115,10 +119,10 @@ mod tests {
         let open = tokio::time::timeout(std::time::Duration::from_millis(100), body.next()).await;
         assert!(open.is_err(), "the body stays open");
         stop.cancel();
+        let last = tokio::time::timeout(std::time::Duration::from_secs(1), body.next()).await;
+        let last = last.expect("a last chunk").expect("some").expect("bytes");
+        assert_eq!(last, STOPPED.as_bytes(), "an orderly stop says so");
         let ended = tokio::time::timeout(std::time::Duration::from_secs(1), body.next()).await;
-        assert!(
-            matches!(ended, Ok(None)),
-            "the body ends when the API stops"
-        );
+        assert!(matches!(ended, Ok(None)), "then the body ends");
     }
 }

@@ -11,6 +11,10 @@
 //! its connections), a connection that times out (a partition, a blackhole, a host down) or
 //! that succeeds (a live, slow or paused process) is not a death; the link is opened again,
 //! with backoff, and the session timeout stays the only way such a peer leaves the group.
+//!
+//! A worker whose loop ends in order (a shutdown, or the member stopped by itself) ends its
+//! `/watch` bodies with [`STOPPED`] first: then its end is no crash. Kafka keeps a static
+//! member's place through a restart, and fast failover must not undo that.
 
 use std::time::Duration;
 
@@ -29,6 +33,16 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// A link that lasted this long resets the backoff.
 const STEADY: Duration = Duration::from_secs(10);
 
+/// The last line of a `/watch` body when the worker stops in order.
+pub(crate) const STOPPED: &str = "kroupier: stopped\n";
+
+/// How a peer's process ended, as its links saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gone {
+    /// Its last link said it stopped in order ([`STOPPED`]); always `false` over HTTPS.
+    pub(crate) orderly: bool,
+}
+
 /// How a link speaks to the peer's status API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LinkMode {
@@ -38,15 +52,16 @@ pub(crate) enum LinkMode {
     Bare,
 }
 
-/// Keeps a link to `peer` until its process is provably gone, then returns. Runs forever for
-/// a peer that lives (the caller aborts it when the peer leaves the watch list).
-pub(crate) async fn until_gone(peer: &Peer, own_host: Option<&str>, mode: LinkMode) {
+/// Keeps a link to `peer` until its process is provably gone, then says how it ended. Runs
+/// forever for a peer that lives (the caller aborts it when the peer leaves the watch list).
+pub(crate) async fn until_gone(peer: &Peer, own_host: Option<&str>, mode: LinkMode) -> Gone {
     let mut backoff = MIN_BACKOFF;
+    let mut orderly = false;
     loop {
         let opened = tokio::time::Instant::now();
-        hold(peer, mode).await;
+        orderly |= hold(peer, mode).await;
         if is_gone(peer, own_host).await {
-            return;
+            return Gone { orderly };
         }
         if opened.elapsed() >= STEADY {
             backoff = MIN_BACKOFF;
@@ -58,11 +73,12 @@ pub(crate) async fn until_gone(peer: &Peer, own_host: Option<&str>, mode: LinkMo
     }
 }
 
-/// Opens the link and returns when it ends (or cannot be opened).
-async fn hold(peer: &Peer, mode: LinkMode) {
+/// Opens the link and returns when it ends (or cannot be opened): whether the peer said it
+/// stopped in order.
+async fn hold(peer: &Peer, mode: LinkMode) -> bool {
     let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&peer.status_addr));
     let Ok(Ok(mut stream)) = connected.await else {
-        return;
+        return false;
     };
     if mode == LinkMode::Http {
         let request = format!(
@@ -70,16 +86,22 @@ async fn hold(peer: &Peer, mode: LinkMode) {
             peer.status_addr
         );
         if stream.write_all(request.as_bytes()).await.is_err() {
-            return;
+            return false;
         }
     }
+    // The response head, then (at an orderly stop) STOPPED; EOF or an error ends the link.
+    let mut seen: Vec<u8> = Vec::new();
     let mut buffer = [0u8; 512];
-    // Whatever the peer sends (the response head) is read and dropped; EOF or an error ends it.
     while let Ok(read) = stream.read(&mut buffer).await {
         if read == 0 {
-            return;
+            break;
+        }
+        seen.extend_from_slice(&buffer[..read]);
+        if seen.len() > 4096 {
+            seen.drain(..seen.len() - 64);
         }
     }
+    seen.windows(STOPPED.len()).any(|w| w == STOPPED.as_bytes())
 }
 
 /// Whether `peer`'s process is provably gone: a refused connection on its host.
@@ -121,10 +143,32 @@ mod tests {
         assert!(!watch.is_finished(), "an open link is a live peer");
         drop(listener);
         drop(accepted);
-        tokio::time::timeout(Duration::from_secs(2), watch)
+        let gone = tokio::time::timeout(Duration::from_secs(2), watch)
             .await
             .expect("the end of the process is seen at once")
             .unwrap();
+        assert_eq!(gone, Gone { orderly: false });
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_says_it_stopped_ended_in_order() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let watched = peer(addr);
+        let watch =
+            tokio::spawn(async move { until_gone(&watched, Some("here"), LinkMode::Http).await });
+        let (mut accepted, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 64];
+        let _ = accepted.read(&mut head).await.unwrap();
+        let body = format!("HTTP/1.1 200 OK\r\n\r\n{STOPPED}");
+        accepted.write_all(body.as_bytes()).await.unwrap();
+        drop(listener);
+        drop(accepted);
+        let gone = tokio::time::timeout(Duration::from_secs(2), watch)
+            .await
+            .expect("the end of the process is seen at once")
+            .unwrap();
+        assert_eq!(gone, Gone { orderly: true });
     }
 
     #[tokio::test]

@@ -14,6 +14,10 @@
 //!    Kafka's admin client does), so the rebalance need not wait for its session;
 //! 2. rejoins at once, and in a large group tells the other peers to do the same ([`hint`]).
 //!
+//! A static peer whose worker stopped in order (its `/watch` body says so before it ends) is
+//! not removed: Kafka keeps a static member's place through a restart, and its tasks wait for
+//! it, as they do without fast failover.
+//!
 //! A paused process (SIGSTOP, a long GC), a partition, a blackholed link or a slow peer never
 //! produces a refused connection on the peer's host, so none of them removes a member early:
 //! they still wait for the session timeout, and self-fencing covers them as before. Why a
@@ -38,7 +42,7 @@ use kroupier_coordinator::observer::{GroupState, Observer, Removal};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-pub(crate) use link::LinkMode;
+pub(crate) use link::{LinkMode, STOPPED};
 use peers::Peer;
 
 /// How long one DescribeGroups for the peer list may take.
@@ -143,7 +147,7 @@ struct Watch {
     own_host: Option<String>,
     peers: Vec<Peer>,
     links: HashMap<String, AbortHandle>,
-    deaths: mpsc::UnboundedSender<String>,
+    deaths: mpsc::UnboundedSender<(String, link::Gone)>,
 }
 
 /// Runs fast failover for `member` until the inbox closes (every handle dropped) or the member
@@ -175,7 +179,7 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
                 Some(Input::Joining(peers)) => watch.joining(peers).await,
                 None => break,
             },
-            Some(member_id) = dead.recv() => watch.died(&member_id).await,
+            Some((member_id, gone)) = dead.recv() => watch.died(&member_id, gone).await,
             () = watch.member.stopped() => break,
         }
     }
@@ -232,8 +236,8 @@ impl Watch {
             let own_host = self.own_host.clone();
             let mode = self.settings.mode;
             let link = tokio::spawn(async move {
-                link::until_gone(&peer, own_host.as_deref(), mode).await;
-                let _ = deaths.send(peer.member_id);
+                let gone = link::until_gone(&peer, own_host.as_deref(), mode).await;
+                let _ = deaths.send((peer.member_id, gone));
             });
             self.links.insert(member_id, link.abort_handle());
         }
@@ -245,13 +249,22 @@ impl Watch {
     }
 
     /// A watched peer's process is gone: remove it, rejoin, and (in a large group) tell the
-    /// others.
-    async fn died(&mut self, member_id: &str) {
+    /// others. A static peer that stopped in order keeps its place: Kafka keeps it through a
+    /// restart, and its tasks wait for it (its shutdown stopped them).
+    async fn died(&mut self, member_id: &str, gone: link::Gone) {
         self.links.remove(member_id);
         let Some(index) = self.peers.iter().position(|p| p.member_id == member_id) else {
             return;
         };
         let peer = self.peers.remove(index);
+        if gone.orderly && peer.group_instance_id.is_some() {
+            tracing::info!(
+                peer = %peer.member_id,
+                "a static peer stopped in order: it keeps its place in the group until it \
+                 restarts or its session expires"
+            );
+            return;
+        }
         let status = self.member.current();
         let generation = status.generation.as_ref().map(|g| g.generation_id);
         tracing::info!(
