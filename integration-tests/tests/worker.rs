@@ -77,6 +77,9 @@ fn three_workers_run_every_task_once_and_a_fourth_gets_its_share_without_stoppin
     assert_no_overlap(&dir.0);
 }
 
+/// How many times each fault is applied in one test (each to the group as the last one left it).
+const ROUNDS: usize = 2;
+
 #[test]
 fn a_killed_workers_tasks_run_elsewhere_within_session_plus_two_heartbeats() {
     let Some(bootstrap) = kafka_bootstrap("worker: SIGKILL") else {
@@ -84,22 +87,34 @@ fn a_killed_workers_tasks_run_elsewhere_within_session_plus_two_heartbeats() {
     };
     let dir = TempDir::new("kill");
     let group = Group::new(&bootstrap, "worker-kill", 12, &dir.0);
-    let workers: Vec<Worker> = ["w1", "w2", "w3"]
+    let mut workers: Vec<Worker> = ["w1", "w2", "w3"]
         .iter()
         .map(|id| group.start(id))
         .collect();
-    let owners = wait_balanced(&dir.0, 12, 3);
-    let victim = &workers[1];
-    let moved = tasks_of(&owners, &victim.id);
-    let killed_ms = unix_ms();
-    victim.process.signal(Signal::Kill);
-    let bound = SESSION_MS + 2 * HEARTBEAT_MS + SLACK_MS;
-    let latency = moved_after(&dir.0, &moved, &victim.id, killed_ms, bound);
-    println!(
-        "MEASURE kill_to_running_elsewhere_ms={latency} (session {SESSION_MS} ms, heartbeat {HEARTBEAT_MS} ms)"
-    );
-    assert!(latency <= bound, "took {latency} ms, bound {bound} ms");
-    wait_balanced(&dir.0, 12, 2);
+    let mut since = 0;
+    for round in 1..=ROUNDS {
+        let owners = wait_balanced_since(&dir.0, 12, 3, since);
+        // A follower or the leader: whichever joined second among the living.
+        let victim = workers.remove(1);
+        let moved = tasks_of(&owners, &victim.id);
+        let killed_ms = unix_ms();
+        victim.process.signal(Signal::Kill);
+        let bound = SESSION_MS + 2 * HEARTBEAT_MS + SLACK_MS;
+        let latency = moved_after(&dir.0, &moved, &victim.id, killed_ms, bound);
+        println!(
+            "MEASURE kill_round{round}_to_running_elsewhere_ms={latency} (session {SESSION_MS} ms, \
+             heartbeat {HEARTBEAT_MS} ms)"
+        );
+        assert!(
+            latency <= bound,
+            "round {round}: took {latency} ms, bound {bound} ms"
+        );
+        wait_balanced_since(&dir.0, 12, 2, killed_ms);
+        assert_no_overlap(&dir.0);
+        workers.push(group.start(&format!("w{}", 3 + round)));
+        since = unix_ms();
+    }
+    wait_balanced_since(&dir.0, 12, 3, since);
     assert_no_overlap(&dir.0);
 }
 
@@ -114,19 +129,26 @@ fn a_terminated_workers_tasks_run_elsewhere_within_two_seconds() {
         .iter()
         .map(|id| group.start(id))
         .collect();
-    let owners = wait_balanced(&dir.0, 12, 3);
-    let moved = tasks_of(&owners, &workers[2].id);
-    let termed_ms = unix_ms();
-    workers[2].process.signal(Signal::Term);
-    let latency = moved_after(&dir.0, &moved, &workers[2].id, termed_ms, 2_000);
-    println!("MEASURE leave_to_running_elsewhere_ms={latency}");
-    assert!(latency <= 2_000, "took {latency} ms, bound 2000 ms");
-    assert_eq!(
-        workers[2].process.wait(),
-        Some(0),
-        "exit code after SIGTERM"
-    );
-    wait_balanced(&dir.0, 12, 2);
+    let mut since = 0;
+    for round in 1..=ROUNDS {
+        let owners = wait_balanced_since(&dir.0, 12, 3, since);
+        let mut leaving = workers.remove(2);
+        let moved = tasks_of(&owners, &leaving.id);
+        let termed_ms = unix_ms();
+        leaving.process.signal(Signal::Term);
+        let latency = moved_after(&dir.0, &moved, &leaving.id, termed_ms, 2_000);
+        println!("MEASURE leave_round{round}_to_running_elsewhere_ms={latency}");
+        assert!(
+            latency <= 2_000,
+            "round {round}: took {latency} ms, bound 2000 ms"
+        );
+        assert_eq!(leaving.process.wait(), Some(0), "exit code after SIGTERM");
+        wait_balanced_since(&dir.0, 12, 2, termed_ms);
+        assert_no_overlap(&dir.0);
+        workers.push(group.start(&format!("w{}", 3 + round)));
+        since = unix_ms();
+    }
+    wait_balanced_since(&dir.0, 12, 3, since);
     assert_no_overlap(&dir.0);
 }
 
@@ -195,45 +217,55 @@ fn a_frozen_worker_fences_itself_and_rejoins_without_overlap() {
         .iter()
         .map(|id| group.start(id))
         .collect();
-    let owners = wait_balanced(&dir.0, 12, 3);
-    let frozen = 0;
-    let held = tasks_of(&owners, &workers[frozen].id);
-    let generation = settled_generation(&dir.0);
+    let mut since = 0;
+    for (round, frozen) in (1..=ROUNDS).zip(0..) {
+        let owners = wait_balanced_since(&dir.0, 12, 3, since);
+        let held = tasks_of(&owners, &workers[frozen].id);
+        let generation = settled_generation(&dir.0);
 
-    let stopped_ms = unix_ms();
-    workers[frozen].process.signal(Signal::Stop);
-    // Beats stamped before the signal arrived are fine; none may come after it.
-    let frozen_ms = unix_ms();
-    std::thread::sleep(Duration::from_millis(2 * SESSION_MS));
-    // Meanwhile the others took its tasks over.
-    moved_after(&dir.0, &held, &workers[frozen].id, stopped_ms, 0);
-    workers[frozen].process.signal(Signal::Cont);
+        let stopped_ms = unix_ms();
+        workers[frozen].process.signal(Signal::Stop);
+        // Beats stamped before the signal arrived are fine; none may come after it.
+        let frozen_ms = unix_ms();
+        std::thread::sleep(Duration::from_millis(2 * SESSION_MS));
+        // Meanwhile the others took its tasks over.
+        moved_after(&dir.0, &held, &workers[frozen].id, stopped_ms, 0);
+        workers[frozen].process.signal(Signal::Cont);
 
-    let lost = workers[frozen]
-        .wait_line(Duration::from_secs(5), |v| v["event"] == "lost")
-        .expect("the frozen worker reports that it lost its membership");
-    // The generation it held, or one it was joining when it froze.
-    let lost_generation = lost["generation"].as_i64().expect("lost generation") as i32;
-    assert!(lost_generation >= generation, "{lost}");
-    workers[frozen]
-        .wait_line(Duration::from_secs(15), |v| {
-            v["event"] == "assigned" && v["generation"].as_i64() > Some(i64::from(lost_generation))
-        })
-        .expect("the frozen worker rejoins");
-    wait_balanced(&dir.0, 12, 3);
-    // Nothing written by the frozen worker in its old generation after the freeze.
-    for (task, beats) in journals(&dir.0) {
-        let late: Vec<&Beat> = beats
-            .iter()
-            .filter(|b| {
-                b.worker == workers[frozen].id
-                    && b.generation <= lost_generation
-                    && b.unix_ms > frozen_ms
+        let lost = workers[frozen]
+            .wait_line(Duration::from_secs(5), |v| {
+                v["event"] == "lost" && v["generation"].as_i64() >= Some(i64::from(generation))
             })
-            .collect();
-        assert!(late.is_empty(), "{task}: beats after the freeze: {late:?}");
+            .unwrap_or_else(|| {
+                panic!("round {round}: the frozen worker reports that it lost its membership")
+            });
+        // The generation it held, or one it was joining when it froze.
+        let lost_generation = lost["generation"].as_i64().expect("lost generation") as i32;
+        workers[frozen]
+            .wait_line(Duration::from_secs(15), |v| {
+                v["event"] == "assigned"
+                    && v["generation"].as_i64() > Some(i64::from(lost_generation))
+            })
+            .unwrap_or_else(|| panic!("round {round}: the frozen worker rejoins"));
+        since = unix_ms();
+        wait_balanced_since(&dir.0, 12, 3, since);
+        // Nothing written by the frozen worker in its old generation after the freeze.
+        for (task, beats) in journals(&dir.0) {
+            let late: Vec<&Beat> = beats
+                .iter()
+                .filter(|b| {
+                    b.worker == workers[frozen].id
+                        && b.generation <= lost_generation
+                        && b.unix_ms > frozen_ms
+                })
+                .collect();
+            assert!(
+                late.is_empty(),
+                "round {round}: {task}: beats after the freeze: {late:?}"
+            );
+        }
+        assert_no_overlap(&dir.0);
     }
-    assert_no_overlap(&dir.0);
 }
 
 #[test]
