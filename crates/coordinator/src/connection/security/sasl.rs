@@ -87,9 +87,16 @@ pub(crate) async fn authenticate(
             };
             let mut scram = ScramClient::new(hash, username, password.expose());
             let server_first = send(scram.client_first()).await?;
-            let client_final = scram
-                .client_final(&server_first.auth_bytes)
-                .map_err(&failed)?;
+            // Hi() is PBKDF2 with 4096..=16384 iterations: milliseconds in an optimised build,
+            // a few hundred in a debug one. On the blocking pool it stalls no task of the
+            // runtime, however often sessions are renewed.
+            let (scram, client_final) = tokio::task::spawn_blocking(move || {
+                let client_final = scram.client_final(&server_first.auth_bytes);
+                (scram, client_final)
+            })
+            .await
+            .map_err(|e| failed(format!("the SCRAM key derivation did not finish: {e}")))?;
+            let client_final = client_final.map_err(&failed)?;
             let server_final = send(client_final).await?;
             scram
                 .verify_server_final(&server_final.auth_bytes)
