@@ -333,7 +333,8 @@ async fn mutual_tls_refuses_clients_without_a_certificate_the_client_ca_signed()
     )
     .await;
     assert!(
-        message.contains("rejected the client certificate"),
+        message.contains("rejected the client certificate")
+            && message.contains("ssl.keystore.location"),
         "{message}"
     );
 

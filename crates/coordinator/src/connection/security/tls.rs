@@ -169,9 +169,9 @@ fn alert_reason(alert: AlertDescription) -> String {
         | AlertDescription::CertificateExpired
         | AlertDescription::CertificateRevoked
         | AlertDescription::DecryptError => format!(
-            "the broker rejected the client certificate (alert {alert:?}): use one signed by a \
-             CA in the broker's `ssl.truststore.location`, valid now and for client \
-             authentication"
+            "the broker rejected the client certificate, or its absence (alert {alert:?}): set \
+             `ssl.keystore.location` to a PEM file with the client's key and a certificate \
+             that a CA the broker trusts signed, valid now and for client authentication"
         ),
         _ => format!(
             "the broker refused the handshake (alert {alert:?}); if it requires client \
