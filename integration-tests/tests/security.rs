@@ -35,7 +35,7 @@ use kroupier_coordinator::membership::{
     AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberState,
     ProtocolMetadata,
 };
-use kroupier_integration_tests::journal::unix_ms;
+use kroupier_integration_tests::journal::{self, unix_ms};
 use kroupier_integration_tests::process::{Signal, binary};
 use kroupier_integration_tests::quickstart::*;
 use serde_json::Value;
@@ -451,4 +451,222 @@ fn quickstart_workers_over_sasl_ssl_share_tasks_fail_over_and_log_no_secret() {
     let scanned = assert_no_secret_in_logs(&logs.0, &secrets);
     println!("scanned {scanned} log lines for secrets");
     assert!(scanned > 0, "the workers logged nothing to scan");
+}
+
+/// The SSL listener of the `--sasl-ssl` broker, which requires client certificates, and its
+/// client properties (`client-mtls.properties` beside the SASL_SSL ones): its address and the
+/// security settings with the client certificate.
+fn mtls_listener(config: &Path) -> (String, Security) {
+    let path = config.with_file_name("client-mtls.properties");
+    let properties = read_properties(&path);
+    let bootstrap = properties
+        .iter()
+        .find(|(k, _)| k == "bootstrap.servers")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("{} names no bootstrap.servers", path.display()));
+    (bootstrap, security_from(&path))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_authenticates_over_ssl_and_none_is_a_clear_error() {
+    let Some((_, config)) = sasl_ssl_broker("a_client_certificate_authenticates") else {
+        return;
+    };
+    let (bootstrap, security) = mtls_listener(&config);
+    assert!(
+        security
+            .tls
+            .as_ref()
+            .is_some_and(|tls| tls.identity.is_some())
+            && security.sasl.is_none(),
+        "client-mtls.properties must be SSL with a key store: {security:?}"
+    );
+    let group = unique_group("mtls-join");
+    let (handle, driver) = Member::new(
+        member_config(&bootstrap, &group, security.clone()),
+        Arc::new(Solo),
+    )
+    .expect("valid member");
+    let driver = tokio::spawn(driver);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while handle.current().state != MemberState::Stable {
+        assert!(
+            Instant::now() < deadline && !driver.is_finished(),
+            "no stable membership over SSL with a client certificate within 30 s: {:?}",
+            handle.current().state
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    handle.leave("test done").await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), driver)
+        .await
+        .expect("the driver ends after leaving");
+    ended.expect("driver task").expect("a clean leave");
+
+    // Without the certificate the broker refuses the connection: a fatal TLS error that says
+    // what to set, not a retry loop.
+    let mut without = security;
+    without.tls.as_mut().expect("SSL has TLS").identity = None;
+    let mut cluster = ClusterConfig::new(&bootstrap);
+    cluster.security = without.clone();
+    let error = Cluster::new(cluster)
+        .unwrap()
+        .any_broker()
+        .await
+        .expect_err("a client without a certificate must be refused");
+    println!("no client certificate: {error}");
+    assert!(matches!(error, ConnectionError::Tls { .. }), "{error:?}");
+    assert!(error.is_fatal(), "{error:?}");
+    assert!(
+        error.to_string().contains("ssl.keystore.location"),
+        "{error}"
+    );
+    let t0 = Instant::now();
+    let error = run_member(
+        member_config(&bootstrap, &unique_group("mtls-none"), without),
+        Duration::from_secs(15),
+    )
+    .await
+    .expect_err("a member without a client certificate must end");
+    assert!(
+        error.to_string().contains("ssl.keystore.location"),
+        "{error}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+}
+
+/// A duration as `Debug` shows it (`8s`, `7.5s`, `800ms`).
+fn parse_duration(text: &str) -> Option<Duration> {
+    if let Some(ms) = text.strip_suffix("ms") {
+        return ms
+            .parse::<f64>()
+            .ok()
+            .map(|ms| Duration::from_secs_f64(ms / 1_000.0));
+    }
+    text.strip_suffix('s')?
+        .parse::<f64>()
+        .ok()
+        .map(Duration::from_secs_f64)
+}
+
+/// Drops ANSI colour codes: the workers colour their logs.
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How many times a worker's log says it closed a connection because its SASL session was
+/// about to end, and the session lifetimes the broker granted.
+fn renewals_in(log: &Path) -> (usize, BTreeSet<String>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<String> = text.lines().map(plain).collect();
+    let renewals = lines
+        .iter()
+        .filter(|l| {
+            l.contains("closing broker connection") && l.contains("reconnecting before it does")
+        })
+        .count();
+    let lifetimes = lines
+        .iter()
+        .filter(|l| l.contains("SASL session has a lifetime"))
+        .filter_map(|l| l.split("lifetime=").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    (renewals, lifetimes)
+}
+
+#[test]
+fn workers_keep_their_tasks_and_membership_across_sasl_session_renewals() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("sasl session renewals") else {
+        return;
+    };
+    let journal = TempDir::new("sasl-reauth-journal");
+    let logs = TempDir::new("sasl-reauth-logs");
+    let mut group = Group::new(&bootstrap, "sasl-reauth", 4, &journal.0);
+    group.extra = vec!["--command-config".into(), config.display().to_string()];
+    group.logs = Some(logs.0.clone());
+    group.env = vec![("RUST_LOG".into(), DEBUG_LOGS.into())];
+    let mut workers: Vec<Worker> = ["w1", "w2"].iter().map(|id| group.start(id)).collect();
+    let owners = wait_balanced(&journal.0, 4, 2);
+    let generation = settled_generation(&journal.0);
+    let since = unix_ms();
+
+    // scripts/kafka gives SASL sessions 8 s (connections.max.reauth.ms) and kroupier renews
+    // each at 85-95 % of it: watch for three lifetimes, as the broker states them.
+    let log_of = |worker: &Worker| logs.0.join(format!("{}.stderr", worker.id));
+    let lifetime = workers
+        .iter()
+        .flat_map(|w| renewals_in(&log_of(w)).1)
+        .filter_map(|l| parse_duration(&l))
+        .max()
+        .expect("the broker grants SASL sessions a lifetime (connections.max.reauth.ms)");
+    let watch = lifetime * 3 + Duration::from_secs(1);
+    println!("SASL session lifetime {lifetime:?}; watching for {watch:?}");
+    std::thread::sleep(watch);
+    for worker in &workers {
+        let (renewals, lifetimes) = renewals_in(&log_of(worker));
+        println!(
+            "{}: {renewals} connections renewed before their SASL session ended, lifetimes {lifetimes:?}",
+            worker.id
+        );
+        // At least its coordinator connection, three times.
+        assert!(renewals >= 3, "{}: only {renewals} renewals", worker.id);
+    }
+
+    // No rebalance and no lost membership meanwhile: no assignment or loss event since, every
+    // task ran on its owner without a gap, in the same generation.
+    for worker in &mut workers {
+        worker.drain();
+        let events: Vec<&Value> = worker
+            .seen
+            .iter()
+            .filter(|v| v["ts_ms"].as_u64().is_some_and(|t| t > since))
+            .filter(|v| v["event"] == "assigned" || v["event"] == "lost")
+            .collect();
+        assert!(
+            events.is_empty(),
+            "{} rebalanced or lost its membership: {events:?}",
+            worker.id
+        );
+    }
+    // Beats come every 100 ms; a loaded 2-core machine can delay one by a few hundred ms
+    // without the task stopping (a stop would come with an event above), so a gap only counts
+    // when it is longer than that.
+    let now = unix_ms();
+    for (task, beats) in journals(&journal.0) {
+        let recent: Vec<_> = beats.into_iter().filter(|b| b.unix_ms > since).collect();
+        let tenures = journal::tenures(&recent, 1_000);
+        assert_eq!(
+            tenures.len(),
+            1,
+            "{task} did not run in one stretch: {tenures:?}"
+        );
+        let tenure = &tenures[0];
+        assert_eq!(Some(&tenure.worker), owners.get(&task), "{task} moved");
+        assert_eq!(tenure.generation, generation, "{task}: a new generation");
+        assert!(
+            tenure.last_ms + RECENT_MS >= now,
+            "{task} stopped: {tenure:?}"
+        );
+    }
+
+    for worker in &mut workers {
+        worker.process.signal(Signal::Term);
+    }
+    for worker in &mut workers {
+        assert_eq!(worker.process.wait(), Some(0), "{} exits 0", worker.id);
+    }
 }
