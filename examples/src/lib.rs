@@ -8,8 +8,8 @@
 //! do, read by [`command_config`].
 
 pub mod beat;
-pub mod single_writer;
 pub mod consumer;
+pub mod single_writer;
 
 use std::path::Path;
 
