@@ -17,6 +17,12 @@
 //! session and heartbeat). Needs the binaries built (`cargo build -p kroupier-examples -p
 //! kroupier-cli`).
 //!
+//! The same broker's SSL listener requires client certificates (`client-mtls.properties`): a
+//! member with one joins, one without gets a fatal TLS error naming `ssl.keystore.location`.
+//! Its SASL sessions last 8 s (`connections.max.reauth.ms`): two quickstart workers keep their
+//! tasks, generation and membership through three lifetimes while kroupier renews their
+//! connections before each session ends.
+//!
 //! `handshake_cost` prints `MEASURE` lines: the median time to open a ready connection (TCP, TLS,
 //! ApiVersions, SCRAM-SHA-512) beside a PLAINTEXT one when `KROUPIER_KAFKA_BOOTSTRAP` is set too.
 
