@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
@@ -101,6 +102,7 @@ public final class ConsumerInterop {
 
     KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
     CountDownLatch done = new CountDownLatch(1);
+    AtomicInteger exitCode = new AtomicInteger(0);
     Thread main = Thread.currentThread();
     Runtime.getRuntime()
         .addShutdownHook(
@@ -113,8 +115,9 @@ public final class ConsumerInterop {
                     main.interrupt();
                   }
                   // A JVM ended by SIGTERM exits 143 even after a clean close; this one left
-                  // its group as asked, so it exits 0, as kroupier's binaries do.
-                  Runtime.getRuntime().halt(0);
+                  // its group as asked, so it exits 0 (1 after an error), as kroupier's
+                  // binaries do.
+                  Runtime.getRuntime().halt(exitCode.get());
                 }));
 
     ConsumerRebalanceListener listener =
@@ -159,6 +162,9 @@ public final class ConsumerInterop {
       }
     } catch (WakeupException e) {
       // SIGTERM: close below.
+    } catch (RuntimeException e) {
+      e.printStackTrace();
+      exitCode.set(1);
     } finally {
       consumer.close(Duration.ofSeconds(10));
       OWNED.clear();
