@@ -5,7 +5,7 @@
 //!
 //! These tests kill brokers, so they run only with `KROUPIER_KAFKA_CLUSTER=1` (scripts/test's
 //! cluster phase: `scripts/kafka start --brokers 3`), one at a time (`--test-threads=1`). Each
-//! applies its fault twice. Prints `MEASURE name=ms` lines: how long the tasks ran nowhere.
+//! applies its fault twice (`KROUPIER_BROKER_FAULT_ROUNDS=N` for more, to measure). Prints `MEASURE name=ms` lines: how long the tasks ran nowhere.
 
 use std::time::Duration;
 
@@ -15,7 +15,14 @@ use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::quickstart::*;
 
 const TASKS: usize = 12;
-const ROUNDS: usize = 2;
+
+/// How many times each fault is applied: 2, or `KROUPIER_BROKER_FAULT_ROUNDS` (for measuring).
+fn rounds() -> usize {
+    std::env::var("KROUPIER_BROKER_FAULT_ROUNDS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(2)
+}
 /// How long the group may take to run every task once again after a broker fault: a dead
 /// broker is fenced after the controller's `broker.session.timeout.ms` (9 s), then the group's
 /// offsets partition moves, then the members rejoin.
@@ -98,7 +105,7 @@ fn workers_run_every_task_once_through_coordinator_broker_restarts() {
         .map(|id| group.start(id))
         .collect();
     wait_balanced(&dir.0, TASKS, 3);
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds() {
         let node = coordinator_node(&bootstrap, &group.group)
             .expect("the group's coordinator")
             .to_string();
@@ -127,7 +134,7 @@ fn workers_run_every_task_once_after_the_coordinator_broker_dies() {
         .map(|id| group.start(id))
         .collect();
     wait_balanced(&dir.0, TASKS, 3);
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds() {
         let node = coordinator_node(&bootstrap, &group.group).expect("the group's coordinator");
         let fault_ms = unix_ms();
         kafka_script(&["kill-node", &node.to_string()]);
