@@ -112,6 +112,14 @@ fn build_java(version: &str) -> Result<PathBuf, String> {
     if stamp.exists() {
         return Ok(out);
     }
+    // One stamp at a time: the build below replaces what an older stamp vouched for.
+    if let Ok(dir) = std::fs::read_dir(&out) {
+        for entry in dir.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(".built-") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
     let started = Instant::now();
     let output = Command::new("mvn")
         .args(["-B", "-q", "-f"])
