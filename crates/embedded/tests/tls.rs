@@ -406,3 +406,31 @@ async fn tls_files_that_do_not_load_are_named_at_bind() {
         .expect_err("a key as the client CA fails");
     assert!(not_a_ca.to_string().contains("client CA"), "{not_a_ca}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plaintext_client_on_a_tls_listener_is_closed_at_once_and_served_nothing() {
+    let pki = Pki::new("plaintext");
+    let coordinator = start(pki.server()).await;
+    let mut config = ClusterConfig::new(&coordinator.bootstrap());
+    config.connection.connect_timeout = Duration::from_secs(10);
+    let t0 = Instant::now();
+    let error = Cluster::new(config)
+        .expect("plaintext settings")
+        .any_broker()
+        .await
+        .expect_err("a plaintext client gets no Kafka answer from a TLS listener");
+    println!("plaintext client: {error}");
+    // The listener answers the plaintext request with a TLS alert and closes: the client sees a
+    // broken connection within a moment, not a hang until its timeout.
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(!matches!(error, ConnectionError::Tls { .. }), "{error:?}");
+
+    let ca = pki.file("ca.pem");
+    joins(
+        &coordinator,
+        "tls-after-plaintext",
+        ssl(&[("ssl.truststore.location", &ca)]),
+    )
+    .await;
+    coordinator.shutdown().await;
+}
