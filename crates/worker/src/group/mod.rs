@@ -348,6 +348,7 @@ pub(crate) async fn spawn(
             group_id: config.member.membership.group_id.clone(),
             cluster: config.member.cluster.clone(),
             token: config.status.token.clone(),
+            own_addr: status_addr.map(|a| a.to_string()).unwrap_or_default(),
             mode: if status_tls.is_some() {
                 failover::LinkMode::Bare
             } else {

@@ -43,14 +43,14 @@ async fn watch(State(state): State<FailoverState>) -> Response {
         .into_response()
 }
 
-/// A peer started a rebalance from `?generation=G` (none: a joining peer): rejoin at once if
-/// still stable in `G` or older.
+/// A peer (`&from=ADDR`) started a rebalance from `?generation=G` (none: a joining peer):
+/// rejoin at once if still stable in `G` or older.
 async fn rebalance(State(state): State<FailoverState>, RawQuery(query): RawQuery) -> Response {
-    let generation = match parse_generation(query.as_deref()) {
-        Ok(generation) => generation,
+    let (generation, from) = match parse_hint(query.as_deref()) {
+        Ok(hint) => hint,
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
-    state.failover.hinted(generation);
+    state.failover.hinted(generation, from);
     (
         StatusCode::ACCEPTED,
         "rejoining if still in that generation\n",
@@ -58,21 +58,23 @@ async fn rebalance(State(state): State<FailoverState>, RawQuery(query): RawQuery
         .into_response()
 }
 
-fn parse_generation(query: Option<&str>) -> Result<Option<i32>, String> {
-    let Some(query) = query.filter(|q| !q.is_empty()) else {
-        return Ok(None);
-    };
-    for pair in query.split('&') {
+/// `generation` (an integer, optional) and `from` (the sender's status API, optional) of a
+/// hint's query string.
+fn parse_hint(query: Option<&str>) -> Result<(Option<i32>, Option<String>), String> {
+    let mut generation = None;
+    let mut from = None;
+    for pair in query.unwrap_or_default().split('&') {
         match pair.split_once('=') {
             Some(("generation", value)) => {
-                return value.parse().map(Some).map_err(|_| {
+                generation = Some(value.parse().map_err(|_| {
                     format!("`generation` must be a generation id (an integer), not `{value}`\n")
-                });
+                })?);
             }
-            _ => continue,
+            Some(("from", value)) if !value.is_empty() => from = Some(value.to_owned()),
+            _ => {}
         }
     }
-    Ok(None)
+    Ok((generation, from))
 }
 
 #[cfg(test)]
@@ -84,11 +86,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_generation_comes_from_the_query() {
-        assert_eq!(parse_generation(None), Ok(None));
-        assert_eq!(parse_generation(Some("generation=7")), Ok(Some(7)));
-        assert_eq!(parse_generation(Some("x=1&generation=-1")), Ok(Some(-1)));
-        assert!(parse_generation(Some("generation=seven")).is_err());
+    fn the_generation_and_sender_come_from_the_query() {
+        assert_eq!(parse_hint(None), Ok((None, None)));
+        assert_eq!(parse_hint(Some("generation=7")), Ok((Some(7), None)));
+        assert_eq!(
+            parse_hint(Some("x=1&generation=-1&from=127.0.0.1:9")),
+            Ok((Some(-1), Some("127.0.0.1:9".to_owned())))
+        );
+        assert!(parse_hint(Some("generation=seven")).is_err());
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@
 //! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
 //! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
 //! | `GET /watch` | with fast failover: 200 and a body that never ends while the process serves (a peer's link; its end is the cue to check whether this process is gone) |
-//! | `POST /rebalance?generation=G` | with fast failover: 202, and this worker rejoins at once if it is stable in generation `G` or older (a peer started a rebalance); 400 for a bad `G` |
+//! | `POST /rebalance?generation=G&from=ADDR` | with fast failover: 202, and this worker rejoins at once if it is stable in generation `G` or older (a peer whose status API is `ADDR` started a rebalance); 400 for a bad `G` |
 //!
 //! Reads never fail because of a rebalance.
 //!

@@ -1,7 +1,10 @@
 //! "Rejoin now": the hint one worker sends its peers when it starts a rebalance (a peer died,
 //! it joins or leaves, a cooperative follow-up round), so that they rejoin at once instead of
-//! at their next heartbeat. `POST /rebalance?generation=G` on the peer's status API, with the
-//! status bearer token when one is set (workers of a group share it).
+//! at their next heartbeat. `POST /rebalance?generation=G&from=ADDR` on the peer's status API
+//! (`ADDR`: the sender's own status API), with the status bearer token when one is set
+//! (workers of a group share it). `from` lets a member that does not know the sender yet (a
+//! worker that just joined) include it in the hints it sends itself, before DescribeGroups
+//! can show the newcomer's metadata.
 //!
 //! A hint is only ever a shortcut: a peer that misses it learns of the rebalance from its next
 //! heartbeat, as without fast failover. A peer acts on it only while it is stable in
@@ -17,8 +20,16 @@ use tokio::net::TcpStream;
 const HINT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The request line and headers of a hint (no body).
-pub(crate) fn request(addr: &str, generation: Option<i32>, token: Option<&Secret>) -> String {
-    let query = generation.map_or(String::new(), |g| format!("?generation={g}"));
+pub(crate) fn request(
+    addr: &str,
+    generation: Option<i32>,
+    from: &str,
+    token: Option<&Secret>,
+) -> String {
+    let query = match generation {
+        Some(g) => format!("?generation={g}&from={from}"),
+        None => format!("?from={from}"),
+    };
     let authorization = token.map_or(String::new(), |t| {
         format!("Authorization: Bearer {}\r\n", t.expose())
     });
@@ -29,12 +40,17 @@ pub(crate) fn request(addr: &str, generation: Option<i32>, token: Option<&Secret
 }
 
 /// Sends a hint to the status API at `addr`; returns whether the peer accepted it (202).
-pub(crate) async fn send(addr: &str, generation: Option<i32>, token: Option<&Secret>) -> bool {
+pub(crate) async fn send(
+    addr: &str,
+    generation: Option<i32>,
+    from: &str,
+    token: Option<&Secret>,
+) -> bool {
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await.ok()?;
         stream.set_nodelay(true).ok()?;
         stream
-            .write_all(request(addr, generation, token).as_bytes())
+            .write_all(request(addr, generation, from, token).as_bytes())
             .await
             .ok()?;
         let mut head = [0u8; 12];
@@ -51,17 +67,17 @@ mod tests {
 
     #[test]
     fn a_hint_names_the_generation_and_carries_the_token() {
-        let plain = request("127.0.0.1:9", Some(7), None);
+        let plain = request("127.0.0.1:9", Some(7), "127.0.0.1:8", None);
         assert!(
-            plain.starts_with("POST /rebalance?generation=7 HTTP/1.1\r\n"),
+            plain.starts_with("POST /rebalance?generation=7&from=127.0.0.1:8 HTTP/1.1\r\n"),
             "{plain}"
         );
         assert!(!plain.contains("Authorization"));
         assert!(plain.ends_with("\r\n\r\n"));
         let token = Secret::new("t0ken");
-        let guarded = request("127.0.0.1:9", None, Some(&token));
+        let guarded = request("127.0.0.1:9", None, "127.0.0.1:8", Some(&token));
         assert!(
-            guarded.starts_with("POST /rebalance HTTP/1.1\r\n"),
+            guarded.starts_with("POST /rebalance?from=127.0.0.1:8 HTTP/1.1\r\n"),
             "{guarded}"
         );
         assert!(guarded.contains("Authorization: Bearer t0ken\r\n"));

@@ -31,7 +31,7 @@ mod hint;
 mod link;
 pub(crate) mod peers;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,7 +59,10 @@ enum Input {
     /// An assignment was applied: the members may have changed.
     Assigned,
     /// A peer asked this worker to rejoin (`POST /rebalance`).
-    Hinted { generation: Option<i32> },
+    Hinted {
+        generation: Option<i32>,
+        from: Option<String>,
+    },
     /// This worker starts a rebalance from `generation`: tell the peers.
     Rebalancing { generation: Option<i32> },
     /// This worker is joining a group with these members: tell them once the group prepares
@@ -106,9 +109,10 @@ impl FastFailover {
         self.send(Input::Assigned);
     }
 
-    /// A peer asked this worker to rejoin, if it is stable in `generation` or older.
-    pub(crate) fn hinted(&self, generation: Option<i32>) {
-        self.send(Input::Hinted { generation });
+    /// A peer (whose status API is `from`) asked this worker to rejoin, if it is stable in
+    /// `generation` or older.
+    pub(crate) fn hinted(&self, generation: Option<i32>, from: Option<String>) {
+        self.send(Input::Hinted { generation, from });
     }
 
     /// This worker starts a rebalance from `generation`.
@@ -134,6 +138,8 @@ pub(crate) struct Settings {
     pub(crate) cluster: ClusterConfig,
     /// The status token, sent with hints.
     pub(crate) token: Option<Secret>,
+    /// This worker's status API address, named in its hints.
+    pub(crate) own_addr: String,
     /// How links speak (the group's status APIs are assumed to share this worker's scheme);
     /// over HTTPS no hint is sent.
     pub(crate) mode: LinkMode,
@@ -146,6 +152,9 @@ struct Watch {
     observer: Option<Observer>,
     own_host: Option<String>,
     peers: Vec<Peer>,
+    /// Status addresses of workers that hinted this one but are not among `peers` yet (they
+    /// just joined): they get this worker's hints too, until DescribeGroups shows them.
+    announced: BTreeSet<String>,
     links: HashMap<String, AbortHandle>,
     deaths: mpsc::UnboundedSender<(String, link::Gone)>,
 }
@@ -167,6 +176,7 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
         observer,
         own_host: super::liveness::host_name(),
         peers: Vec::new(),
+        announced: BTreeSet::new(),
         links: HashMap::new(),
         deaths,
     };
@@ -174,7 +184,7 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
         tokio::select! {
             input = inbox.recv() => match input {
                 Some(Input::Assigned) => watch.refresh().await,
-                Some(Input::Hinted { generation }) => watch.hinted(generation).await,
+                Some(Input::Hinted { generation, from }) => watch.hinted(generation, from).await,
                 Some(Input::Rebalancing { generation }) => watch.hint_peers(generation),
                 Some(Input::Joining(peers)) => watch.joining(peers).await,
                 None => break,
@@ -217,6 +227,8 @@ impl Watch {
             return;
         }
         self.peers = peers::from_description(&group, &own);
+        let known: BTreeSet<&str> = self.peers.iter().map(|p| p.status_addr.as_str()).collect();
+        self.announced.retain(|addr| !known.contains(addr.as_str()));
         let watched: HashMap<String, Peer> = peers::watched(&self.peers, &own)
             .into_iter()
             .map(|p| (p.member_id.clone(), p.clone()))
@@ -311,7 +323,12 @@ impl Watch {
     }
 
     /// A peer asked this worker to rejoin.
-    async fn hinted(&self, generation: Option<i32>) {
+    async fn hinted(&mut self, generation: Option<i32>, from: Option<String>) {
+        if let Some(from) = from.filter(|f| *f != self.settings.own_addr)
+            && !self.peers.iter().any(|p| p.status_addr == from)
+        {
+            self.announced.insert(from);
+        }
         let status = self.member.current();
         let current = status.generation.as_ref().map(|g| g.generation_id);
         if !should_rejoin(status.state, current, generation) {
@@ -329,11 +346,18 @@ impl Watch {
         if self.settings.mode != LinkMode::Http {
             return;
         }
-        for peer in &self.peers {
-            let addr = peer.status_addr.clone();
+        let addrs: BTreeSet<&String> = self
+            .peers
+            .iter()
+            .map(|p| &p.status_addr)
+            .chain(&self.announced)
+            .collect();
+        for addr in addrs {
+            let addr = addr.clone();
+            let from = self.settings.own_addr.clone();
             let token = self.settings.token.clone();
             tokio::spawn(async move {
-                if !hint::send(&addr, generation, token.as_ref()).await {
+                if !hint::send(&addr, generation, &from, token.as_ref()).await {
                     tracing::debug!(%addr, "a peer did not take the rebalance hint");
                 }
             });
