@@ -9,6 +9,7 @@
 
 pub mod beat;
 pub mod consumer;
+pub mod member;
 pub mod single_writer;
 
 use std::path::Path;

@@ -17,16 +17,15 @@
 //! while active). On SIGTERM or ctrl-c it stops the job (`lost`), leaves the group so a
 //! standby takes over at once, and exits 0. Logs go to stderr (`RUST_LOG`).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use kroupier::coordinator::driver::MemberConfig;
 use kroupier::coordinator::election::{ElectionEvent, Elector, ElectorHandle};
-use kroupier::worker::journal::{Writer, unix_ms};
-use kroupier_examples::{command_config, terminated};
+use kroupier::worker::journal::Writer;
+use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role};
+use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
@@ -34,48 +33,14 @@ use tokio::task::JoinHandle;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
-    /// Kafka bootstrap servers, `host:port[,host:port...]`.
-    #[arg(long)]
-    bootstrap: String,
-    /// The group id the instances share.
-    #[arg(long)]
-    group: String,
-    /// This instance's stable id (the lowest id is active when none was before).
-    #[arg(long)]
-    id: String,
+    #[command(flatten)]
+    member: MemberArgs,
     /// Where the probe appends its journal (`DIR/probe.log`); no journal without it.
     #[arg(long, value_name = "DIR")]
     journal_dir: Option<PathBuf>,
     /// How often the active instance probes, in milliseconds.
     #[arg(long, default_value_t = 100)]
     probe_interval_ms: u64,
-    /// Kafka's `session.timeout.ms`: how soon a dead active instance is replaced.
-    #[arg(long, default_value_t = 10_000)]
-    session_timeout_ms: u64,
-    /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
-    #[arg(long, default_value_t = 3_000)]
-    heartbeat_interval_ms: u64,
-    /// Kafka client properties (`security.protocol`, `sasl.mechanism`, ...), as Kafka's own
-    /// tools take them.
-    #[arg(long, value_name = "FILE")]
-    command_config: Option<PathBuf>,
-}
-
-fn print(id: &str, event: &ElectionEvent) {
-    let (name, generation) = match event {
-        ElectionEvent::Leader { token } => ("leader", Some(token.generation_id)),
-        ElectionEvent::Follower { generation_id, .. } => ("follower", Some(*generation_id)),
-        ElectionEvent::Lost { generation_id } => ("lost", *generation_id),
-    };
-    let line = format!(
-        "{{\"ts_ms\":{},\"id\":{},\"event\":\"{name}\",\"generation\":{}}}",
-        unix_ms(),
-        serde_json::Value::from(id),
-        generation.map_or_else(|| "null".to_owned(), |g| g.to_string()),
-    );
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
 }
 
 /// The long job: probes every `every` while this instance leads generation `generation`.
@@ -128,22 +93,16 @@ async fn main() -> std::process::ExitCode {
     if args.probe_interval_ms == 0 {
         return fail("--probe-interval-ms must be at least 1");
     }
-    let mut config = MemberConfig::new(&args.bootstrap, &args.group).with_timeouts(
-        Duration::from_millis(args.session_timeout_ms),
-        Duration::from_millis(args.heartbeat_interval_ms),
-    );
-    config.membership.min_session_timeout = Duration::ZERO;
-    config.cluster.connection.client_id = format!("active_standby-{}", args.id);
-    match command_config(args.command_config.as_deref()) {
-        Ok(file) => config.cluster.security = file.member.cluster.security,
+    let config = match args.member.member_config("active_standby") {
+        Ok(config) => config,
         Err(e) => return fail(e),
-    }
+    };
     if let Some(dir) = &args.journal_dir
         && let Err(e) = std::fs::create_dir_all(dir)
     {
         return fail(format!("--journal-dir {}: {e}", dir.display()));
     }
-    let (elector, driver) = match Elector::new(config, &args.id, true) {
+    let (elector, driver) = match Elector::new(config, &args.member.id, true) {
         Ok(pair) => pair,
         Err(e) => return fail(e),
     };
@@ -163,12 +122,12 @@ async fn main() -> std::process::ExitCode {
                     if let Some(job) = job.take() {
                         job.abort();
                     }
-                    print(&args.id, &event);
+                    print_role(&args.member.id, election_role(&event));
                     if let ElectionEvent::Leader { token } = &event {
                         job = Some(tokio::spawn(probe(
                             elector.clone(),
                             token.generation_id,
-                            args.id.clone(),
+                            args.member.id.clone(),
                             args.journal_dir.clone(),
                             every,
                         )));
@@ -185,7 +144,7 @@ async fn main() -> std::process::ExitCode {
                     job.abort();
                 }
                 while let Ok(event) = events.try_recv() {
-                    print(&args.id, &event);
+                    print_role(&args.member.id, election_role(&event));
                 }
                 return std::process::ExitCode::SUCCESS;
             }
@@ -194,19 +153,9 @@ async fn main() -> std::process::ExitCode {
                     job.abort();
                 }
                 while let Ok(event) = events.try_recv() {
-                    print(&args.id, &event);
+                    print_role(&args.member.id, election_role(&event));
                 }
-                return match ended {
-                    Ok(Ok(())) => std::process::ExitCode::SUCCESS,
-                    Ok(Err(e)) => {
-                        eprintln!("active_standby: {e}");
-                        std::process::ExitCode::FAILURE
-                    }
-                    Err(e) => {
-                        eprintln!("active_standby: the driver panicked: {e}");
-                        std::process::ExitCode::FAILURE
-                    }
-                };
+                return driver_exit("active_standby", ended);
             }
         }
     }

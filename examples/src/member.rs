@@ -1,0 +1,171 @@
+//! What the examples that elect one member share (`leader_election`, `active_standby`,
+//! `single_writer`): the member's command-line settings, the role lines they print, and how
+//! they end when the group driver stops.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use kroupier::coordinator::driver::{MemberConfig, MemberError};
+use kroupier::election::ElectionEvent;
+use kroupier::worker::journal::unix_ms;
+use tokio::task::JoinError;
+
+use crate::command_config;
+
+/// The group member's settings, as every election-shaped example takes them.
+#[derive(Debug, clap::Args)]
+pub struct MemberArgs {
+    /// Kafka bootstrap servers, `host:port[,host:port...]`.
+    #[arg(long)]
+    pub bootstrap: String,
+    /// The group id the members share.
+    #[arg(long)]
+    pub group: String,
+    /// This member's stable id (the lowest id leads when nobody led before).
+    #[arg(long)]
+    pub id: String,
+    /// Kafka's `session.timeout.ms`: how soon a dead leader is replaced.
+    #[arg(long, default_value_t = 10_000)]
+    pub session_timeout_ms: u64,
+    /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
+    #[arg(long, default_value_t = 3_000)]
+    pub heartbeat_interval_ms: u64,
+    /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+    /// `ssl.truststore.location`, ...), as Kafka's own tools take them. The connection's
+    /// security comes from them; other keys are checked but not used.
+    #[arg(long, value_name = "FILE")]
+    pub command_config: Option<PathBuf>,
+}
+
+impl MemberArgs {
+    /// The member config these settings give `program` (its name is the client id's prefix).
+    ///
+    /// # Errors
+    /// The command config file's error, naming the file.
+    pub fn member_config(&self, program: &str) -> Result<MemberConfig, String> {
+        let mut config = MemberConfig::new(&self.bootstrap, &self.group).with_timeouts(
+            Duration::from_millis(self.session_timeout_ms),
+            Duration::from_millis(self.heartbeat_interval_ms),
+        );
+        // No client-side guess of the broker's session bounds: the broker checks the session
+        // timeout against its own group.min/max.session.timeout.ms, and its error names them.
+        config.membership.min_session_timeout = Duration::ZERO;
+        config.cluster.connection.client_id = format!("{program}-{}", self.id);
+        config.cluster.security = command_config(self.command_config.as_deref())?
+            .member
+            .cluster
+            .security;
+        Ok(config)
+    }
+}
+
+/// The role line of an election event: its name and generation.
+pub fn election_role(event: &ElectionEvent) -> (&'static str, Option<i32>) {
+    match event {
+        ElectionEvent::Leader { token } => ("leader", Some(token.generation_id)),
+        ElectionEvent::Follower { generation_id, .. } => ("follower", Some(*generation_id)),
+        ElectionEvent::Lost { generation_id } => ("lost", *generation_id),
+    }
+}
+
+/// Prints one JSON line, flushed at once:
+/// `{"ts_ms":..,"id":..,"event":EVENT,"KEY":VALUE}` (`ts_ms` is Unix milliseconds; the keys
+/// in this order, which serde_json's maps would sort).
+pub fn print_line(id: &str, event: &str, extra: (&str, serde_json::Value)) {
+    let line = format!(
+        "{{\"ts_ms\":{},\"id\":{},\"event\":{},\"{}\":{}}}",
+        unix_ms(),
+        serde_json::Value::from(id),
+        serde_json::Value::from(event),
+        extra.0,
+        extra.1,
+    );
+    let mut out = std::io::stdout().lock();
+    // A closed stdout must not stop the member; the next line will fail the same way.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Prints a role line: `{"ts_ms":..,"id":..,"event":"leader"|"follower"|"lost","generation":..}`.
+pub fn print_role(id: &str, (event, generation): (&str, Option<i32>)) {
+    print_line(id, event, ("generation", generation.into()));
+}
+
+/// The exit code of `program` once its group driver ended: 0 when it left cleanly, 1 (with
+/// the reason on stderr) when it failed or panicked.
+pub fn driver_exit(program: &str, ended: Result<Result<(), MemberError>, JoinError>) -> ExitCode {
+    match ended {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("{program}: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{program}: the driver panicked: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        member: MemberArgs,
+    }
+
+    #[test]
+    fn the_settings_become_the_member_config() {
+        let cli = Cli::parse_from([
+            "x",
+            "--bootstrap",
+            "127.0.0.1:9092",
+            "--group",
+            "g",
+            "--id",
+            "a",
+            "--session-timeout-ms",
+            "6000",
+            "--heartbeat-interval-ms",
+            "1000",
+        ]);
+        let config = cli.member.member_config("example").unwrap();
+        assert_eq!(config.membership.group_id, "g");
+        assert_eq!(config.membership.session_timeout, Duration::from_secs(6));
+        assert_eq!(config.membership.heartbeat_interval, Duration::from_secs(1));
+        assert_eq!(config.cluster.connection.client_id, "example-a");
+        assert_eq!(config.cluster.bootstrap_servers, ["127.0.0.1:9092"]);
+    }
+
+    #[test]
+    fn a_missing_command_config_is_an_error_naming_it() {
+        let cli = Cli::parse_from([
+            "x",
+            "--bootstrap",
+            "b:1",
+            "--group",
+            "g",
+            "--id",
+            "a",
+            "--command-config",
+            "/nonexistent/client.properties",
+        ]);
+        let error = cli.member.member_config("example").unwrap_err();
+        assert!(error.contains("/nonexistent/client.properties"), "{error}");
+    }
+
+    #[test]
+    fn election_events_name_their_roles() {
+        let lost = ElectionEvent::Lost {
+            generation_id: None,
+        };
+        assert_eq!(election_role(&lost), ("lost", None));
+    }
+}
