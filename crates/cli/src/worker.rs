@@ -42,7 +42,8 @@ pub struct Args {
     /// Write each task's beats to `DIR/<task-id>.log`.
     #[arg(long)]
     pub journal_dir: Option<PathBuf>,
-    /// Kafka's `session.timeout.ms`: how soon a dead worker's tasks move.
+    /// Kafka's `session.timeout.ms`: how soon a dead worker's tasks move when its death cannot
+    /// be proved (a host crash, a partition; any death with fast failover off).
     #[arg(long, default_value_t = 3_000)]
     pub session_timeout_ms: u64,
     /// Kafka's `heartbeat.interval.ms`.
@@ -51,6 +52,10 @@ pub struct Args {
     /// Exit at once when standard input closes (the parent is gone).
     #[arg(long)]
     pub exit_with_stdin: bool,
+    /// Turn fast failover off (`kroupier.failover.fast=false`): a dead worker's tasks move
+    /// only after its session timeout.
+    #[arg(long)]
+    pub no_fast_failover: bool,
     #[command(flatten)]
     pub config: CommandConfig,
 }
@@ -125,7 +130,13 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);
     member.membership.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
     config.worker_id = args.worker_id.clone();
-    config.status.addr = None;
+    if args.no_fast_failover {
+        config.status.fast_failover = false;
+    }
+    // The status API (on a free loopback port) is what fast failover watches.
+    if !config.status.fast_failover {
+        config.status.addr = None;
+    }
 
     let worker_id: Arc<str> = args.worker_id.as_str().into();
     let journal_dir = args.journal_dir.clone();

@@ -53,9 +53,14 @@ pub struct Args {
     /// The group id (default: `kroupier-demo-<pid>`).
     #[arg(long)]
     group: Option<String>,
-    /// The workers' session timeout: how soon the killed worker's tasks move.
+    /// The workers' session timeout: how soon the killed worker's tasks move with
+    /// `--no-fast-failover` (with fast failover, its peers see its process end at once).
     #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(1..))]
     session_timeout_ms: u64,
+    /// Turn the workers' fast failover off: the killed worker's tasks move after its session
+    /// timeout, as on Kafka's group protocol without kroupier's peer links.
+    #[arg(long)]
+    no_fast_failover: bool,
     /// The workers' heartbeat interval.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     heartbeat_interval_ms: u64,
@@ -326,6 +331,7 @@ async fn demo(
         session_timeout: session,
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms),
         command_config: args.config.command_config.as_deref(),
+        fast_failover: !args.no_fast_failover,
     };
     let workers = Workers::spawn(n, &launch).map_err(|e| format!("cannot start a worker: {e}"))?;
     let observer = describe::observer(bootstrap, security, Duration::from_secs(5))
@@ -455,8 +461,10 @@ async fn demo(
 
     let mut out = String::new();
     out.push_str(&format!(
-        "\nkroupier demo: {n} workers, {t} tasks, {where_}, session timeout {:.1} s\n",
-        session.as_secs_f64()
+        "\nkroupier demo: {n} workers, {t} tasks, {where_}, session timeout {:.1} s, fast \
+         failover {}\n",
+        session.as_secs_f64(),
+        if args.no_fast_failover { "off" } else { "on" }
     ));
     out.push_str(&format!(
         "killed {victim_name} (SIGKILL) at +{:.1} s; its {} tasks moved:\n",
@@ -475,11 +483,22 @@ async fn demo(
             m.task, m.from, m.to
         ));
     }
+    let why = if !args.no_fast_failover {
+        format!(
+            "fast failover: the survivors saw its process end and removed it at once, without \
+             waiting for its {:.1} s session timeout",
+            session.as_secs_f64()
+        )
+    } else {
+        format!(
+            "fast failover off: the coordinator expires a dead worker {:.1} s, the session \
+             timeout, after its last heartbeat",
+            session.as_secs_f64()
+        )
+    };
     out.push_str(&format!(
-        "failover time: {:.2} s (kill → the last moved task running again; the coordinator \
-         expires a dead worker {:.1} s, the session timeout, after its last heartbeat)\n",
+        "failover time: {:.2} s (kill → the last moved task running again; {why})\n",
         failover.time_ms() as f64 / 1000.0,
-        session.as_secs_f64()
     ));
     out.push_str(&format!(
         "checked: all {t} tasks running, each on exactly one worker (DescribeGroups and \

@@ -27,6 +27,8 @@ pub struct Launch<'a> {
     pub heartbeat_interval: Duration,
     /// Kafka client properties for the workers (`--command-config`).
     pub command_config: Option<&'a Path>,
+    /// Whether the workers fail over fast (see `kroupier worker --no-fast-failover`).
+    pub fast_failover: bool,
 }
 
 /// One worker process.
@@ -62,6 +64,9 @@ impl Workers {
             command.arg("worker");
             if let Some(path) = launch.command_config {
                 command.arg("--command-config").arg(path);
+            }
+            if !launch.fast_failover {
+                command.arg("--no-fast-failover");
             }
             let child = command
                 .args(["--bootstrap", launch.bootstrap])
