@@ -57,6 +57,58 @@ pub struct BrokerConnection {
     outgoing: mpsc::Sender<Outgoing>,
     client_id: Arc<str>,
     request_timeout: Duration,
+    /// Whether requests wait at the re-authentication gate (all but the re-authentication's
+    /// own).
+    gated: bool,
+}
+
+/// A handle that does not keep the connection open: the connection closes once every
+/// [`BrokerConnection`] is dropped, whoever holds one of these.
+#[derive(Clone)]
+pub(crate) struct WeakConnection {
+    shared: std::sync::Weak<Shared>,
+    outgoing: mpsc::WeakSender<Outgoing>,
+    client_id: Arc<str>,
+    request_timeout: Duration,
+}
+
+impl WeakConnection {
+    /// A handle to the connection if it is still in use, for requests that bypass the
+    /// re-authentication gate (the re-authentication's own).
+    pub(crate) fn ungated(&self) -> Option<BrokerConnection> {
+        Some(BrokerConnection {
+            shared: self.shared.upgrade()?,
+            outgoing: self.outgoing.upgrade()?,
+            client_id: self.client_id.clone(),
+            request_timeout: self.request_timeout,
+            gated: false,
+        })
+    }
+
+    /// Completes when the connection closes, or at once if nothing uses it any more.
+    pub(crate) async fn closed(&self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let token = shared.closed.clone();
+        drop(shared);
+        token.cancelled().await;
+    }
+
+    /// Holds every new request back once the requests in flight are answered, until the
+    /// returned guard is dropped: KIP-368 re-authentication runs alone on its connection.
+    /// `None` if nothing uses the connection any more.
+    pub(crate) async fn pause(&self) -> Option<tokio::sync::OwnedRwLockWriteGuard<()>> {
+        let gate = self.shared.upgrade()?.gate.clone();
+        Some(gate.write_owned().await)
+    }
+
+    /// Closes the connection with `reason` (if anything still uses it).
+    pub(crate) fn close(&self, reason: String) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.close(reason);
+        }
+    }
 }
 
 impl std::fmt::Debug for BrokerConnection {
@@ -91,6 +143,8 @@ struct Outgoing {
 
 struct Shared {
     addr: String,
+    /// Requests hold it shared from send to answer; re-authentication holds it alone.
+    gate: Arc<tokio::sync::RwLock<()>>,
     in_flight: Mutex<InFlight>,
     closed: CancellationToken,
     next_correlation_id: AtomicI32,
@@ -238,6 +292,7 @@ impl BrokerConnection {
         let (read, write) = tokio::io::split(stream);
         let shared = Arc::new(Shared {
             addr: addr.to_owned(),
+            gate: Arc::default(),
             in_flight: Mutex::default(),
             closed: CancellationToken::new(),
             next_correlation_id: AtomicI32::new(1),
@@ -259,6 +314,17 @@ impl BrokerConnection {
             outgoing,
             client_id: Arc::from(config.client_id.as_str()),
             request_timeout: config.request_timeout,
+            gated: true,
+        }
+    }
+
+    /// A handle that does not keep the connection open (for the re-authentication task).
+    pub(crate) fn downgrade(&self) -> WeakConnection {
+        WeakConnection {
+            shared: Arc::downgrade(&self.shared),
+            outgoing: self.outgoing.downgrade(),
+            client_id: self.client_id.clone(),
+            request_timeout: self.request_timeout,
         }
     }
 
@@ -330,17 +396,6 @@ impl BrokerConnection {
         self.shared.closed.clone()
     }
 
-    /// Closes the connection after `delay` (unless it closed before), with `reason`.
-    pub(crate) fn close_after(&self, delay: Duration, reason: String) {
-        let shared = self.shared.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = shared.closed.cancelled() => {}
-                () = tokio::time::sleep(delay) => shared.close(reason),
-            }
-        });
-    }
-
     /// Closes the connection; requests in flight fail with [`ConnectionError::Closed`].
     pub fn close(&self) {
         self.shared.close("closed by kroupier".to_owned());
@@ -410,6 +465,11 @@ impl BrokerConnection {
             }
         });
         let exchange = async {
+            // Held until the answer: re-authentication waits for it and holds the next back.
+            let _permit = match self.gated {
+                true => Some(self.shared.gate.read().await),
+                false => None,
+            };
             let outgoing = Outgoing {
                 correlation_id,
                 frame,

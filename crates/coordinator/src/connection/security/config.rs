@@ -222,10 +222,9 @@ pub trait TokenProvider: Send + Sync + 'static {
 /// A SASL mechanism and its credentials.
 ///
 /// Sessions: when the broker gives the session a lifetime (always for OAUTHBEARER, whose token
-/// expires; for the others only with `connections.max.reauth.ms`), kroupier closes the connection
-/// at a random 85–95 % of it and the next request opens a fresh, freshly authenticated one.
-/// It does not re-authenticate in place (KIP-368): requests in flight at that moment fail as on
-/// any disconnect and are retried.
+/// expires; for the others only with `connections.max.reauth.ms`), kroupier re-authenticates in
+/// place at a random 85–95 % of it (KIP-368; an OAUTHBEARER session asks the provider for a
+/// token again): requests in flight finish first, new ones wait for the few round trips.
 #[derive(Clone)]
 pub enum Sasl {
     /// PLAIN (RFC 4616): the password travels as is, so use it over TLS only.

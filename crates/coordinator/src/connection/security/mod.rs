@@ -10,9 +10,10 @@
 //!   optional client certificate (mTLS); host names verified unless turned off.
 //! - SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (hand-written on `hmac`/`sha2`/`pbkdf2`, as Kafka
 //!   speaks it), and OAUTHBEARER with tokens from a [`TokenProvider`].
-//! - Session lifetime (KIP-368): when the broker sets one, the connection is closed at a random
-//!   85–95 % of it and the next request reconnects and authenticates afresh; kroupier does not
-//!   re-authenticate in place.
+//! - Session lifetime (KIP-368): when the broker sets one, kroupier re-authenticates in place at
+//!   a random 85–95 % of it, as Kafka's clients do: the requests in flight finish, new ones wait,
+//!   SaslHandshake and SaslAuthenticate run again on the same connection. If that fails the
+//!   connection closes and the next request reconnects.
 //! - Failures an operator must fix — a certificate that does not check out
 //!   ([`ConnectionError::Tls`]), refused credentials or mechanism
 //!   ([`ConnectionError::Authentication`]) — are not retried: see
@@ -60,6 +61,8 @@
 
 mod config;
 mod properties;
+#[cfg(test)]
+mod reauth_tests;
 mod sasl;
 mod scram;
 #[cfg(test)]
@@ -76,7 +79,7 @@ pub use config::{
     TlsConfig, TokenProvider, TrustRoots,
 };
 
-use super::broker::BrokerConnection;
+use super::broker::{self, BrokerConnection};
 use super::config::ConnectionConfig;
 use super::error::ConnectionError;
 
@@ -137,14 +140,12 @@ impl Connector {
             if let Some(sasl) = &self.sasl {
                 match sasl::authenticate(&connection, sasl, config.request_timeout).await {
                     Ok(Some(lifetime)) => {
-                        let at = renew_at(lifetime);
-                        tracing::debug!(%addr, ?lifetime, reconnect_after = ?at, "SASL session has a lifetime");
-                        connection.close_after(
-                            at,
-                            format!(
-                                "the SASL session ends after {lifetime:?}; reconnecting before it does"
-                            ),
-                        );
+                        tokio::spawn(reauthenticate(
+                            connection.downgrade(),
+                            sasl.clone(),
+                            config.request_timeout,
+                            lifetime,
+                        ));
                     }
                     Ok(None) => {}
                     Err(e) => {
@@ -170,7 +171,69 @@ impl Connector {
     }
 }
 
-/// When to reconnect within a session of `lifetime`: a random 85–95 % of it, as Kafka's clients
+/// How long one try to pause a connection for re-authentication may hold new requests back.
+const PAUSE_TRY: Duration = Duration::from_millis(250);
+
+/// Keeps a SASL session alive in place (KIP-368): at a random 85–95 % of each session's
+/// lifetime, once the requests in flight are answered and with new ones held back, it runs
+/// SaslHandshake and SaslAuthenticate again on the same connection, as Kafka's clients do.
+/// Requests wait for a few round trips instead of failing with a closed connection. If the
+/// broker refuses (credentials changed, say), or the requests in flight outlast the session,
+/// the connection closes and the next request reconnects — where a refusal is then fatal.
+/// Ends when nothing uses the connection any more.
+async fn reauthenticate(
+    connection: broker::WeakConnection,
+    sasl: Sasl,
+    timeout: Duration,
+    mut lifetime: Duration,
+) {
+    loop {
+        let at = renew_at(lifetime);
+        tracing::debug!(?lifetime, reauthenticate_after = ?at, "SASL session has a lifetime");
+        tokio::select! {
+            () = connection.closed() => return,
+            () = tokio::time::sleep(at) => {}
+        }
+        // Waits for the requests in flight to be answered. New requests queue behind a waiting
+        // pause, so each try is short: a JoinGroup in flight for the whole rebalance must not
+        // hold back the requests after it. Past the session's end the broker closes the
+        // connection, which ends this task.
+        let paused = loop {
+            tokio::select! {
+                () = connection.closed() => return,
+                paused = tokio::time::timeout(PAUSE_TRY, connection.pause()) => match paused {
+                    Ok(paused) => break paused,
+                    Err(_) => tokio::time::sleep(PAUSE_TRY).await,
+                },
+            }
+        };
+        let (Some(_paused), Some(alone)) = (paused, connection.ungated()) else {
+            return;
+        };
+        let renewed = sasl::authenticate(&alone, &sasl, timeout).await;
+        drop(alone);
+        match renewed {
+            Ok(Some(next)) => {
+                tracing::debug!(addr = %connection_addr(&connection), "SASL session renewed in place");
+                lifetime = next;
+            }
+            Ok(None) => return,
+            Err(error) => {
+                connection.close(format!("re-authentication failed ({error}); reconnecting"));
+                return;
+            }
+        }
+    }
+}
+
+/// The broker's address, for logs.
+fn connection_addr(connection: &broker::WeakConnection) -> String {
+    connection
+        .ungated()
+        .map_or_else(|| "?".to_owned(), |c| c.addr().to_owned())
+}
+
+/// When to renew within a session of `lifetime`: a random 85–95 % of it, as Kafka's clients
 /// pick their re-authentication time, so that many connections do not renew at once.
 fn renew_at(lifetime: Duration) -> Duration {
     lifetime.mul_f64(rand::rng().random_range(0.85..0.95))
