@@ -226,12 +226,15 @@ impl WorkerHandle {
     /// Waits for the worker to end (after [`shutdown`](Self::shutdown), or by itself when the
     /// member is fenced or fails).
     pub async fn wait(self) -> Result<(), WorkerError> {
-        let result = match self.task.await {
-            Ok(result) => result,
+        match self.task.await {
+            Ok(result) => {
+                self.server_stop.cancel();
+                result
+            }
+            // Its tasks may still run until their lease ends: the status API keeps serving
+            // (and its port bound), so no peer takes this process for gone.
             Err(error) => Err(WorkerError::Panicked(error.to_string())),
-        };
-        self.server_stop.cancel();
-        result
+        }
     }
 }
 
@@ -275,6 +278,17 @@ pub(crate) async fn spawn(
                 .map_err(WorkerError::StatusApi)?,
         ),
         None => None,
+    };
+    // A second handle on the status API's socket, held by the worker loop: the port stays bound
+    // for as long as the loop lives, even if the server were to stop early, so a refused
+    // connection there always means the loop has ended (fast failover and the leader's hold
+    // rely on it; see liveness.rs).
+    let (listener, port_guard) = match listener {
+        Some(listener) => {
+            let (listener, guard) = hold_port(listener).map_err(WorkerError::StatusApi)?;
+            (Some(listener), Some(guard))
+        }
+        None => (None, None),
     };
     let status_addr = listener
         .as_ref()
@@ -392,7 +406,12 @@ pub(crate) async fn spawn(
         events: events.clone(),
         failover,
     };
-    let task = tokio::spawn(worker_loop.run(member_events, shutdown.clone()));
+    let loop_shutdown = shutdown.clone();
+    let task = tokio::spawn(async move {
+        let ended = worker_loop.run(member_events, loop_shutdown).await;
+        drop(port_guard);
+        ended
+    });
     Ok(WorkerHandle {
         runtime,
         member,
@@ -402,4 +421,15 @@ pub(crate) async fn spawn(
         server_stop,
         task,
     })
+}
+
+/// Splits the status API's listener into the one the server accepts on and a second handle on
+/// the same socket (the port stays bound until both are dropped).
+fn hold_port(
+    listener: tokio::net::TcpListener,
+) -> std::io::Result<(tokio::net::TcpListener, std::net::TcpListener)> {
+    let listener = listener.into_std()?;
+    let guard = listener.try_clone()?;
+    listener.set_nonblocking(true)?;
+    Ok((tokio::net::TcpListener::from_std(listener)?, guard))
 }

@@ -164,3 +164,17 @@ async fn an_eager_worker_rejoins_only_after_its_revoked_tasks_stopped() {
     first.shutdown().await.expect("clean shutdown");
     second.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn the_status_port_stays_bound_while_the_loop_holds_it() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (served, guard) = super::hold_port(listener).unwrap();
+    drop(served);
+    // The server stopped, the loop lives: the port is still bound (nobody accepts, the kernel
+    // queues the connection), so nobody takes this process for gone.
+    assert!(std::net::TcpStream::connect(addr).is_ok());
+    drop(guard);
+    let refused = std::net::TcpStream::connect(addr).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+}
