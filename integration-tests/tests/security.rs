@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kroupier_coordinator::connection::{
-    Cluster, ClusterConfig, ConnectionError, Sasl, Security, TrustRoots,
+    Cluster, ClusterConfig, ConnectionError, OAuthBearerToken, Sasl, Security, TokenProvider,
+    TrustRoots,
 };
 use kroupier_coordinator::driver::{Member, MemberConfig, MemberError};
 use kroupier_coordinator::membership::{
@@ -189,6 +190,134 @@ async fn a_member_joins_over_sasl_ssl_with_scram_sha_512() {
         .await
         .expect("the driver ends after leaving");
     ended.expect("driver task").expect("a clean leave");
+}
+
+/// Base64url without padding (RFC 4648 §5), as JWS parts are written.
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// Unsecured JWS tokens (`alg: none`) for `sub`, valid for `lifetime_s` seconds (negative: an
+/// expired token): what the test broker's default OAUTHBEARER validator accepts (for tests
+/// only). Counts the tokens it handed out.
+struct UnsecuredTokens {
+    sub: &'static str,
+    lifetime_s: i64,
+    issued: std::sync::atomic::AtomicUsize,
+}
+
+impl TokenProvider for UnsecuredTokens {
+    fn token(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<OAuthBearerToken, String>> + Send + '_>,
+    > {
+        Box::pin(async move {
+            self.issued
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let now = (unix_ms() / 1_000) as i64;
+            let claims = format!(
+                "{{\"sub\":\"{}\",\"iat\":{now},\"exp\":{}}}",
+                self.sub,
+                now + self.lifetime_s
+            );
+            let jws = format!(
+                "{}.{}.",
+                base64url(br#"{"alg":"none"}"#),
+                base64url(claims.as_bytes())
+            );
+            Ok(OAuthBearerToken::new(jws))
+        })
+    }
+}
+
+fn with_oauth_bearer(security: &Security, tokens: Arc<UnsecuredTokens>) -> Security {
+    Security {
+        tls: security.tls.clone(),
+        sasl: Some(Sasl::OAuthBearer(tokens)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_stays_through_oauth_bearer_token_expiries() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("oauthbearer") else {
+        return;
+    };
+    // The broker ends each session when its token expires: 4 s here.
+    let tokens = Arc::new(UnsecuredTokens {
+        sub: "admin",
+        lifetime_s: 4,
+        issued: Default::default(),
+    });
+    let security = with_oauth_bearer(&security_from(&config), tokens.clone());
+    let group = unique_group("oauthbearer");
+    let (handle, driver) = Member::new(member_config(&bootstrap, &group, security), Arc::new(Solo))
+        .expect("valid member");
+    let driver = tokio::spawn(driver);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while handle.current().state != MemberState::Stable {
+        assert!(
+            Instant::now() < deadline && !driver.is_finished(),
+            "no stable membership over SASL_SSL/OAUTHBEARER within 30 s: {:?}",
+            handle.current().state
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let joined = handle.current().generation.expect("a generation");
+    let first_tokens = tokens.issued.load(std::sync::atomic::Ordering::SeqCst);
+    // Three token lifetimes: each session is renewed in place with a fresh token.
+    tokio::time::sleep(Duration::from_secs(13)).await;
+    let status = handle.current();
+    assert_eq!(status.state, MemberState::Stable, "{status:?}");
+    assert_eq!(
+        status.generation.as_ref().map(|g| g.generation_id),
+        Some(joined.generation_id),
+        "the member kept its generation through the token expiries"
+    );
+    let renewed = tokens.issued.load(std::sync::atomic::Ordering::SeqCst) - first_tokens;
+    println!("{renewed} fresh tokens over three token lifetimes");
+    assert!(
+        renewed >= 3,
+        "sessions were renewed with fresh tokens: {renewed}"
+    );
+    handle.leave("test done").await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), driver)
+        .await
+        .expect("the driver ends after leaving");
+    ended.expect("driver task").expect("a clean leave");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_oauth_bearer_token_is_a_fatal_error() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("oauthbearer expired") else {
+        return;
+    };
+    let tokens = Arc::new(UnsecuredTokens {
+        sub: "admin",
+        lifetime_s: -60,
+        issued: Default::default(),
+    });
+    let security = with_oauth_bearer(&security_from(&config), tokens);
+    let group = unique_group("oauthbearer-expired");
+    let error = run_member(
+        member_config(&bootstrap, &group, security),
+        Duration::from_secs(20),
+    )
+    .await
+    .expect_err("an expired token is refused");
+    let text = error.to_string();
+    assert!(text.contains("OAUTHBEARER"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
