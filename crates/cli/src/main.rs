@@ -1,4 +1,4 @@
-//! `kroupier`: the command line of kroupier (demo, coordinator, describe, watch, assign).
+//! `kroupier`: the command line of kroupier (demo, coordinator, describe, watch, console, assign).
 //!
 //! Each subcommand lives in its own file and exposes an `Args` struct and a `run` function;
 //! `main` only parses and dispatches. Exit codes: 0 done, 1 failed, 2 bad usage (flags, or a
@@ -6,6 +6,7 @@
 
 mod assign;
 mod command_config;
+mod console;
 mod coordinator;
 mod demo;
 mod describe;
@@ -35,6 +36,8 @@ enum Command {
     Describe(describe::Args),
     /// A live terminal view of a group's members and tasks, highlighting each move.
     Watch(watch::Args),
+    /// A web page showing a group live: workers, tasks, rebalances and failovers.
+    Console(console::Args),
     /// Start workers, kill one, and watch its tasks move (needs nothing but this binary).
     Demo(demo::Args),
     /// A small kroupier worker running `beat` tasks (used by the demo).
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Coordinator(args) => coordinator::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Watch(args) => watch::run(&args),
+        Command::Console(args) => console::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Worker(args) => worker::run(&args),
     };

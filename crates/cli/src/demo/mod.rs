@@ -7,7 +7,8 @@
 //! have passed since the launch, and waits until the killed worker's tasks run elsewhere. It
 //! shows the watch view while stdout is a terminal, plain progress lines otherwise, and ends
 //! with a summary: which tasks moved where, and the failover time (from the kill to the last
-//! moved task's first journal beat on its new owner).
+//! moved task's first journal beat on its new owner). The web console (`kroupier console`)
+//! shows the same group while the demo runs; its URL is one of the progress lines.
 //!
 //! Exit 0 only when every task ran again exactly once: the group (DescribeGroups) shows every
 //! task on exactly one live worker, and the journals show no task on two workers at once, each
@@ -70,6 +71,9 @@ pub struct Args {
     /// Plain progress lines even when stdout is a terminal.
     #[arg(long)]
     plain: bool,
+    /// Where to serve the web console (`kroupier console`) while the demo runs.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    console_listen: std::net::SocketAddr,
     #[command(flatten)]
     config: CommandConfig,
 }
@@ -336,6 +340,9 @@ async fn demo(
     let workers = Workers::spawn(n, &launch).map_err(|e| format!("cannot start a worker: {e}"))?;
     let observer = describe::observer(bootstrap, security, Duration::from_secs(5))
         .map_err(|e| e.to_string())?;
+    // The web console watches the same group while the demo runs (dropped with it).
+    let console =
+        crate::console::spawn(args.console_listen, observer.clone(), bootstrap, &group).await?;
     let mut follow = Follow {
         observer,
         bootstrap,
@@ -353,6 +360,10 @@ async fn demo(
         workers,
     };
     follow.progress.note(format!("launched {n} workers"));
+    follow.progress.note(format!(
+        "web console: {} (while the demo runs)",
+        console.url()
+    ));
 
     let spread = follow.settle(n, t, "the tasks to spread").await?;
     follow.progress.note(format!(

@@ -1,0 +1,165 @@
+//! Keeping the [`Board`] current: DescribeGroups every [`POLL`](crate::watch::POLL) (as
+//! `kroupier watch` does), each worker's `/status` every [`PROBE`], and a new snapshot for
+//! the page after each.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use kroupier_coordinator::observer::{GroupDescription, Observer};
+use kroupier_worker::journal::unix_ms;
+use tokio::sync::watch;
+
+use super::board::{Board, Probe};
+use super::http::{self, Failure};
+use crate::describe::{self, KroupierDecoder};
+
+/// How often each worker's status API is asked for `/status`.
+pub const PROBE: Duration = Duration::from_millis(500);
+/// How long a worker's status API may take to answer.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The board and the latest snapshot as JSON, shared by the pollers and the web server.
+#[derive(Clone)]
+pub struct Shared {
+    /// The model.
+    pub board: Arc<Mutex<Board>>,
+    /// The latest snapshot, as the page receives it.
+    pub snapshot: watch::Sender<Arc<String>>,
+}
+
+impl Shared {
+    /// A board for `group` at `bootstrap`, starting now.
+    pub fn new(group: &str, bootstrap: &str) -> Self {
+        let board = Board::new(group, bootstrap, (Instant::now(), unix_ms()));
+        let first = serde_json::to_string(&board.snapshot(Instant::now())).unwrap_or_default();
+        Shared {
+            board: Arc::new(Mutex::new(board)),
+            snapshot: watch::Sender::new(Arc::new(first)),
+        }
+    }
+
+    /// Runs `f` on the board (a panic elsewhere does not make it unusable).
+    pub fn with<T>(&self, f: impl FnOnce(&mut Board) -> T) -> T {
+        let mut board = self.board.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut board)
+    }
+
+    /// Sends the page a new snapshot if it differs from the last one.
+    fn publish(&self) {
+        let json = self.with(|b| serde_json::to_string(&b.snapshot(Instant::now())));
+        if let Ok(json) = json {
+            self.snapshot.send_if_modified(|last| {
+                let changed = **last != json;
+                if changed {
+                    *last = Arc::new(json);
+                }
+                changed
+            });
+        }
+    }
+}
+
+/// Describes `group` forever, feeding the board.
+pub async fn describe_loop(observer: Observer, bootstrap: String, group: String, shared: Shared) {
+    let timeout = Duration::from_secs(2);
+    let mut ticks = tokio::time::interval(crate::watch::POLL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match tokio::time::timeout(timeout, observer.describe_group(&group)).await {
+            Ok(Ok(description)) => {
+                let addrs = status_addrs(&description);
+                let view = describe::build_view(description);
+                shared.with(|b| b.observe(Instant::now(), view, addrs));
+            }
+            Ok(Err(e)) => shared.with(|b| {
+                b.failed(format!(
+                    "cannot describe group `{group}` at {bootstrap}: {e}"
+                ))
+            }),
+            Err(_) => shared.with(|b| {
+                b.failed(format!(
+                    "no answer from {bootstrap} within {} ms",
+                    timeout.as_millis()
+                ))
+            }),
+        }
+        shared.publish();
+    }
+}
+
+/// Asks every worker with a status API for `/status` forever, feeding the board.
+pub async fn probe_loop(shared: Shared) {
+    let mut ticks = tokio::time::interval(PROBE);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let addrs = shared.with(|b| b.status_addrs().clone());
+        let probes = addrs.into_iter().map(|(worker, addr)| async move {
+            let probe = match http::request(&addr, "GET", "/status", None, PROBE_TIMEOUT).await {
+                Ok(answer) if answer.code == 200 => match serde_json::from_str(&answer.body) {
+                    Ok(status) => Probe::Status(status),
+                    Err(e) => Probe::Failed(format!("/status is not JSON: {e}")),
+                },
+                Ok(answer) => Probe::Failed(format!(
+                    "/status answered {}: {}",
+                    answer.code,
+                    answer.body.trim()
+                )),
+                Err(Failure::Refused) => Probe::Refused,
+                Err(Failure::Other(e)) => Probe::Failed(e),
+            };
+            (worker, probe)
+        });
+        for (worker, probe) in futures::future::join_all(probes).await {
+            shared.with(|b| b.probed(Instant::now(), &worker, probe));
+        }
+        shared.publish();
+    }
+}
+
+/// Each member's status API address (by the name the board knows it by), from its metadata.
+/// An unspecified address (`0.0.0.0`, `::`) is reached on the host the member connected from.
+pub fn status_addrs(description: &GroupDescription) -> BTreeMap<String, String> {
+    let decoded = description.clone().decode(&KroupierDecoder);
+    let mut addrs = BTreeMap::new();
+    for (raw, member) in decoded.description.members.iter().zip(decoded.members) {
+        let Some(metadata) = member.ok().and_then(|m| m.metadata) else {
+            continue;
+        };
+        let Some(addr) = metadata.status_addr else {
+            continue;
+        };
+        addrs.insert(metadata.worker_id, reachable(&addr, &raw.client_host));
+    }
+    addrs
+}
+
+/// `addr`, with an unspecified IP replaced by `client_host` (Kafka spells it `/1.2.3.4`).
+fn reachable(addr: &str, client_host: &str) -> String {
+    let Ok(socket) = addr.parse::<std::net::SocketAddr>() else {
+        return addr.to_owned();
+    };
+    if !socket.ip().is_unspecified() {
+        return addr.to_owned();
+    }
+    match client_host.trim_start_matches('/').parse::<IpAddr>() {
+        Ok(ip) => std::net::SocketAddr::new(ip, socket.port()).to_string(),
+        Err(_) => addr.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unspecified_status_addresses_use_the_member_host() {
+        assert_eq!(reachable("0.0.0.0:8080", "/10.0.0.7"), "10.0.0.7:8080");
+        assert_eq!(reachable("127.0.0.1:8080", "/10.0.0.7"), "127.0.0.1:8080");
+        assert_eq!(reachable("[::]:81", "/::1"), "[::1]:81");
+        assert_eq!(reachable("worker-3:80", "/10.0.0.7"), "worker-3:80");
+    }
+}
