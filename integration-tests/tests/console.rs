@@ -1,0 +1,416 @@
+//! `kroupier console` in a real browser: headless Chromium (Debian's package, installed by
+//! `scripts/browser`) loads the page of a group of three `quickstart` workers, one worker is
+//! SIGKILLed, and the page — updated over Server-Sent Events, never reloaded — must show the
+//! killed worker's tasks under the survivors, the failover and the rebalance. A click on a
+//! survivor's status link must open its `/status` (fetched through the console). A screenshot
+//! is saved in the test's temp dir and its path printed, with `MEASURE` lines: the page's size
+//! and the update latency (from the kill to the page showing every move).
+//!
+//! The browser is driven over the DevTools protocol (a WebSocket client of a few lines here).
+//! Runs against `KROUPIER_KAFKA_BOOTSTRAP` when set, else a `kroupier coordinator` it starts.
+//! Without Chromium it prints why and skips, unless `CI=true` (then it fails).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kroupier_integration_tests::process::{Process, Signal};
+use kroupier_integration_tests::quickstart::{Group, TempDir, poll, wait_balanced};
+use kroupier_integration_tests::{BOOTSTRAP_ENV, kafka_required};
+use serde_json::{Value, json};
+
+const TASKS: usize = 12;
+/// How soon the page must show the moves after the kill (fast failover makes it about a
+/// second; this leaves room for a loaded machine and a session timeout of 3 s).
+const UPDATE_BOUND: Duration = Duration::from_secs(15);
+
+/// The Chromium binary, or `None` when there is none (and none is required).
+fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("KROUPIER_CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        if let Some(path) = found.filter(|p| !p.is_empty()) {
+            return Some(PathBuf::from(path));
+        }
+    }
+    assert!(
+        !kafka_required(),
+        "console: Chromium is required in CI (scripts/browser installs it) but none is installed"
+    );
+    eprintln!("SKIP console: no Chromium installed (run scripts/browser)");
+    None
+}
+
+/// The flags every Chromium run here needs: headless, and no sandbox (CI runs as root).
+fn headless(chromium: &Path, profile: &Path) -> Command {
+    let mut command = Command::new(chromium);
+    command.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--window-size=1400,900",
+    ]);
+    command.arg(format!("--user-data-dir={}", profile.display()));
+    command
+}
+
+/// A child killed when dropped.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A DevTools WebSocket connection (text frames only; client frames masked, RFC 6455).
+struct DevTools {
+    stream: TcpStream,
+    next_id: u64,
+}
+
+impl DevTools {
+    /// Connects to a `ws://host:port/path` DevTools URL.
+    fn connect(url: &str) -> Self {
+        let rest = url.strip_prefix("ws://").expect("a ws:// URL");
+        let (host, path) = rest.split_at(rest.find('/').expect("a path"));
+        let mut stream = TcpStream::connect(host).expect("connect to DevTools");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("read timeout");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: a3JvdXBpZXJjb25zb2xlIQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .expect("send the handshake");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).expect("read the handshake");
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head);
+        assert!(head.starts_with("HTTP/1.1 101"), "no WebSocket: {head}");
+        DevTools { stream, next_id: 0 }
+    }
+
+    fn send(&mut self, text: &str) {
+        let payload = text.as_bytes();
+        let mut frame = vec![0x81u8];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= 0xFFFF => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        let mask = [0x6b, 0x72, 0x6f, 0x75];
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.stream.write_all(&frame).expect("send a frame");
+    }
+
+    /// The next whole message (continuation frames joined; control frames skipped).
+    fn receive(&mut self) -> String {
+        let mut message = Vec::new();
+        loop {
+            let mut head = [0u8; 2];
+            self.stream.read_exact(&mut head).expect("read a frame");
+            let len = match head[1] & 0x7F {
+                126 => {
+                    let mut n = [0u8; 2];
+                    self.stream.read_exact(&mut n).expect("read a length");
+                    u64::from(u16::from_be_bytes(n))
+                }
+                127 => {
+                    let mut n = [0u8; 8];
+                    self.stream.read_exact(&mut n).expect("read a length");
+                    u64::from_be_bytes(n)
+                }
+                n => u64::from(n),
+            };
+            let mut payload = vec![0u8; usize::try_from(len).expect("a frame that fits")];
+            self.stream
+                .read_exact(&mut payload)
+                .expect("read a payload");
+            let opcode = head[0] & 0x0F;
+            if opcode >= 0x8 {
+                continue;
+            }
+            message.extend_from_slice(&payload);
+            if head[0] & 0x80 != 0 {
+                return String::from_utf8(message).expect("UTF-8 text");
+            }
+        }
+    }
+
+    /// Calls `method` (in `session`, if any) and returns its result.
+    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut request = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            request["sessionId"] = json!(session);
+        }
+        self.send(&request.to_string());
+        loop {
+            let answer: Value = serde_json::from_str(&self.receive()).expect("JSON from DevTools");
+            if answer["id"] == json!(id) {
+                assert!(answer["error"].is_null(), "{method}: {answer}");
+                return answer["result"].clone();
+            }
+        }
+    }
+}
+
+/// A page open in headless Chromium.
+struct Page {
+    devtools: DevTools,
+    session: String,
+}
+
+impl Page {
+    fn open(devtools: DevTools, url: &str) -> Self {
+        let mut devtools = devtools;
+        let target = devtools.call(None, "Target.createTarget", json!({"url": url}));
+        let attached = devtools.call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        let session = attached["sessionId"]
+            .as_str()
+            .expect("a session")
+            .to_owned();
+        Page { devtools, session }
+    }
+
+    /// Evaluates `expression` in the page; its value (JSON).
+    fn eval(&mut self, expression: &str) -> Value {
+        let result = self.devtools.call(
+            Some(&self.session),
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true}),
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Each worker column's tasks, as the DOM shows them.
+    fn columns(&mut self) -> BTreeMap<String, BTreeSet<String>> {
+        let value = self.eval(
+            "JSON.stringify([...document.querySelectorAll('.worker[data-worker]:not(.unplaced)')]\
+             .map(c => [c.dataset.worker, [...c.querySelectorAll('[data-task]')]\
+             .map(t => t.dataset.task)]))",
+        );
+        let pairs: Vec<(String, Vec<String>)> =
+            serde_json::from_str(value.as_str().unwrap_or("[]")).expect("columns as JSON");
+        pairs
+            .into_iter()
+            .map(|(worker, tasks)| (worker, tasks.into_iter().collect()))
+            .collect()
+    }
+}
+
+/// The first stdout line of `process` that starts with `prefix`, without the prefix.
+fn line_after(process: &mut Process, prefix: &str) -> String {
+    let lines = process.stdout_lines();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no `{prefix}` line"));
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return rest.trim().to_owned();
+        }
+    }
+}
+
+#[test]
+fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = TempDir::new("console");
+    let mut coordinator = None;
+    let bootstrap = match std::env::var(BOOTSTRAP_ENV) {
+        Ok(addr) if !addr.trim().is_empty() => addr.trim().to_owned(),
+        _ => {
+            let mut process = Process::spawn(
+                "kroupier",
+                &["coordinator", "--listen", "127.0.0.1:0"].map(String::from),
+            );
+            let addr = line_after(&mut process, "bootstrap=");
+            coordinator = Some(process);
+            addr
+        }
+    };
+    let journal = dir.0.join("journals");
+    std::fs::create_dir_all(&journal).expect("journal dir");
+    let group = Group::new(&bootstrap, "console", TASKS, &journal);
+    let workers: Vec<_> = (1..=3).map(|n| group.start(&format!("w{n}"))).collect();
+    wait_balanced(&journal, TASKS, 3);
+
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            &bootstrap,
+            "--group",
+            &group.group,
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+
+    let mut browser = headless(&chromium, &dir.0.join("profile"));
+    let mut browser = browser
+        .args(["--remote-debugging-port=0", "about:blank"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start Chromium");
+    let stderr = browser.stderr.take().expect("Chromium's stderr");
+    let browser = Guard(browser);
+    let devtools_url = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            line.strip_prefix("DevTools listening on ")
+                .map(|u| u.trim().to_owned())
+        })
+        .expect("Chromium prints its DevTools URL");
+    let mut page = Page::open(DevTools::connect(&devtools_url), &url);
+
+    let before = poll(Duration::from_secs(20), || {
+        let columns = page.columns();
+        let total: usize = columns.values().map(BTreeSet::len).sum();
+        (columns.len() == 3 && total == TASKS).then_some(columns)
+    })
+    .expect("the page shows 3 workers sharing every task");
+    let (victim, moved) = before
+        .iter()
+        .max_by_key(|(name, tasks)| (tasks.len(), std::cmp::Reverse((*name).clone())))
+        .map(|(name, tasks)| (name.clone(), tasks.clone()))
+        .expect("a worker");
+    assert!(!moved.is_empty(), "{victim} has tasks to move");
+
+    let index = workers.iter().position(|w| w.id == victim).expect("victim");
+    let killed = Instant::now();
+    workers[index].process.signal(Signal::Kill);
+    let after = poll(UPDATE_BOUND, || {
+        let columns = page.columns();
+        let survivors: BTreeSet<&String> = columns.values().flatten().collect();
+        (!columns.contains_key(&victim) && moved.iter().all(|t| survivors.contains(t)))
+            .then_some(columns)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "within {UPDATE_BOUND:?} of the kill the page must show {victim}'s tasks \
+             {moved:?} under the survivors; it shows {:?}",
+            page.columns()
+        )
+    });
+    let latency = killed.elapsed();
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(after.values().map(BTreeSet::len).sum::<usize>(), TASKS);
+    for (worker, tasks) in &after {
+        for task in tasks {
+            if let Some(was) = before.get(worker)
+                && !was.contains(task)
+            {
+                assert!(
+                    moved.contains(task),
+                    "{task} came to {worker} from a survivor"
+                );
+            }
+        }
+    }
+    // The failover and the rebalance are on the page too.
+    let failover = poll(Duration::from_secs(10), || {
+        let text = page.eval(&format!(
+            "document.querySelector('[data-failover=\"{victim}\"]')?.textContent ?? ''"
+        ));
+        let text = text.as_str().unwrap_or_default().to_owned();
+        text.contains("new owners").then_some(text)
+    })
+    .expect("the page shows the failover time");
+    let timeline = page.eval("document.getElementById('timeline').textContent");
+    let timeline = timeline.as_str().unwrap_or_default();
+    assert!(timeline.contains(&format!("left: {victim}")), "{timeline}");
+    for task in &moved {
+        assert!(
+            timeline.contains(&format!("{task}: {victim} →")),
+            "{timeline}"
+        );
+    }
+    let live = page.eval("document.getElementById('live').textContent");
+    assert!(
+        live.as_str().unwrap_or_default().starts_with("live"),
+        "{live}"
+    );
+
+    // A survivor's status, one click away.
+    let survivor = after.keys().next().expect("a survivor").clone();
+    page.eval(&format!(
+        "document.querySelector('[data-panel=\"{survivor}\"]').click()"
+    ));
+    let panel = poll(Duration::from_secs(10), || {
+        let rows = page.eval("document.querySelectorAll('#panel-body tr').length");
+        (rows.as_u64() == Some(after[&survivor].len() as u64 + 1)).then_some(rows)
+    });
+    assert!(panel.is_some(), "the panel lists {survivor}'s tasks");
+
+    let screenshot = dir.0.join("console.png");
+    let shot = headless(&chromium, &dir.0.join("profile-shot"))
+        .arg(format!("--screenshot={}", screenshot.display()))
+        .arg(&url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run Chromium for the screenshot");
+    assert!(shot.success() && screenshot.exists(), "no screenshot");
+    // Kept beside the temp dir (which is removed): copy it out for a look.
+    let kept = std::env::temp_dir().join(format!("kroupier-console-{}.png", std::process::id()));
+    std::fs::copy(&screenshot, &kept).expect("keep the screenshot");
+    println!("screenshot: {}", kept.display());
+    println!("failover on the page: {failover}");
+    println!(
+        "MEASURE console_update_ms={} (SIGKILL of {victim} to the page showing its {} tasks \
+         under the survivors)",
+        latency.as_millis(),
+        moved.len()
+    );
+    let page_bytes = ["index.html", "console.js", "console.css"]
+        .iter()
+        .map(|asset| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../crates/cli/assets/console")
+                .join(asset);
+            std::fs::metadata(path).map_or(0, |m| m.len())
+        })
+        .sum::<u64>();
+    println!("MEASURE console_assets_bytes={page_bytes}");
+    drop(browser);
+    drop(console);
+    drop(workers);
+    drop(coordinator);
+}
