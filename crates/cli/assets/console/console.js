@@ -109,7 +109,7 @@ function drawFailovers(s) {
         ? `<div>its ${f.tasks} tasks are moving…</div>`
         : f.failover_ms === 0
           ? `<div><span class="big">≤ ${secs(f.done_ms - f.last_seen_ms)}</span> until its ${f.tasks} tasks had new owners` +
-            ` <span class="counts">(all between two polls)</span></div>`
+            ` <span class="counts">(gone and replaced within one poll)</span></div>`
           : `<div><span class="big">${secs(f.failover_ms)}</span> until its ${f.tasks} tasks had new owners</div>`) +
       `</div>`).join("");
 }

@@ -8,6 +8,8 @@
 //!   state, generation or member set, or a move) and closes at the next `Stable` snapshot with a
 //!   new generation; it lists who joined and left (between the two stable snapshots, since Kafka
 //!   shows no member metadata mid-rebalance) and what moved.
+//! - A worker whose status API refuses connections is gone: its tasks count as unowned from
+//!   then on (the tracker's `mark_lost`), before the coordinator notices.
 //! - A *failover* opens at the console's first sign that a worker died (its status API refuses
 //!   connections, or a stable snapshot without it) and closes when every task it held is owned
 //!   by another worker in a stable snapshot; its time runs between the two.
@@ -332,10 +334,16 @@ impl Board {
     /// Takes the answer of `worker`'s status API at `now`.
     pub fn probed(&mut self, now: Instant, worker: &str, probe: Probe) {
         if probe == Probe::Refused {
+            // Its tasks are unowned from now on, whatever DescribeGroups shows until the
+            // coordinator removes it (as `kroupier demo` does for the worker it kills).
+            if !self.pending.iter().any(|p| p.entry.worker == worker) {
+                self.tracker.mark_lost(worker, now);
+            }
             self.worker_gone(worker, "its status API refused connections", now);
         } else if matches!(probe, Probe::Status(_)) {
             // Back (a new process with the same id): whatever failover it was in is over.
             self.pending.retain(|p| p.entry.worker != worker);
+            self.tracker.mark_back(worker);
         }
         self.probes.insert(worker.to_owned(), probe);
     }
@@ -431,6 +439,10 @@ impl Board {
                     Some(owner) if !names.contains(owner.as_str()) => {
                         format!("its owner {owner} left; waiting for the next assignment")
                     }
+                    Some(owner) if self.probes.get(owner) == Some(&Probe::Refused) => format!(
+                        "its owner {owner} is gone (its status API refuses connections); the \
+                         coordinator has not removed it yet"
+                    ),
                     Some(owner) => format!("no longer assigned (last on {owner})"),
                     None => "not assigned".to_owned(),
                 };

@@ -135,6 +135,13 @@ impl Tracker {
         }
     }
 
+    /// `worker`, once given up by [`mark_lost`](Self::mark_lost), is alive after all (a new
+    /// process under the same worker id): what DescribeGroups shows on it counts again, and a
+    /// task it still holds did not move.
+    pub fn mark_back(&mut self, worker: &str) {
+        self.lost.remove(worker);
+    }
+
     /// Every move so far, oldest first.
     pub fn moves(&self) -> &[Move] {
         &self.moves
@@ -235,6 +242,19 @@ mod tests {
         assert_eq!(moves.len(), 1);
         assert_eq!(moves[0].unowned_for, Duration::from_millis(3000));
         assert_eq!(tracker.moves().len(), 1);
+    }
+
+    #[test]
+    fn a_worker_back_after_mark_lost_owns_its_tasks_again() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut tracker = Tracker::new();
+        tracker.observe(t0, &snapshot(&[("t0", "a")]));
+        tracker.mark_lost("a", ms(100));
+        tracker.mark_back("a");
+        let moves = tracker.observe(ms(300), &snapshot(&[("t0", "a")]));
+        assert!(moves.is_empty());
+        assert!(tracker.unowned(ms(300)).is_empty());
     }
 
     #[test]

@@ -79,7 +79,14 @@ fn a_kill_shows_as_a_failover_a_rebalance_and_moves_with_unowned_times() {
     );
     let snap = board.snapshot(clock.at(400));
     assert_eq!(snap.unplaced.len(), 3, "no assignments shown mid-rebalance");
-    assert_eq!(snap.unplaced[0].unowned_ms, 150);
+    assert_eq!(
+        snap.unplaced[0].unowned_ms, 300,
+        "t0 unowned since a's refused probe"
+    );
+    assert_eq!(
+        snap.unplaced[2].unowned_ms, 150,
+        "t2 since the rebalance hid it"
+    );
     assert!(snap.unplaced[0].reason.contains("rebalancing"));
     assert_eq!(snap.timeline.len(), 1);
     assert_eq!(snap.timeline[0].ended_ms, None, "still open");
@@ -105,13 +112,13 @@ fn a_kill_shows_as_a_failover_a_rebalance_and_moves_with_unowned_times() {
                 task: "t0".into(),
                 from: "a".into(),
                 to: "b".into(),
-                unowned_ms: 1_000
+                unowned_ms: 1_150
             },
             MoveView {
                 task: "t1".into(),
                 from: "a".into(),
                 to: "b".into(),
-                unowned_ms: 1_000
+                unowned_ms: 1_150
             },
         ]
     );
@@ -296,4 +303,31 @@ fn history_is_capped() {
         Some(HISTORY as i32 + 9),
         "newest first"
     );
+}
+
+#[test]
+fn a_dead_worker_still_listed_holds_nothing_from_its_refused_probe_on() {
+    let (mut board, clock) = board();
+    let both = view("Stable", Some(1), &[("a", &["t0"]), ("b", &["t1"])]);
+    board.observe(clock.at(0), both.clone(), addrs(&["a", "b"]));
+    board.probed(clock.at(100), "a", Probe::Refused);
+    // Without fast failover the coordinator lists a until its session expires.
+    board.observe(clock.at(2_000), both, addrs(&["a", "b"]));
+    let snap = board.snapshot(clock.at(2_000));
+    assert_eq!(snap.unplaced.len(), 1);
+    assert_eq!(snap.unplaced[0].unowned_ms, 1_900);
+    assert!(
+        snap.unplaced[0].reason.contains("a is gone"),
+        "{}",
+        snap.unplaced[0].reason
+    );
+    assert_eq!(snap.workers[0].probe, "refused");
+    board.observe(
+        clock.at(3_100),
+        view("Stable", Some(2), &[("b", &["t0", "t1"])]),
+        addrs(&["b"]),
+    );
+    let snap = board.snapshot(clock.at(3_100));
+    assert_eq!(snap.timeline[0].moves[0].unowned_ms, 3_000);
+    assert_eq!(snap.failovers[0].failover_ms, Some(3_000));
 }
