@@ -84,7 +84,11 @@ function column(c, q, moved) {
   if (collapsed) {
     const counts = {};
     for (const t of c.tasks) counts[t.state] = (counts[t.state] ?? 0) + 1;
-    body = `<div class="counts">${Object.entries(counts).map(([k, n]) => `${n} ${esc(k.toLowerCase())}`).join(", ") || "no tasks"}` +
+    const order = ["FAILED", "UNPLACED", "RUNNING", "STARTING", "RESTARTING", "STOPPING", "ASSIGNED"];
+    const rank = (k) => (order.indexOf(k) + order.length + 1) % (order.length + 1);
+    const entries = Object.entries(counts).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
+    body = `<div class="counts">${entries.map(([k, n]) =>
+      `<span class="${k === "FAILED" ? "count-failed" : ""}">${n} ${esc(k.toLowerCase())}</span>`).join(", ") || "no tasks"}` +
       ` (collapsed; click the name)</div>`;
   } else if (view.byState) {
     const groups = {};
