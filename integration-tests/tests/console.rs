@@ -414,3 +414,82 @@ fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
     drop(workers);
     drop(coordinator);
 }
+
+/// `method path` on `addr`: status code and body (HTTP/1.0, so the answer ends the connection;
+/// `limit` bytes at most, for the never-ending event stream).
+fn http(addr: &str, method: &str, path: &str, headers: &str, limit: u64) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect to the console");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{headers}Content-Length: 0\r\n\r\n"
+    )
+    .expect("send the request");
+    let mut raw = Vec::new();
+    let _ = stream.take(limit).read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not HTTP: {raw}"));
+    (code, body.to_owned())
+}
+
+#[test]
+fn without_a_cluster_the_console_serves_the_page_and_says_why_it_is_empty() {
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            "127.0.0.1:1",
+            "--group",
+            "nobody",
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let (code, page) = http(&addr, "GET", "/", "", 1 << 20);
+    assert_eq!(code, 200);
+    assert!(page.contains("<title>kroupier console</title>"), "{page}");
+    assert!(
+        page.contains(r#""group":"nobody""#),
+        "the snapshot is inline: {page}"
+    );
+    for asset in ["/console.js", "/console.css"] {
+        assert_eq!(http(&addr, "GET", asset, "", 1 << 20).0, 200, "{asset}");
+    }
+    let error = poll(Duration::from_secs(15), || {
+        let (_, body) = http(&addr, "GET", "/api/snapshot", "", 1 << 20);
+        let snapshot: Value = serde_json::from_str(&body).expect("a JSON snapshot");
+        snapshot["error"].as_str().map(str::to_owned)
+    })
+    .expect("the snapshot says why the group is not shown");
+    assert!(error.contains("127.0.0.1:1"), "{error}");
+    let (code, events) = http(&addr, "GET", "/events", "", 200);
+    assert_eq!(code, 200);
+    assert!(events.starts_with("event: snapshot\ndata: {"), "{events}");
+    let restart = "/api/workers/w1/tasks/task-0/restart";
+    assert_eq!(
+        http(&addr, "POST", restart, "", 1 << 20).0,
+        403,
+        "no console header"
+    );
+    let (code, body) = http(&addr, "POST", restart, "X-Kroupier-Console: 1\r\n", 1 << 20);
+    assert_eq!(code, 404, "an unknown worker: {body}");
+    assert_eq!(
+        http(&addr, "GET", "/api/workers/w1/status", "", 1 << 20).0,
+        404
+    );
+    drop(console);
+}
