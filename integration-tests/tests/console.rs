@@ -378,6 +378,21 @@ fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
         (rows.as_u64() == Some(after[&survivor].len() as u64 + 1)).then_some(rows)
     });
     assert!(panel.is_some(), "the panel lists {survivor}'s tasks");
+    // The one action: restart a task, through the console, on the worker that holds it.
+    let task = after[&survivor].first().expect("a task").clone();
+    page.eval(&format!(
+        "document.querySelector('[data-restart=\"{task}\"]').click()"
+    ));
+    let answer = poll(Duration::from_secs(10), || {
+        let text = page.eval("document.getElementById('panel-message')?.textContent ?? ''");
+        let text = text.as_str().unwrap_or_default().to_owned();
+        (!text.is_empty()).then_some(text)
+    })
+    .expect("the page shows the worker's answer to the restart");
+    assert!(
+        answer.starts_with(&format!("restart {task}: 202")),
+        "{answer}"
+    );
 
     let screenshot = dir.0.join("console.png");
     let shot = headless(&chromium, &dir.0.join("profile-shot"))

@@ -154,7 +154,7 @@ async function drawPanel() {
   $("panel-body").innerHTML =
     `<p>generation ${st.generation ?? "-"} · leader ${esc(st.leader ?? "-")} · ` +
     `${st.rebalancing ? "rebalancing" : "stable"}${st.shutting_down ? " · shutting down" : ""}</p>` +
-    `<div id="panel-message" class="counts"></div>` +
+    `<div id="panel-message" class="counts">${esc(view.message ?? "")}</div>` +
     `<table><tr><th>task</th><th>state</th><th>restarts</th><th>last error</th><th></th></tr>${rows}</table>` +
     `<details><summary>raw /status</summary><pre>${esc(JSON.stringify(st, null, 2))}</pre></details>`;
 }
@@ -173,14 +173,16 @@ async function restart(task) {
       answer = await send(token);
     }
   }
+  // Kept in the view: the panel is redrawn with every snapshot.
+  view.message = `restart ${task}: ${answer.status} ${await answer.text()}`;
   const message = $("panel-message");
-  if (message) message.textContent = `restart ${task}: ${answer.status} ${await answer.text()}`;
+  if (message) message.textContent = view.message;
 }
 
 document.addEventListener("click", (e) => {
   const t = e.target.closest("[data-toggle],[data-panel],[data-restart]");
   if (!t) return;
-  if (t.dataset.panel) { view.panel = t.dataset.panel; drawPanel(); return; }
+  if (t.dataset.panel) { view.panel = t.dataset.panel; view.message = null; drawPanel(); return; }
   if (t.dataset.restart) { restart(t.dataset.restart); return; }
   const name = t.dataset.toggle;
   const col = view.snapshot.workers.find((w) => w.name === name);
