@@ -89,6 +89,6 @@ pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
 pub use config::{StatusConfig, TasksConfig, WorkerConfig};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
 pub use group::{WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
-pub use status::{StatusBoard, TaskState, TaskStatus, TaskTable, WorkerStatus};
+pub use status::{TaskState, TaskStatus, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};

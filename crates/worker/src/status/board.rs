@@ -111,11 +111,6 @@ impl StatusBoard {
         self.inner.group.borrow().clone()
     }
 
-    /// Subscribes to group view changes (one per completed rebalance).
-    pub fn subscribe(&self) -> watch::Receiver<GroupView> {
-        self.inner.group.subscribe()
-    }
-
     /// Whether a rebalance is in progress.
     pub fn is_rebalancing(&self) -> bool {
         self.inner.rebalancing.load(Ordering::Acquire)

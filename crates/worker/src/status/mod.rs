@@ -39,5 +39,7 @@ pub(crate) mod metrics;
 pub(crate) mod model;
 pub(crate) mod tls;
 
-pub use board::{GroupView, StatusBoard, TaskView, WorkerStatus};
-pub use model::{TaskState, TaskStatus, TaskTable};
+pub(crate) use board::StatusBoard;
+pub use board::{GroupView, TaskView, WorkerStatus};
+pub(crate) use model::TaskTable;
+pub use model::{TaskState, TaskStatus};

@@ -112,6 +112,7 @@ impl TaskTable {
     }
 
     /// The status of one task.
+    #[cfg(test)]
     pub fn get(&self, task_id: &str) -> Option<TaskStatus> {
         self.tasks.get(task_id).map(|entry| entry.clone())
     }
@@ -137,16 +138,6 @@ impl TaskTable {
             }
         }
         counts
-    }
-
-    /// Number of tasks held.
-    pub fn len(&self) -> usize {
-        self.tasks.len()
-    }
-
-    /// Whether no task is held.
-    pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
     }
 
     /// Starts a new incarnation of a task's record.

@@ -386,7 +386,7 @@ async fn stop_all_is_bounded_by_its_deadline() {
         ctx.check_lease(),
         Err(LeaseError::ShuttingDown { .. })
     ));
-    assert!(f.supervisor.table().is_empty());
+    assert!(f.supervisor.table().snapshot().is_empty());
     assert_eq!(
         f.supervisor.start("idle", token()),
         StartOutcome::ShuttingDown
