@@ -14,7 +14,9 @@
 //!
 //! A worker whose loop ends in order (a shutdown, or the member stopped by itself) ends its
 //! `/watch` bodies with [`STOPPED`] first: then its end is no crash. Kafka keeps a static
-//! member's place through a restart, and fast failover must not undo that.
+//! member's place through a restart, and fast failover must not undo that. A peer whose first
+//! connection is already refused was never watched, so how it ended is unknown (see
+//! [`Gone::linked`]).
 
 use std::time::Duration;
 
@@ -41,6 +43,9 @@ pub(crate) const STOPPED: &str = "kroupier: stopped\n";
 pub(crate) struct Gone {
     /// Its last link said it stopped in order ([`STOPPED`]); always `false` over HTTPS.
     pub(crate) orderly: bool,
+    /// Whether a link to it was ever open. A peer first seen refusing was never watched: how
+    /// it ended (a crash or an orderly stop) is unknown.
+    pub(crate) linked: bool,
 }
 
 /// How a link speaks to the peer's status API.
@@ -57,11 +62,14 @@ pub(crate) enum LinkMode {
 pub(crate) async fn until_gone(peer: &Peer, own_host: Option<&str>, mode: LinkMode) -> Gone {
     let mut backoff = MIN_BACKOFF;
     let mut orderly = false;
+    let mut linked = false;
     loop {
         let opened = tokio::time::Instant::now();
-        orderly |= hold(peer, mode).await;
+        let held = hold(peer, mode).await;
+        orderly |= held.orderly;
+        linked |= held.linked;
         if is_gone(peer, own_host).await {
-            return Gone { orderly };
+            return Gone { orderly, linked };
         }
         if opened.elapsed() >= STEADY {
             backoff = MIN_BACKOFF;
@@ -73,12 +81,22 @@ pub(crate) async fn until_gone(peer: &Peer, own_host: Option<&str>, mode: LinkMo
     }
 }
 
-/// Opens the link and returns when it ends (or cannot be opened): whether the peer said it
-/// stopped in order.
-async fn hold(peer: &Peer, mode: LinkMode) -> bool {
+/// How one link ended.
+struct Held {
+    /// The connection was open.
+    linked: bool,
+    /// The peer said it stopped in order.
+    orderly: bool,
+}
+
+/// Opens the link and returns when it ends (or cannot be opened).
+async fn hold(peer: &Peer, mode: LinkMode) -> Held {
     let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&peer.status_addr));
     let Ok(Ok(mut stream)) = connected.await else {
-        return false;
+        return Held {
+            linked: false,
+            orderly: false,
+        };
     };
     if mode == LinkMode::Http {
         let request = format!(
@@ -86,7 +104,10 @@ async fn hold(peer: &Peer, mode: LinkMode) -> bool {
             peer.status_addr
         );
         if stream.write_all(request.as_bytes()).await.is_err() {
-            return false;
+            return Held {
+                linked: true,
+                orderly: false,
+            };
         }
     }
     // The response head, then (at an orderly stop) STOPPED; EOF or an error ends the link.
@@ -101,7 +122,10 @@ async fn hold(peer: &Peer, mode: LinkMode) -> bool {
             seen.drain(..seen.len() - 64);
         }
     }
-    seen.windows(STOPPED.len()).any(|w| w == STOPPED.as_bytes())
+    Held {
+        linked: true,
+        orderly: seen.windows(STOPPED.len()).any(|w| w == STOPPED.as_bytes()),
+    }
 }
 
 /// Whether `peer`'s process is provably gone: a refused connection on its host.
@@ -147,7 +171,13 @@ mod tests {
             .await
             .expect("the end of the process is seen at once")
             .unwrap();
-        assert_eq!(gone, Gone { orderly: false });
+        assert_eq!(
+            gone,
+            Gone {
+                orderly: false,
+                linked: true
+            }
+        );
     }
 
     #[tokio::test]
@@ -168,7 +198,33 @@ mod tests {
             .await
             .expect("the end of the process is seen at once")
             .unwrap();
-        assert_eq!(gone, Gone { orderly: true });
+        assert_eq!(
+            gone,
+            Gone {
+                orderly: true,
+                linked: true
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_peer_first_seen_refusing_is_gone_without_a_link() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let watched = peer(listener.local_addr().unwrap());
+        drop(listener);
+        let gone = tokio::time::timeout(
+            Duration::from_secs(2),
+            until_gone(&watched, Some("here"), LinkMode::Http),
+        )
+        .await
+        .expect("a refused first connection is seen at once");
+        assert_eq!(
+            gone,
+            Gone {
+                orderly: false,
+                linked: false
+            }
+        );
     }
 
     #[tokio::test]

@@ -261,19 +261,25 @@ impl Watch {
     }
 
     /// A watched peer's process is gone: remove it, rejoin, and (in a large group) tell the
-    /// others. A static peer that stopped in order keeps its place: Kafka keeps it through a
-    /// restart, and its tasks wait for it (its shutdown stopped them).
+    /// others. A static peer that stopped in order, or that ended before its link was open,
+    /// keeps its place: Kafka keeps it through a restart, and its tasks wait for it (its
+    /// shutdown stopped them).
     async fn died(&mut self, member_id: &str, gone: link::Gone) {
         self.links.remove(member_id);
         let Some(index) = self.peers.iter().position(|p| p.member_id == member_id) else {
             return;
         };
         let peer = self.peers.remove(index);
-        if gone.orderly && peer.group_instance_id.is_some() {
+        if peer.group_instance_id.is_some() && (gone.orderly || !gone.linked) {
+            // A static peer that stopped in order keeps its place, as Kafka intends. One that
+            // was never linked may have stopped in order too (its process ended before this
+            // worker's link was open): removing it would undo a restart, so it is left to its
+            // session, as without fast failover.
             tracing::info!(
                 peer = %peer.member_id,
-                "a static peer stopped in order: it keeps its place in the group until it \
-                 restarts or its session expires"
+                orderly = gone.orderly,
+                "a static peer ended in order or before it was watched: it keeps its place in \
+                 the group until it restarts or its session expires"
             );
             return;
         }
