@@ -58,6 +58,17 @@ pub fn os_signals() -> impl Stream<Item = ()> + Unpin {
     }))
 }
 
+/// Logs to stderr, filtered by `RUST_LOG` (`warn` when unset): the examples' stdout is for
+/// their JSON lines.
+pub fn init_logs() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+}
+
 /// Completes at the first SIGTERM or ctrl-c (for programs with no graceful stop to cut short).
 pub async fn terminated() {
     use futures::StreamExt;

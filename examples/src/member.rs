@@ -93,6 +93,12 @@ pub fn print_role(id: &str, (event, generation): (&str, Option<i32>)) {
     print_line(id, event, ("generation", generation.into()));
 }
 
+/// Exit code 2 for bad arguments or settings, with `message` on stderr after `program`'s name.
+pub fn usage_error(program: &str, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("{program}: {message}");
+    ExitCode::from(2)
+}
+
 /// The exit code of `program` once its group driver ended: 0 when it left cleanly, 1 (with
 /// the reason on stderr) when it failed or panicked.
 pub fn driver_exit(program: &str, ended: Result<Result<(), MemberError>, JoinError>) -> ExitCode {

@@ -77,18 +77,12 @@ async fn probe(
 }
 
 fn fail(message: impl std::fmt::Display) -> std::process::ExitCode {
-    eprintln!("active_standby: {message}");
-    std::process::ExitCode::from(2)
+    kroupier_examples::member::usage_error("active_standby", message)
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    kroupier_examples::init_logs();
     let args = Args::parse();
     if args.probe_interval_ms == 0 {
         return fail("--probe-interval-ms must be at least 1");

@@ -97,12 +97,7 @@ fn print(id: &str, topic: &str, change: &Ownership) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    kroupier_examples::init_logs();
     let args = Args::parse();
     let Some(assignor) = Assignor::from_name(&args.assignor) else {
         eprintln!("consumer_group: unknown assignor {:?}", args.assignor);
@@ -190,17 +185,7 @@ async fn main() -> ExitCode {
                 while let Ok(change) = changes.try_recv() {
                     print(&args.id, &args.topic, &change);
                 }
-                return match ended {
-                    Ok(Ok(())) => ExitCode::SUCCESS,
-                    Ok(Err(e)) => {
-                        eprintln!("consumer_group: {e}");
-                        ExitCode::FAILURE
-                    }
-                    Err(e) => {
-                        eprintln!("consumer_group: the driver panicked: {e}");
-                        ExitCode::FAILURE
-                    }
-                };
+                return kroupier_examples::member::driver_exit("consumer_group", ended);
             }
         }
     }

@@ -13,7 +13,7 @@
 
 use clap::Parser;
 use kroupier::coordinator::election::Elector;
-use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role};
+use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role, usage_error};
 use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -27,27 +27,16 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    kroupier_examples::init_logs();
     let Args { member: args } = Args::parse();
     let config = match args.member_config("leader_election") {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("leader_election: {e}");
-            return std::process::ExitCode::from(2);
-        }
+        Err(e) => return usage_error("leader_election", e),
     };
 
     let (elector, driver) = match Elector::new(config, &args.id, true) {
         Ok(pair) => pair,
-        Err(e) => {
-            eprintln!("leader_election: {e}");
-            return std::process::ExitCode::from(2);
-        }
+        Err(e) => return usage_error("leader_election", e),
     };
     let mut events = elector.events();
     let mut driver = tokio::spawn(driver);

@@ -124,12 +124,7 @@ fn print_event(worker: &str, event: &WorkerEvent) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    kroupier_examples::init_logs();
     let args = Args::parse();
 
     // The worker: where Kafka is, which group, how fast to fail over. What depends on the

@@ -61,18 +61,12 @@ fn print_role_change(id: &str, role: &Role) {
 }
 
 fn fail(message: impl std::fmt::Display) -> std::process::ExitCode {
-    eprintln!("single_writer: {message}");
-    std::process::ExitCode::from(2)
+    kroupier_examples::member::usage_error("single_writer", message)
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    kroupier_examples::init_logs();
     let args = Args::parse();
     let config = match args.member.member_config("single_writer") {
         Ok(config) => config,
