@@ -31,23 +31,31 @@ use serde::Serialize;
 
 use crate::command_config::{CommandConfig, UsageError};
 
+/// The group a command looks at, and how to reach its cluster: what `describe`, `watch` and
+/// `console` take alike.
+#[derive(Debug, clap::Args)]
+pub struct GroupTarget {
+    /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
+    #[arg(long)]
+    pub bootstrap: String,
+    /// The group id.
+    #[arg(long)]
+    pub group: String,
+    #[command(flatten)]
+    pub config: CommandConfig,
+}
+
 /// Arguments of `kroupier describe`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
-    #[arg(long)]
-    bootstrap: String,
-    /// The group id.
-    #[arg(long)]
-    group: String,
+    #[command(flatten)]
+    target: GroupTarget,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
     /// Give up when the cluster has not answered within this many milliseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
-    #[command(flatten)]
-    config: CommandConfig,
 }
 
 /// A group as `kroupier describe` shows it (the JSON contract).
@@ -249,29 +257,34 @@ pub async fn fetch(
 /// Runs the command.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let timeout = Duration::from_millis(args.timeout_ms);
-    let security = args.config.security()?;
+    let security = args.target.config.security()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let view = runtime.block_on(async {
-        let cluster = cluster(&args.bootstrap, security, timeout)?;
+        let cluster = cluster(&args.target.bootstrap, security, timeout)?;
         // One round over the bootstrap servers first: an unreachable cluster fails at once
         // instead of after the coordinator lookup's retries.
         match tokio::time::timeout(timeout, cluster.any_broker()).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(format!("cannot reach {}: {e}", args.bootstrap).into()),
+            Ok(Err(e)) => return Err(format!("cannot reach {}: {e}", args.target.bootstrap).into()),
             Err(_) => {
                 return Err(format!(
                     "no answer from {} within {} ms",
-                    args.bootstrap, args.timeout_ms
+                    args.target.bootstrap, args.timeout_ms
                 )
                 .into());
             }
         }
         let observer = Observer::new(cluster);
-        fetch(&observer, &args.bootstrap, &args.group, timeout)
-            .await
-            .map_err(Box::<dyn Error>::from)
+        fetch(
+            &observer,
+            &args.target.bootstrap,
+            &args.target.group,
+            timeout,
+        )
+        .await
+        .map_err(Box::<dyn Error>::from)
     })?;
     if args.json {
         println!("{}", serde_json::to_string(&view)?);

@@ -27,25 +27,18 @@ use kroupier_coordinator::observer::Observer;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::command_config::CommandConfig;
-use crate::describe;
+use crate::describe::{self, GroupTarget};
 use poll::Shared;
 
 /// Arguments of `kroupier console`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
-    #[arg(long)]
-    bootstrap: String,
-    /// The group id.
-    #[arg(long)]
-    group: String,
+    #[command(flatten)]
+    target: GroupTarget,
     /// Where the page is served. Loopback by default: the page shows the group to anyone who
     /// can reach it.
     #[arg(long, default_value = "127.0.0.1:7990")]
     listen: SocketAddr,
-    #[command(flatten)]
-    config: CommandConfig,
 }
 
 /// A running console; its pollers and server stop when it is dropped.
@@ -101,21 +94,30 @@ pub async fn spawn(
 
 /// Runs the command until ctrl-c or SIGTERM.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
-    let security = args.config.security()?;
+    let security = args.target.config.security()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let observer =
-        describe::observer(&args.bootstrap, security, std::time::Duration::from_secs(2))?;
+    let observer = describe::observer(
+        &args.target.bootstrap,
+        security,
+        std::time::Duration::from_secs(2),
+    )?;
     runtime.block_on(async {
-        let console = spawn(args.listen, observer, &args.bootstrap, &args.group).await?;
+        let console = spawn(
+            args.listen,
+            observer,
+            &args.target.bootstrap,
+            &args.target.group,
+        )
+        .await?;
         // The first line is for scripts (and the tests); the second for people.
         println!("console={}", console.url());
         println!(
             "kroupier console: group {} at {}; open {} (ctrl-c stops)",
-            args.group,
-            args.bootstrap,
+            args.target.group,
+            args.target.bootstrap,
             console.url()
         );
         let _ = std::io::stdout().flush();

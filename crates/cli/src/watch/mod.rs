@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use model::Tracker;
 use view::{Screen, Ui};
 
-use crate::command_config::CommandConfig;
-use crate::describe;
+use crate::describe::{self, GroupTarget};
 
 /// How often the group is described.
 pub const POLL: Duration = Duration::from_millis(250);
@@ -28,32 +27,26 @@ pub const POLL: Duration = Duration::from_millis(250);
 /// Arguments of `kroupier watch`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
-    #[arg(long)]
-    bootstrap: String,
-    /// The group id.
-    #[arg(long)]
-    group: String,
     #[command(flatten)]
-    config: CommandConfig,
+    target: GroupTarget,
 }
 
 /// Runs the command until the user quits.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
-    let security = args.config.security()?;
+    let security = args.target.config.security()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     // Short, so that the view (and q) stays responsive while the cluster is unreachable.
     let timeout = Duration::from_secs(2);
-    let observer = describe::observer(&args.bootstrap, security, timeout)?;
+    let observer = describe::observer(&args.target.bootstrap, security, timeout)?;
     let mut ui = Ui::start().map_err(|e| {
         format!("kroupier watch needs a terminal ({e}); use `kroupier describe` in scripts")
     })?;
     let mut tracker = Tracker::new();
     let mut latest = None;
     let mut next_poll = Instant::now();
-    let title = format!("group {} at {}", args.group, args.bootstrap);
+    let title = format!("group {} at {}", args.target.group, args.target.bootstrap);
     loop {
         if ui.quit_requested()? {
             return Ok(());
@@ -63,8 +56,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             next_poll = now + POLL;
             let fetched = runtime.block_on(describe::fetch(
                 &observer,
-                &args.bootstrap,
-                &args.group,
+                &args.target.bootstrap,
+                &args.target.group,
                 timeout,
             ));
             let error = match fetched {
