@@ -32,8 +32,11 @@ const fn need(api_key: ApiKey, min: i16, required: bool, kafka: &'static str) ->
 /// The APIs kroupier negotiates on every connection. Membership needs static membership
 /// (KIP-345: JoinGroup v5, SyncGroup/Heartbeat v3, batched LeaveGroup v3) and flexible
 /// FindCoordinator (v3), so Kafka 2.4 or later. SaslHandshake v1 and SaslAuthenticate (KIP-152,
-/// Kafka 1.0) are needed only when SASL is configured; the security layer says so then.
-pub const REQUIREMENTS: [ApiRequirement; 11] = [
+/// Kafka 1.0) are needed only when SASL is configured; the security layer says so then. The log
+/// APIs (a compacted topic as the task store) are optional for membership: v2 record batches
+/// need Produce v3 and Fetch v4 (Kafka 0.11), ListOffsets v1 answers one offset per partition
+/// (0.10.1), CreateTopics v2 is Kafka 1.0's.
+pub const REQUIREMENTS: [ApiRequirement; 15] = [
     need(ApiKey::ApiVersions, 0, true, "0.10.0"),
     need(ApiKey::FindCoordinator, 3, true, "2.4"),
     need(ApiKey::JoinGroup, 5, true, "2.3"),
@@ -45,6 +48,10 @@ pub const REQUIREMENTS: [ApiRequirement; 11] = [
     need(ApiKey::Metadata, 4, false, "1.0"),
     need(ApiKey::SaslHandshake, 1, false, "1.0"),
     need(ApiKey::SaslAuthenticate, 0, false, "1.0"),
+    need(ApiKey::Produce, 3, false, "0.11"),
+    need(ApiKey::Fetch, 4, false, "0.11"),
+    need(ApiKey::ListOffsets, 1, false, "0.10.1"),
+    need(ApiKey::CreateTopics, 2, false, "1.0"),
 ];
 
 /// The version to use for each API on one connection.
@@ -148,7 +155,7 @@ mod tests {
         )
     }
 
-    const KAFKA_4_1: [(ApiKey, i16, i16); 11] = [
+    const KAFKA_4_1: [(ApiKey, i16, i16); 15] = [
         (ApiKey::ApiVersions, 0, 4),
         (ApiKey::Metadata, 0, 13),
         (ApiKey::FindCoordinator, 0, 6),
@@ -160,6 +167,10 @@ mod tests {
         (ApiKey::ListGroups, 0, 5),
         (ApiKey::SaslHandshake, 0, 1),
         (ApiKey::SaslAuthenticate, 0, 2),
+        (ApiKey::Produce, 0, 13),
+        (ApiKey::Fetch, 4, 18),
+        (ApiKey::ListOffsets, 1, 10),
+        (ApiKey::CreateTopics, 2, 7),
     ];
 
     #[test]
@@ -172,7 +183,11 @@ mod tests {
         assert_eq!(v.get(ApiKey::FindCoordinator), Some(6));
         assert_eq!(v.get(ApiKey::DescribeGroups), Some(6));
         assert_eq!(v.get(ApiKey::ListGroups), Some(5));
-        assert_eq!(v.get(ApiKey::Produce), None);
+        assert_eq!(v.get(ApiKey::Produce), Some(13));
+        assert_eq!(v.get(ApiKey::Fetch), Some(18));
+        assert_eq!(v.get(ApiKey::ListOffsets), Some(10));
+        assert_eq!(v.get(ApiKey::CreateTopics), Some(7));
+        assert_eq!(v.get(ApiKey::OffsetCommit), None);
         assert_eq!(v, NegotiatedVersions::latest());
     }
 
@@ -234,6 +249,15 @@ mod tests {
             .collect();
         let v = NegotiatedVersions::negotiate("b:9092", &offer(&without_list)).unwrap();
         assert_eq!(v.get(ApiKey::ListGroups), None);
+        // A broker without the log APIs (a group coordinator only) still serves membership.
+        let groups_only: Vec<_> = KAFKA_4_1
+            .iter()
+            .copied()
+            .filter(|r| !wire::LOG_APIS.contains(&r.0))
+            .collect();
+        let v = NegotiatedVersions::negotiate("b:9092", &offer(&groups_only)).unwrap();
+        assert_eq!((v.get(ApiKey::Produce), v.get(ApiKey::Fetch)), (None, None));
+        assert_eq!(v.get(ApiKey::JoinGroup), Some(9));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
-    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, MetadataRequest, RequestHeader,
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DescribeGroupsRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader,
     ResponseHeader, SyncGroupRequest,
 };
 use kafka_protocol::protocol::Encodable;
@@ -16,7 +17,8 @@ use super::schema::{self, Direction};
 /// The least a request frame holds before its client id: api key, api version, correlation id.
 const MIN_REQUEST_HEADER: usize = 8;
 
-/// A decoded request body of one of the APIs kroupier serves.
+/// A decoded request body of one of the APIs kroupier serves: the group APIs and the log APIs
+/// ([`LOG_APIS`](super::LOG_APIS)).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub enum RequestBody {
@@ -38,6 +40,14 @@ pub enum RequestBody {
     DescribeGroups(DescribeGroupsRequest),
     /// ListGroups (16).
     ListGroups(ListGroupsRequest),
+    /// Produce (0).
+    Produce(ProduceRequest),
+    /// Fetch (1).
+    Fetch(FetchRequest),
+    /// ListOffsets (2).
+    ListOffsets(ListOffsetsRequest),
+    /// CreateTopics (19).
+    CreateTopics(CreateTopicsRequest),
 }
 
 impl RequestBody {
@@ -53,6 +63,10 @@ impl RequestBody {
             Self::LeaveGroup(_) => ApiKey::LeaveGroup,
             Self::DescribeGroups(_) => ApiKey::DescribeGroups,
             Self::ListGroups(_) => ApiKey::ListGroups,
+            Self::Produce(_) => ApiKey::Produce,
+            Self::Fetch(_) => ApiKey::Fetch,
+            Self::ListOffsets(_) => ApiKey::ListOffsets,
+            Self::CreateTopics(_) => ApiKey::CreateTopics,
         }
     }
 }
@@ -107,6 +121,12 @@ pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestBody), Wire
             RequestBody::DescribeGroups(decode_whole(body_schema, version, rest)?)
         }
         ApiKey::ListGroups => RequestBody::ListGroups(decode_whole(body_schema, version, rest)?),
+        ApiKey::Produce => RequestBody::Produce(decode_whole(body_schema, version, rest)?),
+        ApiKey::Fetch => RequestBody::Fetch(decode_whole(body_schema, version, rest)?),
+        ApiKey::ListOffsets => RequestBody::ListOffsets(decode_whole(body_schema, version, rest)?),
+        ApiKey::CreateTopics => {
+            RequestBody::CreateTopics(decode_whole(body_schema, version, rest)?)
+        }
         _ => {
             return Err(WireError::UnsupportedApi {
                 api_key,

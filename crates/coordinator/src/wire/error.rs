@@ -34,7 +34,7 @@ pub enum WireError {
     },
     /// The request names a Kafka API that kroupier neither sends nor serves.
     #[error(
-        "{api_key:?} (key {}) is not one of the group APIs kroupier speaks; answer it as \
+        "{api_key:?} (key {}) is not one of the Kafka APIs kroupier speaks; answer it as \
          unsupported or close the connection",
         *api_key as i16
     )]

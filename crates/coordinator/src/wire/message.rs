@@ -5,12 +5,14 @@ use std::fmt::Debug;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest, FetchResponse,
     FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    SyncGroupRequest, SyncGroupResponse,
+    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, SyncGroupRequest,
+    SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
@@ -19,7 +21,8 @@ use super::guard::walk;
 use super::schema::{self, Schema};
 
 /// A request kroupier sends: one of the nine group APIs (which its embedded coordinator also
-/// serves), or SaslHandshake and SaslAuthenticate.
+/// serves), one of the four log APIs (Produce, Fetch, ListOffsets, CreateTopics), or
+/// SaslHandshake and SaslAuthenticate.
 pub trait WireRequest:
     Encodable + Decodable + HeaderVersion + Message + Clone + PartialEq + Debug + Send + Sync + 'static
 {
@@ -96,6 +99,10 @@ wire_api!(
 );
 wire_api!(ListGroups, ListGroupsRequest, ListGroupsResponse);
 wire_api!(SaslHandshake, SaslHandshakeRequest, SaslHandshakeResponse);
+wire_api!(Produce, ProduceRequest, ProduceResponse);
+wire_api!(Fetch, FetchRequest, FetchResponse);
+wire_api!(ListOffsets, ListOffsetsRequest, ListOffsetsResponse);
+wire_api!(CreateTopics, CreateTopicsRequest, CreateTopicsResponse);
 wire_api!(
     SaslAuthenticate,
     SaslAuthenticateRequest,

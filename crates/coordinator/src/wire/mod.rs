@@ -13,7 +13,10 @@
 //! past the end of the frame. Only then does kafka-protocol decode it. Trailing bytes are an
 //! error too. The messages covered are the requests and responses of ApiVersions, Metadata,
 //! FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups,
-//! in every version kafka-protocol knows (Kafka 4.1's schemas).
+//! and of the log APIs Produce, Fetch, ListOffsets and CreateTopics, in every version
+//! kafka-protocol knows (Kafka 4.1's schemas). A record batch set (Produce's and Fetch's
+//! `records`) is walked as one length-prefixed blob; its own format is checked where it is
+//! decoded (kafka-protocol's `records` module).
 //!
 //! The round trip of one Heartbeat, client to broker and back, and a hostile frame, are in
 //! `tests/mod.rs` (`a_heartbeat_round_trip_and_a_hostile_frame`).
@@ -33,7 +36,7 @@ pub use error::{Problem, WireError};
 pub use message::{
     WireRequest, WireResponse, decode_response, encode_request, peek_correlation_id,
 };
-pub use schema::SUPPORTED_APIS;
+pub use schema::{LOG_APIS, SUPPORTED_APIS};
 
 /// The versions of `api_key` kroupier can encode and decode (kafka-protocol 0.18, Kafka 4.1's
 /// schemas), or `None` for an API kroupier does not speak.

@@ -54,6 +54,10 @@ pub(crate) fn api_versions(overrides: &[(ApiKey, i16, i16)]) -> ApiVersionsRespo
         (ApiKey::LeaveGroup, 0, 5),
         (ApiKey::DescribeGroups, 0, 6),
         (ApiKey::ListGroups, 0, 5),
+        (ApiKey::Produce, 3, 13),
+        (ApiKey::Fetch, 4, 18),
+        (ApiKey::ListOffsets, 1, 10),
+        (ApiKey::CreateTopics, 2, 7),
     ];
     ApiVersionsResponse::default().with_api_keys(
         ranges

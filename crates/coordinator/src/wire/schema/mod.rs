@@ -141,6 +141,10 @@ pub(crate) fn body(api_key: ApiKey, direction: Direction) -> Option<&'static Sch
         ApiKey::ListGroups => (&LIST_GROUPS_REQUEST, &LIST_GROUPS_RESPONSE),
         ApiKey::SaslHandshake => (&SASL_HANDSHAKE_REQUEST, &SASL_HANDSHAKE_RESPONSE),
         ApiKey::SaslAuthenticate => (&SASL_AUTHENTICATE_REQUEST, &SASL_AUTHENTICATE_RESPONSE),
+        ApiKey::Produce => (&PRODUCE_REQUEST, &PRODUCE_RESPONSE),
+        ApiKey::Fetch => (&FETCH_REQUEST, &FETCH_RESPONSE),
+        ApiKey::ListOffsets => (&LIST_OFFSETS_REQUEST, &LIST_OFFSETS_RESPONSE),
+        ApiKey::CreateTopics => (&CREATE_TOPICS_REQUEST, &CREATE_TOPICS_RESPONSE),
         _ => return None,
     };
     Some(match direction {
@@ -168,4 +172,14 @@ pub const SUPPORTED_APIS: [ApiKey; 9] = [
     ApiKey::DescribeGroups,
     ApiKey::ListGroups,
     ApiKey::ApiVersions,
+];
+
+/// The APIs of a single-partition compacted topic used as a log (the task store and the
+/// checkpoints), in API key order: what a log client sends and what an embedded coordinator
+/// serves to host such topics.
+pub const LOG_APIS: [ApiKey; 4] = [
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::CreateTopics,
 ];

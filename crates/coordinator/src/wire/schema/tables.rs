@@ -474,3 +474,361 @@ pub(super) const SASL_AUTHENTICATE_RESPONSE: Schema = Schema {
         field("SessionLifetimeMs", since(1), I64),
     ],
 };
+
+// The log APIs: a client for one compacted topic sends these, and the embedded coordinator
+// serves them. `records` fields are nullable bytes (a v2 record batch set, walked as one blob).
+const LEADER_ID_AND_EPOCH: [Field; 2] = [
+    field("LeaderId", since(0), I32),
+    field("LeaderEpoch", since(0), I32),
+];
+const NODE_ENDPOINT: [Field; 4] = [
+    field("NodeId", since(0), I32),
+    field("Host", since(0), STR),
+    field("Port", since(0), I32),
+    field("Rack", since(0), STR),
+];
+
+// Produce (0): 3-13, flexible 9+; v13 names topics by id instead of by name.
+const PARTITION_PRODUCE_DATA: [Field; 2] = [
+    field("Index", since(0), I32),
+    field("Records", since(0), BYTES),
+];
+const TOPIC_PRODUCE_DATA: [Field; 3] = [
+    field("Name", between(0, 12), STR),
+    field("TopicId", since(13), UUID),
+    field(
+        "PartitionData",
+        since(0),
+        Kind::Array(&Kind::Struct(&PARTITION_PRODUCE_DATA)),
+    ),
+];
+
+pub(super) const PRODUCE_REQUEST: Schema = Schema {
+    name: "ProduceRequest",
+    versions: between(3, 13),
+    flexible_from: 9,
+    fields: &[
+        field("TransactionalId", since(3), STR),
+        field("Acks", since(0), I16),
+        field("TimeoutMs", since(0), I32),
+        field(
+            "TopicData",
+            since(0),
+            Kind::Array(&Kind::Struct(&TOPIC_PRODUCE_DATA)),
+        ),
+    ],
+};
+
+const BATCH_INDEX_AND_ERROR_MESSAGE: [Field; 2] = [
+    field("BatchIndex", since(8), I32),
+    field("BatchIndexErrorMessage", since(8), STR),
+];
+const PARTITION_PRODUCE_RESPONSE: [Field; 8] = [
+    field("Index", since(0), I32),
+    field("ErrorCode", since(0), I16),
+    field("BaseOffset", since(0), I64),
+    field("LogAppendTimeMs", since(2), I64),
+    field("LogStartOffset", since(5), I64),
+    field(
+        "RecordErrors",
+        since(8),
+        Kind::Array(&Kind::Struct(&BATCH_INDEX_AND_ERROR_MESSAGE)),
+    ),
+    field("ErrorMessage", since(8), STR),
+    tagged(
+        "CurrentLeader",
+        since(10),
+        0,
+        Kind::Struct(&LEADER_ID_AND_EPOCH),
+    ),
+];
+const TOPIC_PRODUCE_RESPONSE: [Field; 3] = [
+    field("Name", between(0, 12), STR),
+    field("TopicId", since(13), UUID),
+    field(
+        "PartitionResponses",
+        since(0),
+        Kind::Array(&Kind::Struct(&PARTITION_PRODUCE_RESPONSE)),
+    ),
+];
+
+pub(super) const PRODUCE_RESPONSE: Schema = Schema {
+    name: "ProduceResponse",
+    versions: between(3, 13),
+    flexible_from: 9,
+    fields: &[
+        field(
+            "Responses",
+            since(0),
+            Kind::Array(&Kind::Struct(&TOPIC_PRODUCE_RESPONSE)),
+        ),
+        field("ThrottleTimeMs", since(1), I32),
+        tagged(
+            "NodeEndpoints",
+            since(10),
+            0,
+            Kind::Array(&Kind::Struct(&NODE_ENDPOINT)),
+        ),
+    ],
+};
+
+// Fetch (1): 4-18, flexible 12+; v13 names topics by id instead of by name, v15 moves the
+// replica id into the tagged ReplicaState.
+const FETCH_PARTITION: [Field; 8] = [
+    field("Partition", since(0), I32),
+    field("CurrentLeaderEpoch", since(9), I32),
+    field("FetchOffset", since(0), I64),
+    field("LastFetchedEpoch", since(12), I32),
+    field("LogStartOffset", since(5), I64),
+    field("PartitionMaxBytes", since(0), I32),
+    tagged("ReplicaDirectoryId", since(17), 0, UUID),
+    tagged("HighWatermark", since(18), 1, I64),
+];
+const FETCH_TOPIC: [Field; 3] = [
+    field("Topic", between(0, 12), STR),
+    field("TopicId", since(13), UUID),
+    field(
+        "Partitions",
+        since(0),
+        Kind::Array(&Kind::Struct(&FETCH_PARTITION)),
+    ),
+];
+const FORGOTTEN_TOPIC: [Field; 3] = [
+    field("Topic", between(7, 12), STR),
+    field("TopicId", since(13), UUID),
+    field("Partitions", since(7), INT32S),
+];
+const REPLICA_STATE: [Field; 2] = [
+    field("ReplicaId", since(15), I32),
+    field("ReplicaEpoch", since(15), I64),
+];
+
+pub(super) const FETCH_REQUEST: Schema = Schema {
+    name: "FetchRequest",
+    versions: between(4, 18),
+    flexible_from: 12,
+    fields: &[
+        tagged("ClusterId", since(12), 0, STR),
+        field("ReplicaId", between(0, 14), I32),
+        tagged("ReplicaState", since(15), 1, Kind::Struct(&REPLICA_STATE)),
+        field("MaxWaitMs", since(0), I32),
+        field("MinBytes", since(0), I32),
+        field("MaxBytes", since(3), I32),
+        field("IsolationLevel", since(4), I8),
+        field("SessionId", since(7), I32),
+        field("SessionEpoch", since(7), I32),
+        field("Topics", since(0), Kind::Array(&Kind::Struct(&FETCH_TOPIC))),
+        field(
+            "ForgottenTopicsData",
+            since(7),
+            Kind::Array(&Kind::Struct(&FORGOTTEN_TOPIC)),
+        ),
+        field("RackId", since(11), STR),
+    ],
+};
+
+const ABORTED_TRANSACTION: [Field; 2] = [
+    field("ProducerId", since(4), I64),
+    field("FirstOffset", since(4), I64),
+];
+const EPOCH_END_OFFSET: [Field; 2] = [
+    field("Epoch", since(12), I32),
+    field("EndOffset", since(12), I64),
+];
+const SNAPSHOT_ID: [Field; 2] = [
+    field("EndOffset", since(0), I64),
+    field("Epoch", since(0), I32),
+];
+const FETCH_PARTITION_DATA: [Field; 11] = [
+    field("PartitionIndex", since(0), I32),
+    field("ErrorCode", since(0), I16),
+    field("HighWatermark", since(0), I64),
+    field("LastStableOffset", since(4), I64),
+    field("LogStartOffset", since(5), I64),
+    tagged(
+        "DivergingEpoch",
+        since(12),
+        0,
+        Kind::Struct(&EPOCH_END_OFFSET),
+    ),
+    tagged(
+        "CurrentLeader",
+        since(12),
+        1,
+        Kind::Struct(&LEADER_ID_AND_EPOCH),
+    ),
+    tagged("SnapshotId", since(12), 2, Kind::Struct(&SNAPSHOT_ID)),
+    field(
+        "AbortedTransactions",
+        since(4),
+        Kind::Array(&Kind::Struct(&ABORTED_TRANSACTION)),
+    ),
+    field("PreferredReadReplica", since(11), I32),
+    field("Records", since(0), BYTES),
+];
+const FETCHABLE_TOPIC_RESPONSE: [Field; 3] = [
+    field("Topic", between(0, 12), STR),
+    field("TopicId", since(13), UUID),
+    field(
+        "Partitions",
+        since(0),
+        Kind::Array(&Kind::Struct(&FETCH_PARTITION_DATA)),
+    ),
+];
+
+pub(super) const FETCH_RESPONSE: Schema = Schema {
+    name: "FetchResponse",
+    versions: between(4, 18),
+    flexible_from: 12,
+    fields: &[
+        field("ThrottleTimeMs", since(1), I32),
+        field("ErrorCode", since(7), I16),
+        field("SessionId", since(7), I32),
+        field(
+            "Responses",
+            since(0),
+            Kind::Array(&Kind::Struct(&FETCHABLE_TOPIC_RESPONSE)),
+        ),
+        tagged(
+            "NodeEndpoints",
+            since(16),
+            0,
+            Kind::Array(&Kind::Struct(&NODE_ENDPOINT)),
+        ),
+    ],
+};
+
+// ListOffsets (2): 1-10, flexible 6+ (v0 and its multi-offset answer are gone).
+const LIST_OFFSETS_PARTITION: [Field; 3] = [
+    field("PartitionIndex", since(0), I32),
+    field("CurrentLeaderEpoch", since(4), I32),
+    field("Timestamp", since(0), I64),
+];
+const LIST_OFFSETS_TOPIC: [Field; 2] = [
+    field("Name", since(0), STR),
+    field(
+        "Partitions",
+        since(0),
+        Kind::Array(&Kind::Struct(&LIST_OFFSETS_PARTITION)),
+    ),
+];
+
+pub(super) const LIST_OFFSETS_REQUEST: Schema = Schema {
+    name: "ListOffsetsRequest",
+    versions: between(1, 10),
+    flexible_from: 6,
+    fields: &[
+        field("ReplicaId", since(0), I32),
+        field("IsolationLevel", since(2), I8),
+        field(
+            "Topics",
+            since(0),
+            Kind::Array(&Kind::Struct(&LIST_OFFSETS_TOPIC)),
+        ),
+        field("TimeoutMs", since(10), I32),
+    ],
+};
+
+const LIST_OFFSETS_PARTITION_RESPONSE: [Field; 5] = [
+    field("PartitionIndex", since(0), I32),
+    field("ErrorCode", since(0), I16),
+    field("Timestamp", since(1), I64),
+    field("Offset", since(1), I64),
+    field("LeaderEpoch", since(4), I32),
+];
+const LIST_OFFSETS_TOPIC_RESPONSE: [Field; 2] = [
+    field("Name", since(0), STR),
+    field(
+        "Partitions",
+        since(0),
+        Kind::Array(&Kind::Struct(&LIST_OFFSETS_PARTITION_RESPONSE)),
+    ),
+];
+
+pub(super) const LIST_OFFSETS_RESPONSE: Schema = Schema {
+    name: "ListOffsetsResponse",
+    versions: between(1, 10),
+    flexible_from: 6,
+    fields: &[
+        field("ThrottleTimeMs", since(2), I32),
+        field(
+            "Topics",
+            since(0),
+            Kind::Array(&Kind::Struct(&LIST_OFFSETS_TOPIC_RESPONSE)),
+        ),
+    ],
+};
+
+// CreateTopics (19): 2-7, flexible 5+.
+const CREATABLE_REPLICA_ASSIGNMENT: [Field; 2] = [
+    field("PartitionIndex", since(0), I32),
+    field("BrokerIds", since(0), INT32S),
+];
+const CREATABLE_TOPIC_CONFIG: [Field; 2] =
+    [field("Name", since(0), STR), field("Value", since(0), STR)];
+const CREATABLE_TOPIC: [Field; 5] = [
+    field("Name", since(0), STR),
+    field("NumPartitions", since(0), I32),
+    field("ReplicationFactor", since(0), I16),
+    field(
+        "Assignments",
+        since(0),
+        Kind::Array(&Kind::Struct(&CREATABLE_REPLICA_ASSIGNMENT)),
+    ),
+    field(
+        "Configs",
+        since(0),
+        Kind::Array(&Kind::Struct(&CREATABLE_TOPIC_CONFIG)),
+    ),
+];
+
+pub(super) const CREATE_TOPICS_REQUEST: Schema = Schema {
+    name: "CreateTopicsRequest",
+    versions: between(2, 7),
+    flexible_from: 5,
+    fields: &[
+        field(
+            "Topics",
+            since(0),
+            Kind::Array(&Kind::Struct(&CREATABLE_TOPIC)),
+        ),
+        field("TimeoutMs", since(0), I32),
+        field("ValidateOnly", since(1), I8),
+    ],
+};
+
+const CREATABLE_TOPIC_CONFIGS: [Field; 5] = [
+    field("Name", since(5), STR),
+    field("Value", since(5), STR),
+    field("ReadOnly", since(5), I8),
+    field("ConfigSource", since(5), I8),
+    field("IsSensitive", since(5), I8),
+];
+const CREATABLE_TOPIC_RESULT: [Field; 8] = [
+    field("Name", since(0), STR),
+    field("TopicId", since(7), UUID),
+    field("ErrorCode", since(0), I16),
+    field("ErrorMessage", since(1), STR),
+    tagged("TopicConfigErrorCode", since(5), 0, I16),
+    field("NumPartitions", since(5), I32),
+    field("ReplicationFactor", since(5), I16),
+    field(
+        "Configs",
+        since(5),
+        Kind::Array(&Kind::Struct(&CREATABLE_TOPIC_CONFIGS)),
+    ),
+];
+
+pub(super) const CREATE_TOPICS_RESPONSE: Schema = Schema {
+    name: "CreateTopicsResponse",
+    versions: between(2, 7),
+    flexible_from: 5,
+    fields: &[
+        field("ThrottleTimeMs", since(2), I32),
+        field(
+            "Topics",
+            since(0),
+            Kind::Array(&Kind::Struct(&CREATABLE_TOPIC_RESULT)),
+        ),
+    ],
+};

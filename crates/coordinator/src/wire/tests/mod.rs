@@ -36,7 +36,11 @@ into_body!(
     Heartbeat: HeartbeatRequest,
     LeaveGroup: LeaveGroupRequest,
     DescribeGroups: DescribeGroupsRequest,
-    ListGroups: ListGroupsRequest
+    ListGroups: ListGroupsRequest,
+    Produce: ProduceRequest,
+    Fetch: FetchRequest,
+    ListOffsets: ListOffsetsRequest,
+    CreateTopics: CreateTopicsRequest
 );
 
 /// Calls `check` with the sample pair of every API at every version it has.
@@ -58,6 +62,10 @@ pub(super) fn for_every_sample(mut check: impl FnMut(&dyn Fn() -> SampleFrames))
     each(samples::leave_group, &mut check);
     each(samples::describe_groups, &mut check);
     each(samples::list_groups, &mut check);
+    each(samples::produce, &mut check);
+    each(samples::fetch, &mut check);
+    each(samples::list_offsets, &mut check);
+    each(samples::create_topics, &mut check);
 }
 
 /// One sample pair, encoded, with type-erased decoders.
@@ -111,8 +119,9 @@ fn every_message_round_trips_at_every_version() {
         (sample().round_trip)();
         pairs += 1;
     });
-    // 5 + 14 + 7 + 10 + 6 + 5 + 6 + 7 + 6 versions.
-    assert_eq!(pairs, 66);
+    // 5 + 14 + 7 + 10 + 6 + 5 + 6 + 7 + 6 versions of the group APIs, then Produce 3-13,
+    // Fetch 4-18, ListOffsets 1-10 and CreateTopics 2-7.
+    assert_eq!(pairs, 66 + 11 + 15 + 10 + 6);
 }
 
 #[test]
@@ -256,12 +265,12 @@ fn short_frames_unknown_keys_and_unsupported_apis_are_errors() {
         decode_request(unknown),
         Err(WireError::UnknownApiKey { api_key: 0x7F00 })
     ));
-    // Produce (0) is Kafka's but not kroupier's.
-    let produce = Bytes::from_static(&[0, 0, 0, 9, 0, 0, 0, 9, 0xFF, 0xFF, 0]);
+    // OffsetCommit (8) is Kafka's but not kroupier's.
+    let offset_commit = Bytes::from_static(&[0, 8, 0, 9, 0, 0, 0, 9, 0xFF, 0xFF, 0]);
     assert!(matches!(
-        decode_request(produce),
+        decode_request(offset_commit),
         Err(WireError::UnsupportedApi {
-            api_key: ApiKey::Produce,
+            api_key: ApiKey::OffsetCommit,
             correlation_id: 9
         })
     ));
@@ -414,4 +423,60 @@ fn a_heartbeat_round_trip_and_a_hostile_frame() {
 
     // A hostile frame is an error, not an abort.
     assert!(decode_request(Bytes::from_static(&[0, 11, 0, 5])).is_err());
+}
+
+#[test]
+fn a_produce_round_trip_and_hostile_log_frames() {
+    // A Produce v9 request round-trips through the embedded side's decoder.
+    let (request, response) = samples::produce(9);
+    let frame = encode_request(&request, 9, 3, Some("kroupier")).unwrap();
+    let (_, body) = decode_request(frame).unwrap();
+    assert_eq!(body, RequestBody::Produce(request));
+    let answer = encode_response(3, 9, &response).unwrap();
+    assert_eq!(
+        decode_response::<ProduceResponse>(answer, 9).unwrap().1,
+        response
+    );
+
+    // Produce v8 (header v1, null client id): no transactional id, acks -1, timeout 1 s, one
+    // topic "t", one partition 0 whose records claim i32::MAX bytes.
+    let mut frame = BytesMut::new();
+    frame.extend_from_slice(&[0, 0, 0, 8, 0, 0, 0, 1, 0xFF, 0xFF]);
+    frame.extend_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0x03, 0xE8]);
+    frame.extend_from_slice(&[0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1, 0, 0, 0, 0]);
+    frame.extend_from_slice(&[0x7F, 0xFF, 0xFF, 0xFF, 1, 2, 3]);
+    let err = decode_request(frame.freeze()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WireError::Malformed {
+                message: "ProduceRequest",
+                field: "Records",
+                problem: Problem::LengthExceedsRemaining {
+                    claimed: 2_147_483_647,
+                    remaining: 3
+                },
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // A Fetch v11 response (header v0) whose topic array claims i32::MAX entries.
+    let mut frame = BytesMut::new();
+    frame.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    frame.extend_from_slice(&[0x7F, 0xFF, 0xFF, 0xFF]);
+    let err = decode_response::<FetchResponse>(frame.freeze(), 11).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WireError::Malformed {
+                message: "FetchResponse",
+                field: "Responses",
+                problem: Problem::LengthExceedsRemaining { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

@@ -1,9 +1,10 @@
 //! Random bytes into the guarded decoders: an error or a value, never a panic or an abort.
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::ApiKey;
 use proptest::prelude::*;
 
-use super::super::{SUPPORTED_APIS, decode_request};
+use super::super::{LOG_APIS, SUPPORTED_APIS, decode_request};
 use super::for_every_sample;
 
 /// A sample's request and response frames, version and response decoder.
@@ -31,11 +32,11 @@ proptest! {
 
     #[test]
     fn random_bodies_behind_a_valid_header_never_panic(
-        api in 0..SUPPORTED_APIS.len(),
-        version in -1i16..16,
+        api in 0..SUPPORTED_APIS.len() + LOG_APIS.len(),
+        version in -1i16..20,
         body in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
-        let key = SUPPORTED_APIS[api];
+        let key = SUPPORTED_APIS.iter().chain(&LOG_APIS).nth(api).copied().unwrap_or(ApiKey::Fetch);
         let mut frame = BytesMut::new();
         frame.extend_from_slice(&(key as i16).to_be_bytes());
         frame.extend_from_slice(&version.to_be_bytes());

@@ -18,7 +18,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Decodable, StrBytes};
 
 fn s(v: &'static str) -> StrBytes {
     StrBytes::from_static_str(v)
@@ -30,6 +30,17 @@ fn opt(cond: bool, v: &'static str) -> Option<StrBytes> {
 
 fn blob(v: &'static [u8]) -> Bytes {
     Bytes::from_static(v)
+}
+
+/// A topic id of sixteen `byte`s (kafka-protocol's uuid type is only reachable through a
+/// decoded message: a Metadata v10 request topic with a null name).
+macro_rules! topic_id {
+    ($byte:expr) => {{
+        let mut frame = Bytes::from([[$byte; 16].as_slice(), &[0, 0]].concat());
+        metadata_request::MetadataRequestTopic::decode(&mut frame, 10)
+            .expect("a Metadata v10 topic")
+            .topic_id
+    }};
 }
 
 pub(super) fn api_versions(v: i16) -> (ApiVersionsRequest, ApiVersionsResponse) {
@@ -271,5 +282,256 @@ pub(super) fn list_groups(v: i16) -> (ListGroupsRequest, ListGroupsResponse) {
                 .with_group_state(if v >= 4 { s("Stable") } else { s("") })
                 .with_group_type(if v >= 5 { s("classic") } else { s("") }),
         ]);
+    (req, resp)
+}
+
+pub(super) fn produce(v: i16) -> (ProduceRequest, ProduceResponse) {
+    use produce_request::{PartitionProduceData, TopicProduceData};
+    use produce_response::{
+        BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+        TopicProduceResponse,
+    };
+    let mut topic = TopicProduceData::default().with_partition_data(vec![
+        PartitionProduceData::default()
+            .with_index(0)
+            .with_records(Some(blob(b"\x00\x01batch"))),
+        PartitionProduceData::default()
+            .with_index(1)
+            .with_records(None),
+    ]);
+    let mut answer = TopicProduceResponse::default();
+    if v <= 12 {
+        topic.name = TopicName(s("tasks"));
+        answer.name = TopicName(s("tasks"));
+    } else {
+        topic.topic_id = topic_id!(7);
+        answer.topic_id = topic_id!(7);
+    }
+    let req = ProduceRequest::default()
+        .with_transactional_id(Some(TransactionalId(s("tx-1"))))
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![topic]);
+    let mut partition = PartitionProduceResponse::default()
+        .with_index(0)
+        .with_error_code(10)
+        .with_base_offset(42)
+        .with_log_append_time_ms(1_700_000_000_000)
+        .with_log_start_offset(if v >= 5 { 3 } else { -1 });
+    if v >= 8 {
+        partition.record_errors = vec![
+            BatchIndexAndErrorMessage::default()
+                .with_batch_index(1)
+                .with_batch_index_error_message(Some(s("too large"))),
+        ];
+        partition.error_message = Some(s("record 1 is too large"));
+    }
+    if v >= 10 {
+        partition.current_leader = LeaderIdAndEpoch::default()
+            .with_leader_id(BrokerId(2))
+            .with_leader_epoch(5);
+    }
+    answer.partition_responses = vec![partition];
+    let mut resp = ProduceResponse::default()
+        .with_responses(vec![answer])
+        .with_throttle_time_ms(1);
+    if v >= 10 {
+        resp.node_endpoints = vec![
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(2))
+                .with_host(s("broker-2"))
+                .with_port(9092)
+                .with_rack(Some(s("rack-a"))),
+        ];
+    }
+    (req, resp)
+}
+
+pub(super) fn fetch(v: i16) -> (FetchRequest, FetchResponse) {
+    use fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState};
+    use fetch_response::{
+        AbortedTransaction, EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+        PartitionData, SnapshotId,
+    };
+    let mut partition = FetchPartition::default()
+        .with_partition(0)
+        .with_current_leader_epoch(if v >= 9 { 4 } else { -1 })
+        .with_fetch_offset(10)
+        .with_last_fetched_epoch(if v >= 12 { 3 } else { -1 })
+        .with_log_start_offset(if v >= 5 { 2 } else { -1 })
+        .with_partition_max_bytes(1 << 20);
+    if v >= 17 {
+        partition.replica_directory_id = topic_id!(9);
+    }
+    if v >= 18 {
+        partition.high_watermark = 77;
+    }
+    let mut topic = FetchTopic::default().with_partitions(vec![partition]);
+    let mut answer = FetchableTopicResponse::default();
+    let mut forgotten = ForgottenTopic::default();
+    if v <= 12 {
+        topic.topic = TopicName(s("tasks"));
+        answer.topic = TopicName(s("tasks"));
+        if v >= 7 {
+            forgotten.topic = TopicName(s("old"));
+        }
+    } else {
+        topic.topic_id = topic_id!(7);
+        answer.topic_id = topic_id!(7);
+        forgotten.topic_id = topic_id!(8);
+    }
+    let mut req = FetchRequest::default()
+        .with_max_wait_ms(500)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_isolation_level(1)
+        .with_topics(vec![topic]);
+    if v <= 14 {
+        req.replica_id = BrokerId(-1);
+    } else {
+        req.replica_state = ReplicaState::default()
+            .with_replica_id(BrokerId(3))
+            .with_replica_epoch(9);
+    }
+    if v >= 7 {
+        req.session_id = 5;
+        req.session_epoch = 6;
+        forgotten.partitions = vec![1, 2];
+        req.forgotten_topics_data = vec![forgotten];
+    }
+    if v >= 11 {
+        req.rack_id = s("rack-a");
+    }
+    if v >= 12 {
+        req.cluster_id = Some(s("cluster"));
+    }
+    let mut data = PartitionData::default()
+        .with_partition_index(0)
+        .with_error_code(1)
+        .with_high_watermark(12)
+        .with_last_stable_offset(11)
+        .with_log_start_offset(if v >= 5 { 2 } else { -1 })
+        .with_aborted_transactions(Some(vec![
+            AbortedTransaction::default()
+                .with_producer_id(ProducerId(4))
+                .with_first_offset(8),
+        ]))
+        .with_preferred_read_replica(BrokerId(if v >= 11 { 2 } else { -1 }))
+        .with_records(Some(blob(b"\x00\x01batch")));
+    if v >= 12 {
+        data.diverging_epoch = EpochEndOffset::default().with_epoch(3).with_end_offset(9);
+        data.current_leader = LeaderIdAndEpoch::default()
+            .with_leader_id(BrokerId(2))
+            .with_leader_epoch(5);
+        data.snapshot_id = SnapshotId::default().with_end_offset(6).with_epoch(1);
+    }
+    answer.partitions = vec![
+        data,
+        PartitionData::default()
+            .with_partition_index(1)
+            .with_aborted_transactions(None)
+            .with_records(None),
+    ];
+    let mut resp = FetchResponse::default()
+        .with_throttle_time_ms(1)
+        .with_responses(vec![answer]);
+    if v >= 7 {
+        resp.error_code = 0;
+        resp.session_id = 5;
+    }
+    if v >= 16 {
+        resp.node_endpoints = vec![
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(2))
+                .with_host(s("broker-2"))
+                .with_port(9092)
+                .with_rack(Some(s("rack-a"))),
+        ];
+    }
+    (req, resp)
+}
+
+pub(super) fn list_offsets(v: i16) -> (ListOffsetsRequest, ListOffsetsResponse) {
+    use list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+    let req = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(if v >= 2 { 1 } else { 0 })
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(TopicName(s("tasks")))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(0)
+                        .with_current_leader_epoch(if v >= 4 { 4 } else { -1 })
+                        .with_timestamp(-1),
+                ]),
+        ])
+        .with_timeout_ms(if v >= 10 { 5_000 } else { 0 });
+    let resp = ListOffsetsResponse::default()
+        .with_throttle_time_ms(if v >= 2 { 1 } else { 0 })
+        .with_topics(vec![
+            ListOffsetsTopicResponse::default()
+                .with_name(TopicName(s("tasks")))
+                .with_partitions(vec![
+                    ListOffsetsPartitionResponse::default()
+                        .with_partition_index(0)
+                        .with_error_code(6)
+                        .with_timestamp(-1)
+                        .with_offset(1_000)
+                        .with_leader_epoch(if v >= 4 { 4 } else { -1 }),
+                ]),
+        ]);
+    (req, resp)
+}
+
+pub(super) fn create_topics(v: i16) -> (CreateTopicsRequest, CreateTopicsResponse) {
+    use create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig};
+    use create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+    let req = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(s("tasks")))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![BrokerId(1), BrokerId(2)]),
+                ])
+                .with_configs(vec![
+                    CreatableTopicConfig::default()
+                        .with_name(s("cleanup.policy"))
+                        .with_value(Some(s("compact"))),
+                    CreatableTopicConfig::default()
+                        .with_name(s("retention.ms"))
+                        .with_value(None),
+                ]),
+        ])
+        .with_timeout_ms(30_000)
+        .with_validate_only(true);
+    let mut result = CreatableTopicResult::default()
+        .with_name(TopicName(s("tasks")))
+        .with_error_code(36)
+        .with_error_message(Some(s("Topic 'tasks' already exists.")));
+    if v >= 5 {
+        result.topic_config_error_code = 29;
+        result.num_partitions = 1;
+        result.replication_factor = 3;
+        result.configs = Some(vec![
+            CreatableTopicConfigs::default()
+                .with_name(s("cleanup.policy"))
+                .with_value(Some(s("compact")))
+                .with_read_only(true)
+                .with_config_source(5)
+                .with_is_sensitive(true),
+        ]);
+    }
+    if v >= 7 {
+        result.topic_id = topic_id!(7);
+    }
+    let resp = CreateTopicsResponse::default()
+        .with_throttle_time_ms(1)
+        .with_topics(vec![result]);
     (req, resp)
 }
