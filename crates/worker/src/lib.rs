@@ -68,6 +68,7 @@
 //! - [`shutdown`]: the two-signal rule for binaries (the library handles no OS signal);
 //! - [`group`]: the kroupier group protocol and the worker loop that joins the Kafka group;
 //! - [`status`]: task states and the status HTTP API;
+//! - [`store`]: the task store, a group's tasks in a compacted Kafka topic;
 //! - [`journal`]: the task journal each beat is written to, and the checks over it (and over
 //!   leader elections) that witness no task running on two workers at once.
 
@@ -81,6 +82,7 @@ pub mod protocol;
 pub(crate) mod runtime;
 pub mod shutdown;
 pub mod status;
+pub mod store;
 pub(crate) mod supervisor;
 pub mod task;
 
