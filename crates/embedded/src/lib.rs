@@ -23,6 +23,7 @@
 //! ```
 
 pub mod group;
+mod log;
 mod server;
 
 #[doc(hidden)]

@@ -1,21 +1,27 @@
-//! The APIs the embedded coordinator serves that do not touch groups: ApiVersions, Metadata and
-//! FindCoordinator, plus the version table it advertises.
+//! The APIs the embedded coordinator serves that do not touch groups or logs: ApiVersions,
+//! Metadata and FindCoordinator, plus the version table it advertises.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, DescribeGroupsRequest,
-    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, JoinGroupRequest,
-    LeaveGroupRequest, ListGroupsRequest, MetadataRequest, MetadataResponse, SyncGroupRequest,
-    TopicName,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest,
+    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, FindCoordinatorResponse,
+    HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
+    MetadataRequest, MetadataResponse, ProduceRequest, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::{Message, StrBytes};
 
+use super::topics::metadata_topic;
+use crate::log::{TopicRef, Topics};
+
 /// Every API the embedded coordinator serves with the versions it implements: all the versions
 /// kafka-protocol 0.18 knows (Kafka 4.1's schemas), each handled field by field.
-pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 9] = [
+pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 13] = [
+    range::<ProduceRequest>(ApiKey::Produce),
+    range::<FetchRequest>(ApiKey::Fetch),
+    range::<ListOffsetsRequest>(ApiKey::ListOffsets),
     range::<MetadataRequest>(ApiKey::Metadata),
     range::<FindCoordinatorRequest>(ApiKey::FindCoordinator),
     range::<JoinGroupRequest>(ApiKey::JoinGroup),
@@ -25,6 +31,7 @@ pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 9] = [
     range::<DescribeGroupsRequest>(ApiKey::DescribeGroups),
     range::<ListGroupsRequest>(ApiKey::ListGroups),
     range::<ApiVersionsRequest>(ApiKey::ApiVersions),
+    range::<CreateTopicsRequest>(ApiKey::CreateTopics),
 ];
 
 const fn range<M: Message>(key: ApiKey) -> (ApiKey, i16, i16) {
@@ -83,18 +90,64 @@ pub(crate) fn api_versions_request_is_valid(req: &ApiVersionsRequest, version: i
         || (valid(req.client_software_name.as_str()) && valid(req.client_software_version.as_str()))
 }
 
-/// Metadata: this node as the only broker; each topic asked for is unknown; no topic otherwise.
-pub(crate) fn metadata(node: &Node, req: &MetadataRequest, version: i16) -> MetadataResponse {
+/// Metadata: this node as the only broker, and the topics asked for (by name, or by id from
+/// v12), each with partition 0 led by this node; a null list (an empty one at v0) asks for every
+/// topic. A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id):
+/// topics are never created by Metadata (`allow_auto_topic_creation` is not honoured).
+pub(crate) fn metadata(
+    node: &Node,
+    topics: &Topics,
+    req: &MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     let mut broker = MetadataResponseBroker::default()
         .with_node_id(BrokerId(node.node_id))
         .with_host(node.host.clone())
         .with_port(node.port);
     broker.rack = None;
-    let topics = req
-        .topics
+    let all = match &req.topics {
+        None => true,
+        Some(asked) => asked.is_empty() && version == 0,
+    };
+    let listed = if all {
+        topics
+            .list()
+            .iter()
+            .map(|t| metadata_topic(node, t, version))
+            .collect()
+    } else {
+        metadata_topics(node, topics, req, version)
+    };
+    let mut response = MetadataResponse::default()
+        .with_brokers(vec![broker])
+        .with_topics(listed);
+    if version >= 1 {
+        response.controller_id = BrokerId(node.node_id);
+    }
+    if version >= 2 {
+        response.cluster_id = Some(node.cluster_id.clone());
+    }
+    response
+}
+
+/// The topics a Metadata request names, each found or with its error.
+fn metadata_topics(
+    node: &Node,
+    topics: &Topics,
+    req: &MetadataRequest,
+    version: i16,
+) -> Vec<MetadataResponseTopic> {
+    req.topics
         .iter()
         .flatten()
         .map(|t| {
+            let found = match &t.name {
+                Some(name) => topics.topic(TopicRef::Name(name.0.as_str())),
+                None => topics.topic(TopicRef::Id(t.topic_id)),
+            };
+            if let Ok(topic) = found {
+                return metadata_topic(node, &topic, version);
+            }
             let name = match (&t.name, version) {
                 (Some(name), _) => Some(name.clone()),
                 (None, v) if v < 12 => Some(TopicName(StrBytes::default())),
@@ -110,17 +163,7 @@ pub(crate) fn metadata(node: &Node, req: &MetadataRequest, version: i16) -> Meta
                 .with_name(name)
                 .with_topic_id(t.topic_id)
         })
-        .collect();
-    let mut response = MetadataResponse::default()
-        .with_brokers(vec![broker])
-        .with_topics(topics);
-    if version >= 1 {
-        response.controller_id = BrokerId(node.node_id);
-    }
-    if version >= 2 {
-        response.cluster_id = Some(node.cluster_id.clone());
-    }
-    response
+        .collect()
 }
 
 /// FindCoordinator: this node for group keys (v0–v3 `key`, v4+ batched `coordinator_keys`);

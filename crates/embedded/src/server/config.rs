@@ -1,5 +1,6 @@
 //! Settings of the embedded coordinator's server.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::tls::ServerTls;
@@ -11,9 +12,21 @@ pub struct Config {
     /// The group rules (session-timeout bounds, initial rebalance delay, ...). Default:
     /// [`GroupConfig::default`] (min session timeout 1 s, initial rebalance delay 0).
     pub group: GroupConfig,
-    /// The largest request frame accepted; a bigger one closes its connection. Default 1 MiB:
-    /// group requests are small, and a low cap bounds what one hostile peer can make us buffer.
+    /// The largest request frame accepted; a bigger one closes its connection. Default 2 MiB:
+    /// group requests are small, and a low cap bounds what one hostile peer can make us buffer,
+    /// but a Produce carrying a batch just over [`max_message_bytes`](Self::max_message_bytes)
+    /// must still fit, to be answered MESSAGE_TOO_LARGE rather than cut off; keep it above
+    /// `max_message_bytes` when raising that.
     pub max_request_frame: usize,
+    /// The largest record batch a Produce may carry (Kafka's `message.max.bytes`; a topic's
+    /// `max.message.bytes` config overrides it); a bigger one is refused with
+    /// MESSAGE_TOO_LARGE. Default 1 MiB, as Kafka's (1 MiB + 12 bytes there).
+    pub max_message_bytes: usize,
+    /// Where topics and their record batches are kept across restarts: one append-only file per
+    /// topic partition plus a topic catalogue, every entry checksummed; a damaged tail (a crash
+    /// in the middle of a write) is truncated with a warning at start. Default `None`: topics
+    /// live in memory and are gone when the coordinator stops. Group state is never kept.
+    pub data_dir: Option<PathBuf>,
     /// How many client connections may be open at once; one more is closed as soon as it is
     /// accepted, with a warning (Kafka's `max.connections`, unbounded there). Default 1,000:
     /// every connection holds a task and up to [`max_request_frame`](Self::max_request_frame)
@@ -47,7 +60,9 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             group: GroupConfig::default(),
-            max_request_frame: kroupier_coordinator::wire::DEFAULT_MAX_REQUEST_FRAME,
+            max_request_frame: 2 << 20,
+            max_message_bytes: 1 << 20,
+            data_dir: None,
             max_connections: 1_000,
             connections_max_idle: Duration::from_secs(600),
             advertised_host: None,
@@ -67,7 +82,7 @@ pub enum ConfigError {
     #[error(transparent)]
     Group(#[from] GroupConfigError),
     /// A frame cap below a request header would refuse every request.
-    #[error("max_request_frame is {0} bytes; set it to at least 64 (the default is 1 MiB)")]
+    #[error("max_request_frame is {0} bytes; set it to at least 64 (the default is 2 MiB)")]
     FrameCapTooSmall(usize),
     /// A connection cap of zero, or above what the server can count, cannot work.
     #[error(
@@ -84,6 +99,9 @@ pub enum ConfigError {
     /// Kafka node ids are non-negative.
     #[error("node_id is {0}; Kafka node ids are >= 0")]
     NegativeNodeId(i32),
+    /// A batch limit of zero refuses every Produce; above `i32::MAX` Kafka cannot express it.
+    #[error("max_message_bytes is {0}; set it between 1 and 2147483647 (the default is 1 MiB)")]
+    MaxMessageBytes(usize),
 }
 
 impl Config {
@@ -104,6 +122,9 @@ impl Config {
         }
         if self.node_id < 0 {
             return Err(ConfigError::NegativeNodeId(self.node_id));
+        }
+        if self.max_message_bytes == 0 || i32::try_from(self.max_message_bytes).is_err() {
+            return Err(ConfigError::MaxMessageBytes(self.max_message_bytes));
         }
         Ok(())
     }

@@ -225,6 +225,7 @@ pub(crate) async fn serve<S>(
                 }
             }
             Ok(Answer::Drop) => tracing::debug!(%peer, "fault injection: response dropped"),
+            Ok(Answer::Silent) => tracing::trace!(%peer, "no response (acks=0)"),
             Err(error) => {
                 tracing::warn!(%peer, %error, "closing connection: could not answer");
                 return;

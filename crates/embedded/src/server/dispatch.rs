@@ -1,4 +1,5 @@
-//! One decoded request in, one encoded response out: dispatch by API, with faults applied.
+//! One decoded request in, one encoded response out (or none, for Produce with acks=0): dispatch
+//! by API, with faults applied.
 
 use std::sync::Arc;
 
@@ -11,16 +12,18 @@ use kafka_protocol::messages::{
 use kroupier_coordinator::wire::{self, RequestBody, WireError, WireResponse};
 
 use super::apis::{self, Node};
-use super::convert;
 use super::faults::{Fault, Faults};
 use super::groups::{Groups, GroupsGone};
+use super::{convert, fetch, produce, topics};
 use crate::group::{JoinGroupResult, SyncGroupResult};
+use crate::log::Topics;
 
 /// What the connection needs to answer requests.
 #[derive(Debug, Clone)]
 pub(crate) struct Dispatcher {
     pub(crate) node: Arc<Node>,
     pub(crate) groups: Groups,
+    pub(crate) topics: Topics,
     pub(crate) faults: Faults,
 }
 
@@ -45,6 +48,8 @@ pub(crate) enum Answer {
     Send(Bytes, std::time::Duration),
     /// An injected fault: send nothing.
     Drop,
+    /// A request that takes no response (Produce with acks=0): send nothing.
+    Silent,
 }
 
 fn encode<R: WireResponse>(header: &RequestHeader, response: &R) -> Result<Bytes, DispatchError> {
@@ -66,12 +71,52 @@ impl Dispatcher {
         let fault = self.faults.take(body.api_key()).unwrap_or_default();
         let frame = match fault.error {
             Some(error) => self.fault_response(header, &body, error)?,
-            None => self.handle(header, body, client_host).await?,
+            None => match self.handle(header, body, client_host).await? {
+                Some(frame) => frame,
+                None => return Ok(Answer::Silent),
+            },
         };
         Ok(answer(frame, &fault))
     }
 
+    /// The response frame, or `None` for a request that takes none.
     async fn handle(
+        &self,
+        header: &RequestHeader,
+        body: RequestBody,
+        client_host: &str,
+    ) -> Result<Option<Bytes>, DispatchError> {
+        let v = header.request_api_version;
+        match body {
+            RequestBody::Produce(req) => match produce::produce(&self.topics, &req, v) {
+                Some(response) => encode(header, &response).map(Some),
+                None => Ok(None),
+            },
+            RequestBody::Fetch(req) => {
+                encode(header, &fetch::fetch(&self.topics, &req, v).await).map(Some)
+            }
+            RequestBody::ListOffsets(req) => {
+                encode(header, &topics::list_offsets(&self.topics, &req, v)).map(Some)
+            }
+            RequestBody::CreateTopics(req) => {
+                let response = topics::create_topics(
+                    &self.topics,
+                    &self.node,
+                    self.topics.max_message_bytes(),
+                    &req,
+                    v,
+                );
+                encode(header, &response).map(Some)
+            }
+            other => self
+                .handle_group(header, other, client_host)
+                .await
+                .map(Some),
+        }
+    }
+
+    /// The APIs of the group coordinator (and ApiVersions, Metadata, FindCoordinator).
+    async fn handle_group(
         &self,
         header: &RequestHeader,
         body: RequestBody,
@@ -93,7 +138,9 @@ impl Dispatcher {
                 )
             }
             RequestBody::ApiVersions(_) => encode(header, &apis::api_versions(None)),
-            RequestBody::Metadata(req) => encode(header, &apis::metadata(&self.node, &req, v)),
+            RequestBody::Metadata(req) => {
+                encode(header, &apis::metadata(&self.node, &self.topics, &req, v))
+            }
             RequestBody::FindCoordinator(req) => {
                 encode(header, &apis::find_coordinator(&self.node, &req, v))
             }
@@ -153,7 +200,7 @@ impl Dispatcher {
         match body {
             RequestBody::ApiVersions(_) => encode(header, &apis::api_versions(Some(error))),
             RequestBody::Metadata(req) => {
-                let mut r: MetadataResponse = apis::metadata(&self.node, req, v);
+                let mut r: MetadataResponse = apis::metadata(&self.node, &self.topics, req, v);
                 for t in &mut r.topics {
                     t.error_code = code;
                 }
@@ -208,6 +255,14 @@ impl Dispatcher {
             }
             RequestBody::ListGroups(_) => {
                 encode(header, &ListGroupsResponse::default().with_error_code(code))
+            }
+            RequestBody::Produce(req) => encode(header, &produce::produce_error(req, error, v)),
+            RequestBody::Fetch(req) => encode(header, &fetch::fetch_error(req, error, v)),
+            RequestBody::ListOffsets(req) => {
+                encode(header, &topics::list_offsets_error(req, error))
+            }
+            RequestBody::CreateTopics(req) => {
+                encode(header, &topics::create_topics_error(req, error, v))
             }
             other => Err(DispatchError::Unhandled(other.api_key())),
         }

@@ -1,5 +1,6 @@
 //! The whole request path on an in-memory stream, for the fuzz target and property tests:
-//! framing, guarded decoding, dispatch and the group state machine, without a socket.
+//! framing, guarded decoding, dispatch, the group state machine and in-memory topics, without a
+//! socket.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
 use crate::group::GroupCoordinator;
+use crate::log::Topics;
 
 /// How long (in the runtime's time, virtual when paused) one input may take: longer than any
 /// deadline a request can set (a rebalance timeout is at most `i32::MAX` ms, about 25 days).
@@ -75,6 +77,7 @@ pub(crate) fn in_memory_dispatcher(config: &Config, shutdown: &CancellationToken
             cluster_id: StrBytes::from_string(config.cluster_id.clone()),
         }),
         groups: Groups::spawn(coordinator, shutdown.clone()),
+        topics: Topics::in_memory(config.max_message_bytes),
         faults: Faults::default(),
     }
 }

@@ -2,6 +2,7 @@
 //! [`CoordinatorHandle`] that stops, restarts and shuts the coordinator down.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use super::faults::Faults;
 use super::groups::Groups;
 use super::tls::{Acceptor, ServerTls};
 use crate::group::{GroupCoordinator, GroupDescription};
+use crate::log::Topics;
 
 /// The embedded coordinator; start one with [`EmbeddedCoordinator::builder`].
 #[derive(Debug)]
@@ -96,9 +98,24 @@ impl Builder {
         self
     }
 
-    /// The largest request frame accepted (default 1 MiB).
+    /// The largest request frame accepted (default 2 MiB); see [`Config::max_request_frame`].
     pub fn max_request_frame(mut self, bytes: usize) -> Self {
         self.config.max_request_frame = bytes;
+        self
+    }
+
+    /// The largest record batch a Produce may carry (default 1 MiB, Kafka's
+    /// `message.max.bytes`); keep [`max_request_frame`](Self::max_request_frame) above it. See
+    /// [`Config::max_message_bytes`].
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_message_bytes = bytes;
+        self
+    }
+
+    /// Keeps topics and their records in `dir` across restarts (default: in memory only); see
+    /// [`Config::data_dir`].
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.data_dir = Some(dir.into());
         self
     }
 
@@ -119,7 +136,8 @@ impl Builder {
     ///
     /// # Errors
     /// [`EmbeddedError::Config`] for a configuration that cannot work, [`EmbeddedError::Tls`]
-    /// when a TLS file does not load, [`EmbeddedError::Bind`] when the address cannot be bound.
+    /// when a TLS file does not load, [`EmbeddedError::DataDir`] when the data directory cannot
+    /// be read or written, [`EmbeddedError::Bind`] when the address cannot be bound.
     pub async fn bind(
         self,
         addr: impl ToSocketAddrs + std::fmt::Debug,
@@ -131,6 +149,15 @@ impl Builder {
                     .map_err(|reason| EmbeddedError::Tls { reason })?,
             ),
             None => None,
+        };
+        let topics = match &self.config.data_dir {
+            None => Topics::in_memory(self.config.max_message_bytes),
+            Some(dir) => Topics::open(dir, self.config.max_message_bytes).map_err(|source| {
+                EmbeddedError::DataDir {
+                    dir: dir.clone(),
+                    source,
+                }
+            })?,
         };
         let shown = format!("{addr:?}");
         let bind_error = |source| EmbeddedError::Bind {
@@ -156,6 +183,7 @@ impl Builder {
         let dispatcher = Dispatcher {
             node: Arc::new(node),
             groups,
+            topics,
             faults: Faults::default(),
         };
         let handle = CoordinatorHandle {
@@ -200,6 +228,19 @@ pub enum EmbeddedError {
     Tls {
         /// Which file and what is wrong with it.
         reason: String,
+    },
+    /// The data directory (or a file in it) cannot be created, read or truncated.
+    #[error(
+        "data directory {}: {source}; check that it exists and is writable, and that no other \
+         coordinator uses it",
+        dir.display()
+    )]
+    DataDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
     },
     /// [`CoordinatorHandle::restart`] while the coordinator is serving.
     #[error("the coordinator is already serving on {0}; call stop() before restart()")]

@@ -20,8 +20,12 @@
 //! `ssl.keystore.location` (see `kroupier_coordinator::connection::Security`).
 //!
 //! Served APIs, each in every version kafka-protocol 0.18 knows ([`SUPPORTED_VERSIONS`]):
-//! ApiVersions, Metadata (this node as the only broker), FindCoordinator (this node), JoinGroup,
-//! SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups. An ApiVersions version it
+//! ApiVersions, Metadata (this node as the only broker, and the topics clients created),
+//! FindCoordinator (this node), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and
+//! ListGroups; and, for the task store and checkpoints, CreateTopics (one partition per topic),
+//! Produce (acks 0, 1 and -1; batches stored as sent, base offset rewritten), Fetch (long poll
+//! woken by a produce) and ListOffsets (earliest and latest), over topics kept in memory or in
+//! [`Config::data_dir`]. No compaction, retention, transactions or fetch sessions. An ApiVersions version it
 //! does not know is answered with a v0 body carrying UNSUPPORTED_VERSION and the ranges, as Kafka
 //! does; any other unknown version, unknown API key or API it does not serve closes the
 //! connection (Kafka cannot answer a version it cannot encode either).
@@ -63,10 +67,13 @@ mod connection;
 mod convert;
 mod dispatch;
 mod faults;
+mod fetch;
 pub mod fuzzing;
 mod groups;
 mod handle;
+mod produce;
 mod tls;
+mod topics;
 
 #[cfg(test)]
 mod tests;

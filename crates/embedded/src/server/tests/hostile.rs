@@ -42,8 +42,8 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
     unknown_key.extend_from_slice(&[0u8; 8]);
     let mut heartbeat_v9 = header(12, 9);
     heartbeat_v9.extend_from_slice(&[0u8; 16]);
-    let mut produce = header(0, 9);
-    produce.extend_from_slice(&[0u8; 16]);
+    let mut offset_commit = header(8, 9);
+    offset_commit.extend_from_slice(&[0u8; 16]);
     let mut trailing = header(18, 0);
     trailing.extend_from_slice(&[1, 2, 3]);
     vec![
@@ -61,7 +61,10 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
             "unsupported version of a known API",
             framed(&heartbeat_v9).to_vec(),
         ),
-        ("API not served (Produce)", framed(&produce).to_vec()),
+        (
+            "API not served (OffsetCommit)",
+            framed(&offset_commit).to_vec(),
+        ),
         ("trailing bytes", framed(&trailing).to_vec()),
     ]
 }
