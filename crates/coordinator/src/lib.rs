@@ -37,7 +37,9 @@
 //! - [`membership`]: the sans-IO group membership state machine and the error table;
 //! - [`driver`]: the tokio driver that owns IO and time around it;
 //! - [`election`]: sticky leader election as a group protocol on the driver;
-//! - [`observer`]: DescribeGroups and ListGroups, to see a group without joining it.
+//! - [`observer`]: DescribeGroups and ListGroups, to see a group without joining it;
+//! - [`log`]: a single-partition compacted topic as a log (Produce, Fetch, ListOffsets,
+//!   CreateTopics), for state kept in Kafka such as a task store.
 
 pub mod backoff;
 pub mod clock;
@@ -45,6 +47,8 @@ pub mod codec;
 pub mod connection;
 pub mod driver;
 pub mod election;
+/// A single-partition compacted topic as a log: create, append, read, end offset.
+pub mod log;
 pub mod membership;
 pub mod observer;
 /// Kafka's framing and request/response decoding, both directions. Internal: the embedded

@@ -1,0 +1,208 @@
+//! `kroupier_coordinator::log::TopicLog` against a real broker: create a compacted topic,
+//! append and read back a thousand records with tombstones, long poll, a missing topic, and a
+//! record over the broker's size limit.
+//!
+//! Runs against any broker that offers Produce; a broker without the log APIs (the embedded
+//! coordinator before it serves them) is skipped with one line.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::ApiKey;
+use kroupier_coordinator::connection::{
+    BrokerConnection, Cluster, ClusterConfig, ConnectionConfig,
+};
+use kroupier_coordinator::log::{LogError, LogRecord, ReadRecord, TopicLog, TopicSpec};
+use kroupier_integration_tests::kafka_bootstrap;
+
+/// The broker's address, or `None` (after a skip line) without a broker or without Produce.
+async fn log_broker(test: &str) -> Option<String> {
+    let addr = kafka_bootstrap(test)?;
+    let connection = BrokerConnection::connect(&addr, &ConnectionConfig::default())
+        .await
+        .expect("connect and negotiate");
+    if connection.versions().get(ApiKey::Produce).is_none() {
+        eprintln!("SKIP {test}: the broker at {addr} does not offer Produce (no log APIs)");
+        return None;
+    }
+    Some(addr)
+}
+
+fn cluster(addr: &str) -> Arc<Cluster> {
+    Arc::new(Cluster::new(ClusterConfig::new(addr)).expect("cluster"))
+}
+
+fn unique_topic(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kroupier-it-{test}-{}-{nanos}", std::process::id())
+}
+
+/// Record `i`: key `task-{i % 300}`, every seventh a tombstone.
+fn record(i: usize) -> LogRecord {
+    let key = format!("task-{}", i % 300);
+    if i % 7 == 3 {
+        LogRecord::tombstone(key)
+    } else {
+        LogRecord::new(key, format!("{{\"n\":{i}}}"))
+    }
+}
+
+/// Reads from `from` until the end offset; every record read.
+async fn read_to_end(log: &TopicLog, from: i64) -> Vec<ReadRecord> {
+    let mut records = Vec::new();
+    let mut next = from;
+    loop {
+        let batch = log
+            .read(next, Duration::from_millis(100))
+            .await
+            .expect("read");
+        records.extend(batch.records);
+        next = batch.next_offset;
+        if next >= batch.end_offset {
+            return records;
+        }
+    }
+}
+
+#[tokio::test]
+async fn appends_and_reads_back_a_thousand_records() {
+    let Some(addr) = log_broker("appends_and_reads_back_a_thousand_records").await else {
+        return;
+    };
+    let topic = unique_topic("log-1000");
+    let log = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+        .await
+        .expect("create and open");
+    assert_eq!(log.topic(), topic);
+    assert_eq!(log.end_offset().await.expect("end offset"), 0);
+
+    let started = Instant::now();
+    let mut expected_first = 0;
+    for chunk in (0..1_000).collect::<Vec<_>>().chunks(100) {
+        let first = log
+            .append(chunk.iter().map(|&i| record(i)).collect())
+            .await
+            .expect("append");
+        assert_eq!(first, expected_first, "each batch lands after the last");
+        expected_first += chunk.len() as i64;
+    }
+    println!(
+        "appended 1000 records in 10 batches in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(log.end_offset().await.expect("end offset"), 1_000);
+
+    let records = read_to_end(&log, 0).await;
+    assert_eq!(records.len(), 1_000);
+    for (i, r) in records.iter().enumerate() {
+        let want = record(i);
+        assert_eq!(r.offset, i as i64, "offsets are consecutive and in order");
+        assert_eq!((&r.key, &r.value), (&want.key, &want.value), "record {i}");
+    }
+    assert_eq!(records.iter().filter(|r| r.value.is_none()).count(), 143);
+
+    // A read from the middle of a batch drops the records before it.
+    let middle = log.read(555, Duration::ZERO).await.expect("read");
+    assert_eq!(middle.records.first().map(|r| r.offset), Some(555));
+    assert_eq!(middle.end_offset, 1_000);
+
+    // Reading at the end waits, then returns nothing and stays put.
+    let at_end = log
+        .read(1_000, Duration::from_millis(200))
+        .await
+        .expect("read");
+    assert!(at_end.records.is_empty());
+    assert_eq!((at_end.next_offset, at_end.end_offset), (1_000, 1_000));
+
+    // Opening again (create or not) finds the same log.
+    let again = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), false)
+        .await
+        .expect("open the existing topic");
+    assert_eq!(again.end_offset().await.expect("end offset"), 1_000);
+    let racing = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+        .await
+        .expect("open with create = true when it exists");
+    assert_eq!(
+        racing.append(vec![record(1_000)]).await.expect("append"),
+        1_000
+    );
+}
+
+#[tokio::test]
+async fn a_long_poll_returns_records_appended_while_it_waits() {
+    let Some(addr) = log_broker("a_long_poll_returns_records_appended_while_it_waits").await else {
+        return;
+    };
+    let topic = unique_topic("log-poll");
+    let log = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+        .await
+        .expect("create and open");
+    let reader = log.clone();
+    let started = Instant::now();
+    let poll = tokio::spawn(async move { reader.read(0, Duration::from_secs(10)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let offset = log
+        .append(vec![LogRecord::new("k", "v")])
+        .await
+        .expect("append while the read waits");
+    let batch = poll.await.expect("join").expect("long poll");
+    let waited = started.elapsed();
+    println!("long poll returned after {waited:?}");
+    assert_eq!(offset, 0);
+    assert_eq!(batch.records.len(), 1);
+    assert_eq!(batch.records[0].key, Bytes::from_static(b"k"));
+    assert_eq!(batch.records[0].value, Some(Bytes::from_static(b"v")));
+    assert_eq!((batch.next_offset, batch.end_offset), (1, 1));
+    assert!(
+        waited < Duration::from_secs(5),
+        "the poll returned when the record came, not at its 10 s limit: {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_topic_without_create_is_missing() {
+    let Some(addr) = log_broker("a_missing_topic_without_create_is_missing").await else {
+        return;
+    };
+    let topic = unique_topic("log-missing");
+    let err = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), false)
+        .await
+        .expect_err("the topic does not exist");
+    assert!(
+        matches!(&err, LogError::Missing { topic: t } if *t == topic),
+        "{err}"
+    );
+    assert!(err.to_string().contains("cleanup.policy=compact"), "{err}");
+}
+
+#[tokio::test]
+async fn a_record_over_the_size_limit_is_record_too_large() {
+    let Some(addr) = log_broker("a_record_over_the_size_limit_is_record_too_large").await else {
+        return;
+    };
+    let topic = unique_topic("log-large");
+    let log = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+        .await
+        .expect("create and open");
+    // Kafka's default max.message.bytes is 1 MiB + 12 bytes.
+    let value = Bytes::from(vec![b'x'; 1_200_000]);
+    let err = log
+        .append(vec![LogRecord::new("big", value)])
+        .await
+        .expect_err("over max.message.bytes");
+    match &err {
+        LogError::RecordTooLarge { bytes, .. } => assert!(*bytes > 1_200_000, "{err}"),
+        other => panic!("expected RecordTooLarge, got {other}"),
+    }
+    assert!(err.to_string().contains("max.message.bytes"), "{err}");
+    // The log still works.
+    assert_eq!(
+        log.append(vec![LogRecord::new("small", "v")])
+            .await
+            .expect("append"),
+        0
+    );
+}
