@@ -10,6 +10,10 @@
 //! CA that signed it with `ssl.truststore.location`); with `--ssl-client-ca` as well, every
 //! client must present a certificate signed by that CA (mutual TLS; clients set
 //! `ssl.keystore.location`). Files are PEM, as Kafka's `ssl.keystore.type=PEM`.
+//!
+//! Topics that clients create (the task store, checkpoints) live in memory unless `--data-dir`
+//! names a directory: then their records survive a restart of the coordinator (group state
+//! does not; members rejoin).
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -56,6 +60,16 @@ pub struct Args {
     /// `connections.max.idle.ms`).
     #[arg(long, default_value_t = 600_000)]
     connections_max_idle_ms: u64,
+    /// Keep topics and their records in this directory (created if missing) across restarts:
+    /// one append-only, checksummed file per topic plus a topic catalogue; a damaged tail after
+    /// a crash is truncated with a warning. Without it, topics live in memory only. One
+    /// coordinator per directory.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// The largest record batch a producer may send (Kafka's `message.max.bytes`; a topic's
+    /// `max.message.bytes` overrides it); a bigger one is refused with MESSAGE_TOO_LARGE.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_message_bytes: usize,
     /// Serve TLS with the PEM certificate chain in this file (leaf first); it must name the
     /// host clients connect to (127.0.0.1 by default) in its subjectAltNames.
     #[arg(long, value_name = "PEM")]
@@ -93,6 +107,12 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         if let Some(tls) = args.tls() {
             builder = builder.tls(tls);
         }
+        if let Some(dir) = &args.data_dir {
+            builder = builder.data_dir(dir.clone());
+        }
+        // A Produce carrying a batch just over the limit must still fit in a request frame, to
+        // be answered MESSAGE_TOO_LARGE instead of having its connection closed.
+        let frame = (2 << 20).max(args.max_message_bytes.saturating_add(1 << 20));
         let coordinator = builder
             .min_session_timeout(Duration::from_millis(args.min_session_timeout_ms))
             .max_session_timeout(Duration::from_millis(args.max_session_timeout_ms))
@@ -102,6 +122,8 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             .max_groups(args.max_groups)
             .max_connections(args.max_connections)
             .connections_max_idle(Duration::from_millis(args.connections_max_idle_ms))
+            .max_message_bytes(args.max_message_bytes)
+            .max_request_frame(frame)
             .bind(args.listen.as_str())
             .await?;
         println!("bootstrap={}", coordinator.bootstrap());
