@@ -35,8 +35,8 @@ const fn need(api_key: ApiKey, min: i16, required: bool, kafka: &'static str) ->
 /// Kafka 1.0) are needed only when SASL is configured; the security layer says so then. The log
 /// APIs (a compacted topic as the task store) are optional for membership: v2 record batches
 /// need Produce v3 and Fetch v4 (Kafka 0.11), ListOffsets v1 answers one offset per partition
-/// (0.10.1), CreateTopics v2 is Kafka 1.0's.
-pub const REQUIREMENTS: [ApiRequirement; 15] = [
+/// (0.10.1), CreateTopics v2 is Kafka 1.0's, DescribeConfigs v1 (config sources) Kafka 1.1's.
+pub const REQUIREMENTS: [ApiRequirement; 16] = [
     need(ApiKey::ApiVersions, 0, true, "0.10.0"),
     need(ApiKey::FindCoordinator, 3, true, "2.4"),
     need(ApiKey::JoinGroup, 5, true, "2.3"),
@@ -52,6 +52,7 @@ pub const REQUIREMENTS: [ApiRequirement; 15] = [
     need(ApiKey::Fetch, 4, false, "0.11"),
     need(ApiKey::ListOffsets, 1, false, "0.10.1"),
     need(ApiKey::CreateTopics, 2, false, "1.0"),
+    need(ApiKey::DescribeConfigs, 1, false, "1.1"),
 ];
 
 /// The version to use for each API on one connection.
@@ -155,7 +156,7 @@ mod tests {
         )
     }
 
-    const KAFKA_4_1: [(ApiKey, i16, i16); 15] = [
+    const KAFKA_4_1: [(ApiKey, i16, i16); 16] = [
         (ApiKey::ApiVersions, 0, 4),
         (ApiKey::Metadata, 0, 13),
         (ApiKey::FindCoordinator, 0, 6),
@@ -171,6 +172,7 @@ mod tests {
         (ApiKey::Fetch, 4, 18),
         (ApiKey::ListOffsets, 1, 10),
         (ApiKey::CreateTopics, 2, 7),
+        (ApiKey::DescribeConfigs, 1, 4),
     ];
 
     #[test]
@@ -187,6 +189,7 @@ mod tests {
         assert_eq!(v.get(ApiKey::Fetch), Some(18));
         assert_eq!(v.get(ApiKey::ListOffsets), Some(10));
         assert_eq!(v.get(ApiKey::CreateTopics), Some(7));
+        assert_eq!(v.get(ApiKey::DescribeConfigs), Some(4));
         assert_eq!(v.get(ApiKey::OffsetCommit), None);
         assert_eq!(v, NegotiatedVersions::latest());
     }

@@ -3,8 +3,8 @@
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DescribeGroupsRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader,
     ResponseHeader, SyncGroupRequest,
 };
@@ -48,6 +48,8 @@ pub enum RequestBody {
     ListOffsets(ListOffsetsRequest),
     /// CreateTopics (19).
     CreateTopics(CreateTopicsRequest),
+    /// DescribeConfigs (32).
+    DescribeConfigs(DescribeConfigsRequest),
 }
 
 impl RequestBody {
@@ -67,6 +69,7 @@ impl RequestBody {
             Self::Fetch(_) => ApiKey::Fetch,
             Self::ListOffsets(_) => ApiKey::ListOffsets,
             Self::CreateTopics(_) => ApiKey::CreateTopics,
+            Self::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         }
     }
 }
@@ -126,6 +129,9 @@ pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestBody), Wire
         ApiKey::ListOffsets => RequestBody::ListOffsets(decode_whole(body_schema, version, rest)?),
         ApiKey::CreateTopics => {
             RequestBody::CreateTopics(decode_whole(body_schema, version, rest)?)
+        }
+        ApiKey::DescribeConfigs => {
+            RequestBody::DescribeConfigs(decode_whole(body_schema, version, rest)?)
         }
         _ => {
             return Err(WireError::UnsupportedApi {

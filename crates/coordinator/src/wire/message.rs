@@ -6,13 +6,13 @@ use std::fmt::Debug;
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest, FetchResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, SyncGroupRequest,
-    SyncGroupResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest,
+    HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+    ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
+    ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    SaslHandshakeResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
@@ -21,7 +21,7 @@ use super::guard::walk;
 use super::schema::{self, Schema};
 
 /// A request kroupier sends: one of the nine group APIs (which its embedded coordinator also
-/// serves), one of the four log APIs (Produce, Fetch, ListOffsets, CreateTopics), or
+/// serves), one of the log APIs (Produce, Fetch, ListOffsets, CreateTopics, DescribeConfigs), or
 /// SaslHandshake and SaslAuthenticate.
 pub trait WireRequest:
     Encodable + Decodable + HeaderVersion + Message + Clone + PartialEq + Debug + Send + Sync + 'static
@@ -103,6 +103,11 @@ wire_api!(Produce, ProduceRequest, ProduceResponse);
 wire_api!(Fetch, FetchRequest, FetchResponse);
 wire_api!(ListOffsets, ListOffsetsRequest, ListOffsetsResponse);
 wire_api!(CreateTopics, CreateTopicsRequest, CreateTopicsResponse);
+wire_api!(
+    DescribeConfigs,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse
+);
 wire_api!(
     SaslAuthenticate,
     SaslAuthenticateRequest,

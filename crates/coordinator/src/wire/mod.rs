@@ -13,10 +13,10 @@
 //! past the end of the frame. Only then does kafka-protocol decode it. Trailing bytes are an
 //! error too. The messages covered are the requests and responses of ApiVersions, Metadata,
 //! FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups,
-//! and of the log APIs Produce, Fetch, ListOffsets and CreateTopics, in every version
-//! kafka-protocol knows (Kafka 4.1's schemas). A record batch set (Produce's and Fetch's
+//! and of the log APIs Produce, Fetch, ListOffsets, CreateTopics and DescribeConfigs, in every
+//! version kafka-protocol knows (Kafka 4.1's schemas). A record batch set (Produce's and Fetch's
 //! `records`) is walked as one length-prefixed blob; its own format is checked where it is
-//! decoded (kafka-protocol's `records` module).
+//! decoded (the log client guards kafka-protocol's `records` decoder).
 //!
 //! The round trip of one Heartbeat, client to broker and back, and a hostile frame, are in
 //! `tests/mod.rs` (`a_heartbeat_round_trip_and_a_hostile_frame`).

@@ -58,6 +58,7 @@ pub(crate) fn api_versions(overrides: &[(ApiKey, i16, i16)]) -> ApiVersionsRespo
         (ApiKey::Fetch, 4, 18),
         (ApiKey::ListOffsets, 1, 10),
         (ApiKey::CreateTopics, 2, 7),
+        (ApiKey::DescribeConfigs, 1, 4),
     ];
     ApiVersionsResponse::default().with_api_keys(
         ranges

@@ -145,6 +145,7 @@ pub(crate) fn body(api_key: ApiKey, direction: Direction) -> Option<&'static Sch
         ApiKey::Fetch => (&FETCH_REQUEST, &FETCH_RESPONSE),
         ApiKey::ListOffsets => (&LIST_OFFSETS_REQUEST, &LIST_OFFSETS_RESPONSE),
         ApiKey::CreateTopics => (&CREATE_TOPICS_REQUEST, &CREATE_TOPICS_RESPONSE),
+        ApiKey::DescribeConfigs => (&DESCRIBE_CONFIGS_REQUEST, &DESCRIBE_CONFIGS_RESPONSE),
         _ => return None,
     };
     Some(match direction {
@@ -176,7 +177,8 @@ pub const SUPPORTED_APIS: [ApiKey; 9] = [
 
 /// The APIs of a single-partition compacted topic used as a log (the task store and the
 /// checkpoints), in API key order: what a log client sends and what an embedded coordinator
-/// serves to host such topics.
+/// serves to host such topics. A log also sends DescribeConfigs, where the broker offers it, to
+/// learn its topic's `cleanup.policy` and `max.message.bytes`; it does without.
 pub const LOG_APIS: [ApiKey; 4] = [
     ApiKey::Produce,
     ApiKey::Fetch,

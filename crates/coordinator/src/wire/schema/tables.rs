@@ -832,3 +832,71 @@ pub(super) const CREATE_TOPICS_RESPONSE: Schema = Schema {
         ),
     ],
 };
+
+// DescribeConfigs (32): 1-4, flexible 4+. A log reads its topic's cleanup.policy and
+// max.message.bytes with it, where the broker offers it.
+const DESCRIBE_CONFIGS_RESOURCE: [Field; 3] = [
+    field("ResourceType", since(0), I8),
+    field("ResourceName", since(0), STR),
+    field("ConfigurationKeys", since(0), STRINGS),
+];
+
+pub(super) const DESCRIBE_CONFIGS_REQUEST: Schema = Schema {
+    name: "DescribeConfigsRequest",
+    versions: between(1, 4),
+    flexible_from: 4,
+    fields: &[
+        field(
+            "Resources",
+            since(0),
+            Kind::Array(&Kind::Struct(&DESCRIBE_CONFIGS_RESOURCE)),
+        ),
+        field("IncludeSynonyms", since(1), I8),
+        field("IncludeDocumentation", since(3), I8),
+    ],
+};
+
+const DESCRIBE_CONFIGS_SYNONYM: [Field; 3] = [
+    field("Name", since(1), STR),
+    field("Value", since(1), STR),
+    field("Source", since(1), I8),
+];
+const DESCRIBE_CONFIGS_RESOURCE_RESULT: [Field; 8] = [
+    field("Name", since(0), STR),
+    field("Value", since(0), STR),
+    field("ReadOnly", since(0), I8),
+    field("ConfigSource", since(1), I8),
+    field("IsSensitive", since(0), I8),
+    field(
+        "Synonyms",
+        since(1),
+        Kind::Array(&Kind::Struct(&DESCRIBE_CONFIGS_SYNONYM)),
+    ),
+    field("ConfigType", since(3), I8),
+    field("Documentation", since(3), STR),
+];
+const DESCRIBE_CONFIGS_RESULT: [Field; 5] = [
+    field("ErrorCode", since(0), I16),
+    field("ErrorMessage", since(0), STR),
+    field("ResourceType", since(0), I8),
+    field("ResourceName", since(0), STR),
+    field(
+        "Configs",
+        since(0),
+        Kind::Array(&Kind::Struct(&DESCRIBE_CONFIGS_RESOURCE_RESULT)),
+    ),
+];
+
+pub(super) const DESCRIBE_CONFIGS_RESPONSE: Schema = Schema {
+    name: "DescribeConfigsResponse",
+    versions: between(1, 4),
+    flexible_from: 4,
+    fields: &[
+        field("ThrottleTimeMs", since(0), I32),
+        field(
+            "Results",
+            since(0),
+            Kind::Array(&Kind::Struct(&DESCRIBE_CONFIGS_RESULT)),
+        ),
+    ],
+};

@@ -40,7 +40,8 @@ into_body!(
     Produce: ProduceRequest,
     Fetch: FetchRequest,
     ListOffsets: ListOffsetsRequest,
-    CreateTopics: CreateTopicsRequest
+    CreateTopics: CreateTopicsRequest,
+    DescribeConfigs: DescribeConfigsRequest
 );
 
 /// Calls `check` with the sample pair of every API at every version it has.
@@ -66,6 +67,7 @@ pub(super) fn for_every_sample(mut check: impl FnMut(&dyn Fn() -> SampleFrames))
     each(samples::fetch, &mut check);
     each(samples::list_offsets, &mut check);
     each(samples::create_topics, &mut check);
+    each(samples::describe_configs, &mut check);
 }
 
 /// One sample pair, encoded, with type-erased decoders.
@@ -120,8 +122,8 @@ fn every_message_round_trips_at_every_version() {
         pairs += 1;
     });
     // 5 + 14 + 7 + 10 + 6 + 5 + 6 + 7 + 6 versions of the group APIs, then Produce 3-13,
-    // Fetch 4-18, ListOffsets 1-10 and CreateTopics 2-7.
-    assert_eq!(pairs, 66 + 11 + 15 + 10 + 6);
+    // Fetch 4-18, ListOffsets 1-10, CreateTopics 2-7 and DescribeConfigs 1-4.
+    assert_eq!(pairs, 66 + 11 + 15 + 10 + 6 + 4);
 }
 
 #[test]

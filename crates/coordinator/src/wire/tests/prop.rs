@@ -32,11 +32,16 @@ proptest! {
 
     #[test]
     fn random_bodies_behind_a_valid_header_never_panic(
-        api in 0..SUPPORTED_APIS.len() + LOG_APIS.len(),
+        api in 0..SUPPORTED_APIS.len() + LOG_APIS.len() + 1,
         version in -1i16..20,
         body in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
-        let key = SUPPORTED_APIS.iter().chain(&LOG_APIS).nth(api).copied().unwrap_or(ApiKey::Fetch);
+        let key = SUPPORTED_APIS
+            .iter()
+            .chain(&LOG_APIS)
+            .nth(api)
+            .copied()
+            .unwrap_or(ApiKey::DescribeConfigs);
         let mut frame = BytesMut::new();
         frame.extend_from_slice(&(key as i16).to_be_bytes());
         frame.extend_from_slice(&version.to_be_bytes());

@@ -535,3 +535,57 @@ pub(super) fn create_topics(v: i16) -> (CreateTopicsRequest, CreateTopicsRespons
         .with_topics(vec![result]);
     (req, resp)
 }
+
+pub(super) fn describe_configs(v: i16) -> (DescribeConfigsRequest, DescribeConfigsResponse) {
+    use describe_configs_request::DescribeConfigsResource;
+    use describe_configs_response::{
+        DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+    };
+    let req = DescribeConfigsRequest::default()
+        .with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("tasks"))
+                .with_configuration_keys(Some(vec![s("cleanup.policy"), s("max.message.bytes")])),
+            DescribeConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(s("1"))
+                .with_configuration_keys(None),
+        ])
+        .with_include_synonyms(true)
+        .with_include_documentation(v >= 3);
+    let config = DescribeConfigsResourceResult::default()
+        .with_name(s("cleanup.policy"))
+        .with_value(Some(s("compact")))
+        .with_read_only(true)
+        .with_config_source(1)
+        .with_is_sensitive(true)
+        .with_synonyms(vec![
+            DescribeConfigsSynonym::default()
+                .with_name(s("log.cleanup.policy"))
+                .with_value(Some(s("delete")))
+                .with_source(5),
+        ])
+        .with_config_type(if v >= 3 { 7 } else { 0 })
+        .with_documentation(Some(s(if v >= 3 {
+            "What to do with old segments."
+        } else {
+            ""
+        })));
+    let resp = DescribeConfigsResponse::default()
+        .with_throttle_time_ms(1)
+        .with_results(vec![
+            DescribeConfigsResult::default()
+                .with_error_code(0)
+                .with_error_message(Some(s("")))
+                .with_resource_type(2)
+                .with_resource_name(s("tasks"))
+                .with_configs(vec![
+                    config,
+                    DescribeConfigsResourceResult::default()
+                        .with_name(s("secret"))
+                        .with_value(None),
+                ]),
+        ]);
+    (req, resp)
+}
