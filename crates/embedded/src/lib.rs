@@ -7,6 +7,10 @@
 //! - [`group`]: Kafka's classic group state machine, sans-IO, on virtual time.
 //! - [`EmbeddedCoordinator`]: the TCP server in front of it, with fault injection
 //!   ([`Faults`]) and stop/restart on the same port; TLS and mutual TLS with [`ServerTls`].
+//! - Single-partition topics for kroupier's task store and checkpoints (CreateTopics, Produce,
+//!   Fetch with long polling, ListOffsets, and Metadata listing them), in memory or, with
+//!   [`Builder::data_dir`], in checksummed append-only files that survive a restart. No
+//!   compaction: every record is kept, tombstones included.
 //!
 //! # Examples
 //!
