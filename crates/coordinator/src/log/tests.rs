@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -208,6 +211,9 @@ struct FakeLog {
     produce_errors: VecDeque<i16>,
     fetch_errors: VecDeque<i16>,
     create_errors: VecDeque<i16>,
+    /// The topic's configs DescribeConfigs reports, or its error code.
+    configs: Vec<(&'static str, &'static str)>,
+    describe_error: i16,
     created: Vec<CreateTopicsRequest>,
     produced: Vec<ProduceRequest>,
 }
@@ -337,6 +343,28 @@ fn handle(log: &Shared, header: &RequestHeader, body: &RequestBody) -> Reply {
             answer(
                 header,
                 &ListOffsetsResponse::default().with_topics(vec![topic]),
+            )
+        }
+        RequestBody::DescribeConfigs(request) => {
+            let keys = request.resources[0].configuration_keys.clone().unwrap();
+            let configs = log
+                .configs
+                .iter()
+                .filter(|(k, _)| keys.iter().any(|key| key.as_str() == *k))
+                .map(|(k, v)| {
+                    DescribeConfigsResourceResult::default()
+                        .with_name(StrBytes::from_static_str(k))
+                        .with_value(Some(StrBytes::from_static_str(v)))
+                })
+                .collect();
+            let result = DescribeConfigsResult::default()
+                .with_error_code(log.describe_error)
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str(TOPIC))
+                .with_configs(configs);
+            answer(
+                header,
+                &DescribeConfigsResponse::default().with_results(vec![result]),
             )
         }
         _ => Reply::Close,
@@ -614,4 +642,54 @@ async fn invalid_topic_names_are_refused_before_any_request() {
         );
     }
     assert!(broker.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_known_size_limit_refuses_a_batch_before_sending_it() {
+    let (_broker, shared, cluster) = fake(FakeLog {
+        configs: vec![("cleanup.policy", "compact"), ("max.message.bytes", "100")],
+        ..existing()
+    })
+    .await;
+    let log = TopicLog::open(cluster, TopicSpec::new(TOPIC), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        log.config("cleanup.policy").await.unwrap().as_deref(),
+        Some("compact")
+    );
+    assert_eq!(log.config("retention.ms").await.unwrap(), None);
+    let err = log.append(records(10)).await.unwrap_err();
+    assert!(
+        matches!(err, LogError::RecordTooLarge { bytes, max: 100 } if bytes > 100),
+        "{err}"
+    );
+    assert!(err.to_string().contains("of 100 bytes"), "{err}");
+    assert!(
+        shared.lock().unwrap().produced.is_empty(),
+        "refused before sending"
+    );
+    assert_eq!(
+        log.append(records(1)).await.unwrap(),
+        0,
+        "a small batch fits"
+    );
+}
+
+#[tokio::test]
+async fn configs_without_the_acl_name_describe_configs() {
+    let (_broker, _shared, cluster) = fake(FakeLog {
+        describe_error: 29,
+        ..existing()
+    })
+    .await;
+    // Opening does without the configs.
+    let log = TopicLog::open(cluster, TopicSpec::new(TOPIC), false)
+        .await
+        .unwrap();
+    let err = log.config("cleanup.policy").await.unwrap_err();
+    assert!(
+        matches!(&err, LogError::NotAuthorized { hint, .. } if hint.contains("DESCRIBE_CONFIGS")),
+        "{err}"
+    );
 }

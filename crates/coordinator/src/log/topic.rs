@@ -7,13 +7,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
-    ProduceRequest, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, FetchRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
@@ -30,6 +31,11 @@ const MAX_VERSION_BY_NAME: i16 = 12;
 const FETCH_MAX_BYTES: i32 = 8 << 20;
 /// The config every created log topic gets.
 const COMPACT: (&str, &str) = ("cleanup.policy", "compact");
+/// The topic configs a log reads when it opens.
+const CLEANUP_POLICY: &str = "cleanup.policy";
+const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
+/// DescribeConfigs' resource type for a topic.
+const TOPIC_RESOURCE: i8 = 2;
 /// ListOffsets timestamps: the high watermark and the log start offset.
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -48,7 +54,8 @@ pub struct TopicLog {
 struct Inner {
     cluster: Arc<Cluster>,
     topic: String,
-    /// The topic's `max.message.bytes` when known (from creating it), else 0.
+    /// The topic's `max.message.bytes` when known (from DescribeConfigs or CreateTopics), else
+    /// 0.
     max_message_bytes: AtomicUsize,
     leader: Mutex<Leader>,
 }
@@ -127,8 +134,10 @@ impl TopicLog {
     /// is true, CreateTopics with one partition and `cleanup.policy=compact` (a racing
     /// creator's TOPIC_ALREADY_EXISTS is fine), then waits for its leader.
     ///
-    /// An existing topic is used as it is; its partition count and cleanup policy are not
-    /// checked.
+    /// An existing topic is used as it is. Where the broker offers DescribeConfigs, the log
+    /// reads the topic's `max.message.bytes` (to refuse an oversized batch before sending it)
+    /// and logs a warning when its `cleanup.policy` is not `compact` (its old records would be
+    /// deleted by retention rather than compacted).
     ///
     /// # Errors
     /// [`LogError::Missing`] when the topic is missing and `create` is false;
@@ -155,6 +164,7 @@ impl TopicLog {
             let step = match log.partition().await {
                 Ok(Partition::Led(node)) => {
                     log.leader().node = Some(node);
+                    log.read_limits().await;
                     return Ok(log);
                 }
                 Ok(Partition::Missing { .. }) if !create => {
@@ -288,6 +298,114 @@ impl TopicLog {
                 }
                 Err(Step::Fail(e)) => return Err(e),
             }
+        }
+    }
+
+    /// The topic's config `key` as the broker reports it (DescribeConfigs), or `None` when the
+    /// broker does not offer DescribeConfigs or has no such key.
+    ///
+    /// # Errors
+    /// [`LogError::NotAuthorized`] without DESCRIBE_CONFIGS on the topic; [`LogError::Kafka`]
+    /// or [`LogError::Connection`] as for [`read`](Self::read).
+    pub async fn config(&self, key: &str) -> Result<Option<String>, LogError> {
+        let mut retry = Retry::new(&self.inner.cluster);
+        loop {
+            match self.describe(&[key]).await {
+                Ok(configs) => {
+                    return Ok(configs
+                        .into_iter()
+                        .flatten()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, v)| v));
+                }
+                Err(Step::Retry(e)) => retry.wait(e).await?,
+                Err(Step::Fail(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads `max.message.bytes` and checks `cleanup.policy`, once, where the broker offers
+    /// DescribeConfigs. Best effort: without it, an oversized batch is refused by the broker.
+    async fn read_limits(&self) {
+        let topic = &self.inner.topic;
+        let configs = match self.describe(&[CLEANUP_POLICY, MAX_MESSAGE_BYTES]).await {
+            Ok(Some(configs)) => configs,
+            Ok(None) => return,
+            Err(Step::Retry(e) | Step::Fail(e)) => {
+                tracing::debug!(%topic, error = %e, "could not read the topic's configs");
+                return;
+            }
+        };
+        for (key, value) in configs {
+            match (key.as_str(), value) {
+                (MAX_MESSAGE_BYTES, Some(v)) => {
+                    if let Ok(max) = v.parse::<usize>() {
+                        self.inner.max_message_bytes.store(max, Ordering::Relaxed);
+                    }
+                }
+                (CLEANUP_POLICY, Some(policy)) if !policy.split(',').any(|p| p == "compact") => {
+                    tracing::warn!(
+                        %topic,
+                        %policy,
+                        "the topic is not compacted: retention will delete old records, and \
+                         the latest record of a key with them; set cleanup.policy=compact"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// DescribeConfigs for `keys` of the topic; `None` when the broker does not offer it.
+    async fn describe(&self, keys: &[&str]) -> Result<Option<Vec<(String, Option<String>)>>, Step> {
+        let connection = self.inner.cluster.any_broker().await?;
+        if connection.versions().get(ApiKey::DescribeConfigs).is_none() {
+            return Ok(None);
+        }
+        let request = DescribeConfigsRequest::default().with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(TOPIC_RESOURCE)
+                .with_resource_name(StrBytes::from_string(self.inner.topic.clone()))
+                .with_configuration_keys(Some(
+                    keys.iter()
+                        .map(|k| StrBytes::from_string((*k).to_owned()))
+                        .collect(),
+                )),
+        ]);
+        let response = connection.send(&request).await?;
+        let Some(result) = response
+            .results
+            .into_iter()
+            .find(|r| r.resource_name.as_str() == self.inner.topic)
+        else {
+            return Err(Step::Retry(self.kafka(
+                ApiKey::DescribeConfigs,
+                -1,
+                None,
+                "the DescribeConfigs answer does not mention the topic",
+            )));
+        };
+        let message = result.error_message.as_ref().map(|m| m.to_string());
+        match result.error_code {
+            0 => Ok(Some(
+                result
+                    .configs
+                    .into_iter()
+                    .map(|c| (c.name.to_string(), c.value.map(|v| v.to_string())))
+                    .collect(),
+            )),
+            // TOPIC_AUTHORIZATION_FAILED: reading configs takes its own ACL.
+            29 => Err(Step::Fail(LogError::NotAuthorized {
+                topic: self.inner.topic.clone(),
+                operation: "read",
+                hint: format!(
+                    "grant DESCRIBE_CONFIGS on Topic:{0} to this client's principal \
+                     (kafka-acls.sh --add --allow-principal User:NAME --operation \
+                     DescribeConfigs --topic {0})",
+                    self.inner.topic
+                ),
+            })),
+            code => Err(self.refusal(ApiKey::DescribeConfigs, code, message, "read")),
         }
     }
 
