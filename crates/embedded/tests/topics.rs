@@ -326,6 +326,14 @@ async fn create_produce_fetch_long_poll_and_a_restart_that_drops_only_a_torn_tai
     ]));
     let m = client.call(&other, 12).await;
     assert_eq!(m.topics[0].error_code, UNKNOWN_TOPIC_OR_PARTITION);
+    // An acks=0 produce that fails has no response to carry its error: the connection closes.
+    let mut lost = produce(0, batch(&[("x", Some("y"))]));
+    lost.topic_data[0].name = TopicName(s("other"));
+    client.send(&lost, 9).await;
+    let next = tokio::time::timeout(PATIENCE, client.framed.next())
+        .await
+        .expect("closed in time");
+    assert!(next.is_none(), "the connection is closed, nothing answered");
     coordinator.shutdown().await;
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -36,6 +36,10 @@ pub(crate) enum DispatchError {
     /// The coordinator is shutting down.
     #[error(transparent)]
     Gone(#[from] GroupsGone),
+    /// A Produce with acks=0 failed: Kafka closes the connection, as there is no response to
+    /// carry the error.
+    #[error("a Produce with acks=0 failed ({0}); closing the connection tells the producer")]
+    ProduceFailed(String),
     /// A request body of an API this coordinator does not serve.
     #[error("no handler for {0:?}")]
     Unhandled(kafka_protocol::messages::ApiKey),
@@ -88,10 +92,16 @@ impl Dispatcher {
     ) -> Result<Option<Bytes>, DispatchError> {
         let v = header.request_api_version;
         match body {
-            RequestBody::Produce(req) => match produce::produce(&self.topics, &req, v) {
-                Some(response) => encode(header, &response).map(Some),
-                None => Ok(None),
-            },
+            RequestBody::Produce(req) => {
+                let response = produce::produce(&self.topics, &req, v);
+                if req.acks != 0 {
+                    return encode(header, &response).map(Some);
+                }
+                match produce::first_error(&response) {
+                    None => Ok(None),
+                    Some(error) => Err(DispatchError::ProduceFailed(error)),
+                }
+            }
             RequestBody::Fetch(req) => {
                 encode(header, &fetch::fetch(&self.topics, &req, v).await).map(Some)
             }

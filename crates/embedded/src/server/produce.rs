@@ -2,7 +2,9 @@
 //! the partition's end offset.
 //!
 //! Every append is committed as soon as it is stored (one node, no replicas), so acks=1 and
-//! acks=-1 answer the same; acks=0 gets no response at all, as Kafka sends none.
+//! acks=-1 answer the same. acks=0 gets no response at all, as Kafka sends none; when one of
+//! its partitions fails, the connection is closed instead, as Kafka does, so the producer
+//! notices.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -14,22 +16,14 @@ use crate::log::{LogError, TopicRef, Topics};
 /// The first Produce version that names topics by id.
 const TOPIC_IDS_FROM: i16 = 13;
 
-/// Appends every partition's batch; `None` when the request asked for no acknowledgement
-/// (acks=0). Refusals are per partition: unknown topic or partition, CORRUPT_MESSAGE (bad
-/// CRC, magic other than 2, lengths that do not add up), INVALID_RECORD (not exactly one batch,
-/// transactional batches), MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR; acks other than 0, 1 and -1
-/// is INVALID_REQUIRED_ACKS for every partition, nothing appended.
-pub(crate) fn produce(
-    topics: &Topics,
-    req: &ProduceRequest,
-    version: i16,
-) -> Option<ProduceResponse> {
+/// Appends every partition's batch and answers for each (the caller sends nothing back for
+/// acks=0; see [`first_error`]). Refusals are per partition: unknown topic or partition,
+/// CORRUPT_MESSAGE (bad CRC, magic other than 2, lengths that do not add up), INVALID_RECORD
+/// (not exactly one batch, transactional batches), MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR; acks
+/// other than 0, 1 and -1 is INVALID_REQUIRED_ACKS for every partition, nothing appended.
+pub(crate) fn produce(topics: &Topics, req: &ProduceRequest, version: i16) -> ProduceResponse {
     if !(-1..=1).contains(&req.acks) {
-        return Some(produce_error(
-            req,
-            ResponseError::InvalidRequiredAcks,
-            version,
-        ));
+        return produce_error(req, ResponseError::InvalidRequiredAcks, version);
     }
     let responses = req
         .topic_data
@@ -61,7 +55,22 @@ pub(crate) fn produce(
             topic_response(t.name.clone(), t.topic_id, partitions, version)
         })
         .collect();
-    (req.acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+    ProduceResponse::default().with_responses(responses)
+}
+
+/// The first partition refused in `response`, as `topic-partition: error`; what closes an
+/// acks=0 connection.
+pub(crate) fn first_error(response: &ProduceResponse) -> Option<String> {
+    response.responses.iter().find_map(|t| {
+        t.partition_responses
+            .iter()
+            .find(|p| p.error_code != 0)
+            .map(|p| {
+                let error = ResponseError::try_from_code(p.error_code)
+                    .map_or_else(|| p.error_code.to_string(), |e| format!("{e:?}"));
+                format!("{}-{}: {error}", t.name.0.as_str(), p.index)
+            })
+    })
 }
 
 fn refuse(r: &mut PartitionProduceResponse, error: &LogError, version: i16) {

@@ -232,13 +232,19 @@ fn produce_assigns_offsets_and_refuses_bad_batches_per_partition() {
             &store,
             &produce_request("t", acks, encode(&[Some("a"), Some("b")])),
             9,
-        )
-        .expect("a response");
+        );
         let p = &r.responses[0].partition_responses[0];
         assert_eq!((p.error_code, p.base_offset), (0, expected));
     }
-    // acks=0: appended, no response.
-    assert!(produce::produce(&store, &produce_request("t", 0, encode(&[None])), 9).is_none());
+    // acks=0: appended (no response is sent for it).
+    let quiet = produce::produce(&store, &produce_request("t", 0, encode(&[None])), 9);
+    assert_eq!(produce::first_error(&quiet), None);
+    // acks=0 refused: the error that closes the connection names the partition.
+    let failed = produce::produce(&store, &produce_request("nope", 0, encode(&[None])), 9);
+    assert_eq!(
+        produce::first_error(&failed).as_deref(),
+        Some("nope-0: UnknownTopicOrPartition")
+    );
     assert_eq!(
         store.offsets(crate::log::TopicRef::Name("t"), 0),
         Ok((0, 5))
@@ -265,7 +271,7 @@ fn produce_assigns_offsets_and_refuses_bad_batches_per_partition() {
         ),
     ];
     for (req, error) in bad {
-        let r = produce::produce(&store, &req, 9).expect("a response");
+        let r = produce::produce(&store, &req, 9);
         let p = &r.responses[0].partition_responses[0];
         assert_eq!(p.error_code, error.code(), "{error:?}");
         assert_eq!(p.base_offset, -1);
@@ -274,8 +280,7 @@ fn produce_assigns_offsets_and_refuses_bad_batches_per_partition() {
         &store,
         &produce_request("t", 1, Bytes::from_static(b"short")),
         8,
-    )
-    .expect("a response");
+    );
     let message = r.responses[0].partition_responses[0].error_message.clone();
     assert!(message.is_some_and(|m| m.as_str().contains("corrupt")));
     assert_eq!(
@@ -409,11 +414,10 @@ async fn every_response_encodes_at_every_served_version() {
             req.topic_data[0].topic_id = id;
             req.topic_data[0].name = TopicName::default();
         }
-        let r = produce::produce(&store, &req, v).expect("response");
+        let r = produce::produce(&store, &req, v);
         assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "v{v}");
         r.encode(&mut buf, v).expect("Produce");
-        let refused =
-            produce::produce(&store, &produce_request("x", 1, Bytes::new()), v).expect("response");
+        let refused = produce::produce(&store, &produce_request("x", 1, Bytes::new()), v);
         refused.encode(&mut buf, v).expect("Produce refused");
         produce::produce_error(&req, ResponseError::NotLeaderOrFollower, v)
             .encode(&mut buf, v)
