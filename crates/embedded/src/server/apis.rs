@@ -7,9 +7,10 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest,
-    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, FindCoordinatorResponse,
-    HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
-    MetadataRequest, MetadataResponse, ProduceRequest, SyncGroupRequest, TopicName,
+    DescribeConfigsRequest, DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest,
+    FindCoordinatorResponse, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, MetadataResponse, ProduceRequest,
+    SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::{Message, StrBytes};
 
@@ -18,7 +19,7 @@ use crate::log::{TopicRef, Topics};
 
 /// Every API the embedded coordinator serves with the versions it implements: all the versions
 /// kafka-protocol 0.18 knows (Kafka 4.1's schemas), each handled field by field.
-pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 13] = [
+pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 14] = [
     range::<ProduceRequest>(ApiKey::Produce),
     range::<FetchRequest>(ApiKey::Fetch),
     range::<ListOffsetsRequest>(ApiKey::ListOffsets),
@@ -32,6 +33,7 @@ pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 13] = [
     range::<ListGroupsRequest>(ApiKey::ListGroups),
     range::<ApiVersionsRequest>(ApiKey::ApiVersions),
     range::<CreateTopicsRequest>(ApiKey::CreateTopics),
+    range::<DescribeConfigsRequest>(ApiKey::DescribeConfigs),
 ];
 
 const fn range<M: Message>(key: ApiKey) -> (ApiKey, i16, i16) {

@@ -118,6 +118,10 @@ impl Dispatcher {
                 );
                 encode(header, &response).map(Some)
             }
+            RequestBody::DescribeConfigs(req) => {
+                let max = self.topics.max_message_bytes();
+                encode(header, &topics::describe_configs(&self.topics, max, &req)).map(Some)
+            }
             other => self
                 .handle_group(header, other, client_host)
                 .await
@@ -273,6 +277,9 @@ impl Dispatcher {
             }
             RequestBody::CreateTopics(req) => {
                 encode(header, &topics::create_topics_error(req, error, v))
+            }
+            RequestBody::DescribeConfigs(req) => {
+                encode(header, &topics::describe_configs_error(req, error))
             }
             other => Err(DispatchError::Unhandled(other.api_key())),
         }

@@ -24,11 +24,14 @@
 //! FindCoordinator (this node), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and
 //! ListGroups; and, for the task store and checkpoints, CreateTopics (one partition per topic),
 //! Produce (acks 0, 1 and -1; batches stored as sent, base offset rewritten), Fetch (long poll
-//! woken by a produce) and ListOffsets (earliest and latest), over topics kept in memory or in
-//! [`Config::data_dir`]. No compaction, retention, transactions or fetch sessions. An ApiVersions version it
-//! does not know is answered with a v0 body carrying UNSUPPORTED_VERSION and the ranges, as Kafka
-//! does; any other unknown version, unknown API key or API it does not serve closes the
-//! connection (Kafka cannot answer a version it cannot encode either).
+//! woken by a produce), ListOffsets (earliest and latest) and DescribeConfigs (topics), over
+//! topics kept in memory or in [`Config::data_dir`]. No compaction, retention, transactions or
+//! fetch sessions.
+//!
+//! An ApiVersions version it does not know is answered with a v0 body carrying
+//! UNSUPPORTED_VERSION and the ranges, as Kafka does; any other unknown version, unknown API key
+//! or API it does not serve closes the connection (Kafka cannot answer a version it cannot
+//! encode either).
 //!
 //! Request checks Kafka makes before any group sees a request, mirrored here (and checked
 //! against Apache Kafka 4.1 by `tests/kafka_semantics.rs`): ApiVersions v3+ must name the client

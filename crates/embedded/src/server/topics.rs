@@ -1,11 +1,14 @@
-//! CreateTopics, ListOffsets and the topic half of Metadata, as functions from kafka-protocol
-//! requests to responses over the shared [`Topics`] store.
+//! CreateTopics, DescribeConfigs (topics), ListOffsets and the topic half of Metadata, as
+//! functions from kafka-protocol requests to responses over the shared [`Topics`] store.
 
 use std::collections::HashMap;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
 };
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -14,8 +17,8 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, CreateTopicsResponse, ListOffsetsRequest, ListOffsetsResponse,
-    TopicName,
+    BrokerId, CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, ListOffsetsRequest, ListOffsetsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -150,30 +153,126 @@ fn created(
     result
 }
 
-fn configs(info: &TopicInfo, max_message_bytes: usize) -> Vec<CreatableTopicConfigs> {
-    let config = |name: &str, value: Option<&str>, source: i8| {
-        CreatableTopicConfigs::default()
-            .with_name(StrBytes::from_string(name.to_string()))
-            .with_value(value.map(|v| StrBytes::from_string(v.to_string())))
-            .with_config_source(source)
-    };
-    let mut out: Vec<CreatableTopicConfigs> = info
+/// One config of a topic as reported: name, value, Kafka's `config_source`.
+type Reported = (String, Option<String>, i8);
+
+/// The topic's configs as CreateTopics and DescribeConfigs report them: those it was created
+/// with, then the defaults of the two this store applies (`cleanup.policy`,
+/// `max.message.bytes`) when they were not given.
+fn reported(info: &TopicInfo, max_message_bytes: usize) -> Vec<Reported> {
+    let mut out: Vec<Reported> = info
         .configs
         .iter()
-        .map(|(k, v)| config(k, v.as_deref(), TOPIC_CONFIG))
+        .map(|(k, v)| (k.clone(), v.clone(), TOPIC_CONFIG))
         .collect();
     if !info.configs.contains_key("cleanup.policy") {
-        out.push(config(
-            "cleanup.policy",
-            Some(info.cleanup_policy()),
-            DEFAULT_CONFIG,
-        ));
+        let policy = Some(info.cleanup_policy().to_string());
+        out.push(("cleanup.policy".to_string(), policy, DEFAULT_CONFIG));
     }
     if !info.configs.contains_key("max.message.bytes") {
-        let max = max_message_bytes.to_string();
-        out.push(config("max.message.bytes", Some(&max), DEFAULT_CONFIG));
+        let max = Some(max_message_bytes.to_string());
+        out.push(("max.message.bytes".to_string(), max, DEFAULT_CONFIG));
     }
     out
+}
+
+fn configs(info: &TopicInfo, max_message_bytes: usize) -> Vec<CreatableTopicConfigs> {
+    reported(info, max_message_bytes)
+        .into_iter()
+        .map(|(name, value, source)| {
+            CreatableTopicConfigs::default()
+                .with_name(StrBytes::from_string(name))
+                .with_value(value.map(StrBytes::from_string))
+                .with_config_source(source)
+        })
+        .collect()
+}
+
+/// DescribeConfigs' resource type of a topic.
+const TOPIC_RESOURCE: i8 = 2;
+
+/// DescribeConfigs (v3+ `config_type`) of the configs this store knows: LIST, INT, or UNKNOWN.
+fn config_type(name: &str) -> i8 {
+    match name {
+        "cleanup.policy" => 7,
+        "max.message.bytes" => 3,
+        _ => 0,
+    }
+}
+
+/// DescribeConfigs for topics: the configs each was created with and the defaults this store
+/// applies, filtered by `configuration_keys` when given. Other resource types (brokers,
+/// loggers, ...) are INVALID_REQUEST: this coordinator has no broker configs to show.
+pub(crate) fn describe_configs(
+    topics: &Topics,
+    max_message_bytes: usize,
+    req: &DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let results = req
+        .resources
+        .iter()
+        .map(|r| {
+            let mut result = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone())
+                .with_error_message(None);
+            let found = if r.resource_type == TOPIC_RESOURCE {
+                topics.topic(TopicRef::Name(r.resource_name.as_str()))
+            } else {
+                Err(LogError::InvalidRequest(format!(
+                    "resource type {}: the embedded kroupier coordinator describes topic configs \
+                     only",
+                    r.resource_type
+                )))
+            };
+            match found {
+                Ok(info) => {
+                    let wanted = |name: &str| {
+                        r.configuration_keys
+                            .as_ref()
+                            .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+                    };
+                    result.configs = reported(&info, max_message_bytes)
+                        .into_iter()
+                        .filter(|(name, _, _)| wanted(name))
+                        .map(|(name, value, source)| {
+                            DescribeConfigsResourceResult::default()
+                                .with_config_type(config_type(&name))
+                                .with_name(StrBytes::from_string(name))
+                                .with_value(value.map(StrBytes::from_string))
+                                .with_config_source(source)
+                                .with_documentation(None)
+                        })
+                        .collect();
+                }
+                Err(error) => {
+                    result.error_code = error.code().code();
+                    result.error_message = message(&error);
+                }
+            }
+            result
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// DescribeConfigs answered with `error` for every resource (fault injection).
+pub(crate) fn describe_configs_error(
+    req: &DescribeConfigsRequest,
+    error: ResponseError,
+) -> DescribeConfigsResponse {
+    let results = req
+        .resources
+        .iter()
+        .map(|r| {
+            DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone())
+                .with_error_code(error.code())
+                .with_error_message(None)
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
 }
 
 /// CreateTopics answered with `error` for every topic (fault injection).

@@ -7,13 +7,14 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest, FetchRequest,
+    FetchResponse, ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
@@ -382,6 +383,66 @@ fn list_offsets_answers_earliest_and_latest() {
     );
 }
 
+fn describe(topic: &str, resource_type: i8, keys: Option<&[&str]>) -> DescribeConfigsRequest {
+    DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configuration_keys(keys.map(|keys| {
+                keys.iter()
+                    .map(|k| StrBytes::from_string(k.to_string()))
+                    .collect()
+            })),
+    ])
+}
+
+#[test]
+fn describe_configs_reports_what_the_topic_was_created_with_and_the_defaults() {
+    let store = Topics::in_memory(MAX);
+    let req = CreateTopicsRequest::default().with_topics(vec![creatable(
+        "tasks",
+        1,
+        &[("cleanup.policy", "compact"), ("retention.ms", "1000")],
+    )]);
+    create(&store, req, 7);
+    let all = topics::describe_configs(&store, MAX, &describe("tasks", 2, None));
+    let got: Vec<(String, Option<String>, i8)> = all.results[0]
+        .configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().map(|v| v.to_string()),
+                c.config_source,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("cleanup.policy".to_string(), Some("compact".to_string()), 1),
+            ("retention.ms".to_string(), Some("1000".to_string()), 1),
+            ("max.message.bytes".to_string(), Some(MAX.to_string()), 5),
+        ]
+    );
+    let one = topics::describe_configs(
+        &store,
+        MAX,
+        &describe("tasks", 2, Some(&["max.message.bytes"])),
+    );
+    assert_eq!(one.results[0].configs.len(), 1);
+    let missing = topics::describe_configs(&store, MAX, &describe("nope", 2, None));
+    assert_eq!(
+        missing.results[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let broker = topics::describe_configs(&store, MAX, &describe("0", 4, None));
+    assert_eq!(
+        broker.results[0].error_code,
+        ResponseError::InvalidRequest.code()
+    );
+}
+
 /// Every response, successes and errors, encodes at every version served (a field set that a
 /// version lacks would make kafka-protocol refuse it).
 #[tokio::test]
@@ -450,6 +511,15 @@ async fn every_response_encodes_at_every_served_version() {
         topics::list_offsets_error(&req, ResponseError::NotLeaderOrFollower)
             .encode(&mut buf, v)
             .expect("ListOffsets error");
+    }
+    for v in range(ApiKey::DescribeConfigs) {
+        let req = describe("t", 2, None);
+        topics::describe_configs(&store, MAX, &req)
+            .encode(&mut buf, v)
+            .expect("DescribeConfigs");
+        topics::describe_configs_error(&req, ResponseError::NotController)
+            .encode(&mut buf, v)
+            .expect("DescribeConfigs error");
     }
     for v in range(ApiKey::Metadata) {
         let req = if v == 0 {
