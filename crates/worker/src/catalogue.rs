@@ -162,6 +162,20 @@ impl Catalogue {
         }
         hash.finish()
     }
+
+    /// A 64-bit FNV-1a hash of what placement depends on: the sorted `(id, kind, weight)`
+    /// entries, configs apart. Two catalogues with the same placement fingerprint are assigned
+    /// alike, so a change that keeps it (a new config) needs no rebalance.
+    pub fn placement_fingerprint(&self) -> u64 {
+        let mut hash = Fnv1a::new();
+        hash.write_len(self.tasks.len());
+        for spec in self.tasks.values() {
+            hash.write_str(&spec.id);
+            hash.write_str(&spec.kind);
+            hash.write(&spec.weight.to_be_bytes());
+        }
+        hash.finish()
+    }
 }
 
 impl<'a> IntoIterator for &'a Catalogue {
@@ -325,6 +339,29 @@ mod tests {
         for other in others {
             let other = Catalogue::from_specs([other]).unwrap();
             assert_ne!(base.fingerprint(), other.fingerprint(), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn placement_fingerprint_ignores_configs_only() {
+        let base = Catalogue::from_specs([spec("t1", json!({"a": 1}))]).unwrap();
+        let new_config = Catalogue::from_specs([spec("t1", json!({"a": 2}))]).unwrap();
+        assert_eq!(
+            base.placement_fingerprint(),
+            new_config.placement_fingerprint()
+        );
+        let others = [
+            spec("t2", json!({"a": 1})),
+            TaskSpec::new("t1", "move", json!({"a": 1})),
+            spec("t1", json!({"a": 1})).with_weight(2),
+        ];
+        for other in others {
+            let other = Catalogue::from_specs([other]).unwrap();
+            assert_ne!(
+                base.placement_fingerprint(),
+                other.placement_fingerprint(),
+                "{other:?}"
+            );
         }
     }
 

@@ -7,7 +7,7 @@
 //! ├── member: MemberConfig           the coordinator's own config, used as is (no copy)
 //! │   ├── cluster                    bootstrap.servers, client.id, request.timeout.ms, ...
 //! │   └── membership                 group.id, session/heartbeat/rebalance timeouts, instance id
-//! ├── tasks: TasksConfig             graceful stop, abort (derived), restarts
+//! ├── tasks: TasksConfig             graceful stop, abort (derived), restarts, the task store
 //! ├── status: StatusConfig           the status API's address (a free loopback port by default)
 //! └── security                       TLS/SASL client properties as read (typed: member.cluster.security)
 //! ```
@@ -34,6 +34,8 @@
 //! | `reconnect.backoff.ms`, `reconnect.backoff.max.ms` | `member.cluster.reconnect_backoff`, `reconnect_backoff_max` |
 //! | `socket.connection.setup.timeout.ms` | `member.cluster.connection.connect_timeout` |
 //! | `task.shutdown.graceful.timeout.ms` (Kafka Connect's) | `tasks.graceful_stop_timeout` |
+//! | `tasks.store.enabled` | `tasks.store.enabled` (`true`/`false`) |
+//! | `tasks.store.topic` | `tasks.store.topic` |
 //! | `kroupier.worker.id` | `worker_id` |
 //! | `kroupier.capacity` | `capacity` |
 //! | `kroupier.task.abort.timeout.ms` | `tasks.abort_timeout` |
@@ -142,6 +144,9 @@ pub struct TasksConfig {
     pub abort_timeout: Option<Duration>,
     /// Restarts of failed tasks.
     pub restart: RestartPolicy,
+    /// The task store: tasks added, changed, paused and deleted at run time, kept in a
+    /// compacted Kafka topic. Off by default.
+    pub store: TaskStoreConfig,
 }
 
 impl Default for TasksConfig {
@@ -150,8 +155,28 @@ impl Default for TasksConfig {
             graceful_stop_timeout: Duration::from_secs(5),
             abort_timeout: None,
             restart: RestartPolicy::default(),
+            store: TaskStoreConfig::default(),
         }
     }
+}
+
+/// The task store (see [`store`](crate::store)): when enabled, the worker runs the tasks
+/// defined in code *and* those of the store's topic, and follows the store's changes as they
+/// land (puts and deletes move tasks with a rebalance; pause, resume, config changes and
+/// restarts are handled by the task's owner alone).
+///
+/// A store task with the id of a task defined in code replaces it: the store is what an
+/// operator changes at run time, so it has the last word.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskStoreConfig {
+    /// Whether the worker reads (and, on first use, creates) the store's topic
+    /// (`tasks.store.enabled`). Default `false`: no topic appears for groups that do not use
+    /// the store.
+    pub enabled: bool,
+    /// The topic (`tasks.store.topic`). Default `None`: `kroupier-tasks-<group id>`
+    /// ([`tasks_topic`](crate::store::tasks_topic)); a group id with characters Kafka refuses
+    /// in topic names needs it set.
+    pub topic: Option<String>,
 }
 
 /// Where the status API listens, and who may use it.

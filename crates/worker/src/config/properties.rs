@@ -215,6 +215,12 @@ impl WorkerConfig {
             "task.shutdown.graceful.timeout.ms" => {
                 self.tasks.graceful_stop_timeout = millis(key, value)?;
             }
+            "tasks.store.enabled" => {
+                self.tasks.store.enabled = parse_as(key, value, "`true` or `false`")?;
+            }
+            "tasks.store.topic" => {
+                self.tasks.store.topic = (!value.is_empty()).then(|| value.to_owned());
+            }
             "kroupier.worker.id" => value.clone_into(&mut self.worker_id),
             "kroupier.capacity" => {
                 self.capacity = Some(parse_as(key, value, "a whole number of weight units")?);

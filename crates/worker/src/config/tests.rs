@@ -403,3 +403,23 @@ fn fast_failover_is_on_by_default_and_one_property_turns_it_off() {
         "{error}"
     );
 }
+
+#[test]
+fn the_task_store_is_off_by_default_and_two_properties_set_it() {
+    // Off by default: a group that does not use the store sees no topic appear.
+    assert_eq!(
+        WorkerConfig::default().tasks.store,
+        TaskStoreConfig::default()
+    );
+    assert!(!WorkerConfig::default().tasks.store.enabled);
+    let on = WorkerConfig::from_properties(&props(&[
+        ("tasks.store.enabled", "true"),
+        ("tasks.store.topic", "orders-tasks"),
+    ]))
+    .unwrap();
+    assert!(on.tasks.store.enabled);
+    assert_eq!(on.tasks.store.topic.as_deref(), Some("orders-tasks"));
+    let error =
+        WorkerConfig::from_properties(&props(&[("tasks.store.enabled", "yes")])).unwrap_err();
+    assert!(error.to_string().contains("tasks.store.enabled"), "{error}");
+}

@@ -33,11 +33,15 @@ pub enum TaskState {
     /// Its config is invalid, or it failed the configured number of times in a row. It stays
     /// `FAILED` until a restart request.
     Failed,
+    /// Its desired state in the task store is `paused`: assigned to this worker, but not run
+    /// (and not restarted) until it is resumed. It keeps its place: pausing and resuming
+    /// move nothing.
+    Paused,
 }
 
 impl TaskState {
     /// Every state, in display order.
-    pub const ALL: [TaskState; 7] = [
+    pub const ALL: [TaskState; 8] = [
         TaskState::Starting,
         TaskState::Running,
         TaskState::Restarting,
@@ -45,6 +49,7 @@ impl TaskState {
         TaskState::Stopped,
         TaskState::Completed,
         TaskState::Failed,
+        TaskState::Paused,
     ];
 
     /// The state's name as the status API spells it (`RUNNING`).
@@ -57,6 +62,7 @@ impl TaskState {
             TaskState::Stopped => "STOPPED",
             TaskState::Completed => "COMPLETED",
             TaskState::Failed => "FAILED",
+            TaskState::Paused => "PAUSED",
         }
     }
 
@@ -112,7 +118,6 @@ impl TaskTable {
     }
 
     /// The status of one task.
-    #[cfg(test)]
     pub fn get(&self, task_id: &str) -> Option<TaskStatus> {
         self.tasks.get(task_id).map(|entry| entry.clone())
     }

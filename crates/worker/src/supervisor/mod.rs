@@ -20,7 +20,7 @@
 mod policy;
 mod run;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
@@ -96,6 +96,8 @@ struct Slot {
 pub struct Supervisor {
     registry: Arc<Registry>,
     catalogue: RwLock<Arc<Catalogue>>,
+    /// Tasks whose desired state is paused (task store): started as `PAUSED`, never run.
+    paused: RwLock<Arc<BTreeSet<String>>>,
     config: SupervisorConfig,
     table: TaskTable,
     member: watch::Sender<Lease>,
@@ -135,6 +137,7 @@ impl Supervisor {
         Supervisor {
             registry,
             catalogue: RwLock::new(catalogue),
+            paused: RwLock::new(Arc::new(BTreeSet::new())),
             config,
             table,
             member: watch::Sender::new(no_lease()),
@@ -151,12 +154,38 @@ impl Supervisor {
         &self.table
     }
 
+    /// The task kinds this worker registers.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The catalogue new runs are built from.
     pub fn catalogue(&self) -> Arc<Catalogue> {
         self.catalogue
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Replaces the catalogue new runs are built from, and the tasks that are paused. Runs
+    /// already started keep the spec they were started with: the caller restarts the tasks
+    /// whose spec or desired state changed.
+    pub fn set_catalogue(&self, catalogue: Arc<Catalogue>, paused: BTreeSet<String>) {
+        // One writer at a time (the worker loop); readers see either the old or the new pair
+        // for a moment, and every change is followed by a restart of the tasks it touches.
+        *self
+            .catalogue
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = catalogue;
+        *self.paused.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(paused);
+    }
+
+    /// Whether the task's desired state is paused.
+    pub fn is_paused(&self, task_id: &str) -> bool {
+        self.paused
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(task_id)
     }
 
     /// The worker's membership as last set.
@@ -220,6 +249,7 @@ impl Supervisor {
         let plan = RunPlan {
             task_id: task_id.into(),
             spec,
+            paused: self.is_paused(task_id),
             registry: self.registry.clone(),
             policy: self.config.restart.clone(),
             table: self.table.clone(),

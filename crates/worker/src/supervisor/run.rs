@@ -20,6 +20,8 @@ use crate::task::{Registry, TaskConfigError, TaskError};
 pub(crate) struct RunPlan {
     pub(crate) task_id: Arc<str>,
     pub(crate) spec: Option<TaskSpec>,
+    /// The task's desired state is paused: the run only records `PAUSED`.
+    pub(crate) paused: bool,
     pub(crate) registry: Arc<Registry>,
     pub(crate) policy: RestartPolicy,
     pub(crate) table: TaskTable,
@@ -75,6 +77,12 @@ pub(crate) async fn supervise(plan: RunPlan) {
         incarnation: plan.incarnation,
     };
     let id = plan.task_id.clone();
+    if plan.paused {
+        // Held (and claimed) but not run: a resume restarts it.
+        tracing::info!(task = %id, "task paused");
+        plan.finish(TaskState::Paused, None);
+        return;
+    }
     let Some(spec) = plan.spec.as_ref() else {
         let error = TaskConfigError::NotInCatalogue {
             task_id: id.to_string(),
