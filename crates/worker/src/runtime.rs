@@ -20,8 +20,8 @@
 //! `std::time::Instant`s converts with `tokio::time::Instant::from_std`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::time::Instant;
 
@@ -29,6 +29,9 @@ use crate::context::{FencingToken, Lease};
 use crate::protocol::MemberMetadata;
 use crate::status::{GroupView, StatusBoard, TaskState};
 use crate::supervisor::{StartOutcome, StopReport, Supervisor};
+use desired::{Changes, Desired};
+
+pub(crate) mod desired;
 
 /// "Run this set, revoke that set, in generation G, with a lease valid until T."
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +83,17 @@ pub struct ApplyReport {
     pub still_stopping: Vec<String>,
 }
 
+/// What [`Runtime::apply_desired`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DesiredApplied {
+    /// Held tasks deleted from the store, stopped.
+    pub(crate) stopped: Vec<String>,
+    /// Held tasks restarted (paused, resumed, reconfigured, restart requested).
+    pub(crate) restarted: Vec<String>,
+    /// Assigned tasks that arrived in the store's view, started.
+    pub(crate) started: Vec<String>,
+}
+
 /// Applies assignment changes through the [`Supervisor`] and keeps the [`StatusBoard`] current.
 #[derive(Debug)]
 pub struct Runtime {
@@ -90,6 +104,9 @@ pub struct Runtime {
     capacity: Option<u64>,
     rack: Option<String>,
     assigned_once: AtomicBool,
+    /// The tasks the last applied assignment asks this worker to run: a task restarted for a
+    /// change in the task store starts again only if it is still among them.
+    assigned: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Runtime {
@@ -108,7 +125,107 @@ impl Runtime {
             capacity: None,
             rack: None,
             assigned_once: AtomicBool::new(false),
+            assigned: Arc::default(),
         }
+        .with_desired_from_catalogue()
+    }
+
+    fn with_desired_from_catalogue(self) -> Self {
+        let code = self.supervisor.catalogue();
+        self.board.set_desired(Arc::new(Desired::from_code(&code)));
+        self
+    }
+
+    /// The effective catalogue and every task's desired state.
+    pub(crate) fn desired(&self) -> Arc<Desired> {
+        self.board.desired()
+    }
+
+    /// Installs a new effective catalogue (the task store moved) and returns what changed.
+    /// Runs already started keep their spec: the caller acts on the changes with
+    /// [`apply_desired`](Self::apply_desired).
+    pub(crate) fn set_desired(&self, desired: Desired) -> Changes {
+        let old = self.board.desired();
+        let changes = desired.changes_since(&old);
+        self.supervisor
+            .set_catalogue(desired.catalogue.clone(), desired.paused());
+        self.board.set_desired(Arc::new(desired));
+        changes
+    }
+
+    /// What the owner does about `changes`, without a rebalance: held tasks that were deleted
+    /// stop at once; held tasks that were paused, resumed, reconfigured or asked to restart
+    /// are stopped and started again with their new spec and state (a paused one as `PAUSED`),
+    /// still under the generation they were granted in. Other tasks are not touched.
+    ///
+    /// Tasks assigned here before this worker's view of the store had them start now.
+    ///
+    /// Returns what it did. The stops run in their own tokio tasks.
+    pub(crate) fn apply_desired(&self, changes: &Changes) -> DesiredApplied {
+        let held: BTreeSet<String> = self.supervisor.held().into_iter().collect();
+        let removed: Vec<String> = changes.removed.intersection(&held).cloned().collect();
+        if !removed.is_empty() {
+            tracing::info!(tasks = ?removed, "tasks deleted from the task store; stopping them");
+            drop(self.supervisor.revoke(&removed));
+        }
+        // Assigned here before this worker's view of the store had them: they start now.
+        let assigned = lock(&self.assigned);
+        let token = self.supervisor.member_lease().token;
+        let arrived: Vec<String> = changes
+            .added
+            .iter()
+            .filter(|id| assigned.contains(*id) && !held.contains(*id))
+            .cloned()
+            .collect();
+        for id in &arrived {
+            tracing::info!(task = %id, "assigned task arrived in the task store view; starting it");
+            self.supervisor.start(id, token.clone());
+        }
+        drop(assigned);
+        let restart: Vec<String> = changes.to_restart().intersection(&held).cloned().collect();
+        for id in &restart {
+            let Some(granted) = self.supervisor.granted(id) else {
+                continue;
+            };
+            tracing::info!(
+                task = %id,
+                paused = self.supervisor.is_paused(id),
+                "task changed in the task store; restarting it"
+            );
+            let stopping = self.supervisor.revoke([id]);
+            let supervisor = self.supervisor.clone();
+            let id = id.clone();
+            let assigned = self.assigned_handle();
+            tokio::spawn(async move {
+                let report = stopping.await;
+                if !report.all_stopped() {
+                    tracing::error!(task = %id, "task did not stop in time; not restarted");
+                    return;
+                }
+                // Under the lock `apply` holds: either the task is still assigned here and
+                // starts (a later apply then sees it held), or a later apply took it away.
+                let assigned = lock(&assigned);
+                let same_member = supervisor.member_lease().token.member_id == granted.member_id;
+                if assigned.contains(&id) && same_member {
+                    supervisor.start(&id, granted);
+                }
+            });
+        }
+        DesiredApplied {
+            stopped: removed,
+            restarted: restart,
+            started: arrived,
+        }
+    }
+
+    fn assigned_handle(&self) -> Arc<Mutex<BTreeSet<String>>> {
+        self.assigned.clone()
+    }
+
+    /// Nothing is assigned here any more (lost, revoked, shutting down): a restart under way
+    /// for a task store change does not start its task again.
+    fn unassign_all(&self) {
+        lock(&self.assigned).clear();
     }
 
     /// Adds capacity and rack to the metadata this runtime advertises.
@@ -128,10 +245,14 @@ impl Runtime {
         &self.board
     }
 
-    /// The status API over this runtime's board, with restart requests enabled (the routes:
-    /// [`status`](crate::status)); serve it with `axum::serve`.
-    pub fn status_router(&self) -> axum::Router {
-        crate::status::http::router(self.board.clone(), Some(self.supervisor.clone()))
+    /// The status API over this runtime's board, with restart requests enabled and, with a
+    /// task store, `/tasks` writes (the routes: [`status`](crate::status)); serve it with
+    /// `axum::serve`.
+    pub(crate) fn status_router(
+        &self,
+        writes: Option<Arc<dyn crate::status::http::TaskWrites>>,
+    ) -> axum::Router {
+        crate::status::http::router(self.board.clone(), Some(self.supervisor.clone()), writes)
     }
 
     /// A rebalance started: status shows `rebalancing: true` over the last stable view.
@@ -156,7 +277,9 @@ impl Runtime {
         let mut metadata = MemberMetadata::new(self.worker_id.clone());
         metadata.owned = self.owned();
         metadata.kinds = self.kinds.clone();
-        metadata.catalogue_fingerprint = self.supervisor.catalogue().fingerprint();
+        let desired = self.desired();
+        metadata.catalogue_fingerprint = desired.catalogue.fingerprint();
+        metadata.store_offset = desired.offset;
         metadata.capacity = self.capacity;
         metadata.rack = self.rack.clone();
         metadata
@@ -180,6 +303,11 @@ impl Runtime {
         change: AssignmentChange,
     ) -> impl Future<Output = ApplyReport> + Send + 'static {
         let member_id = change.token.member_id.clone();
+        // Held through the synchronous part: a task store restart finishing meanwhile sees
+        // either the old or the new target set, never a half-applied one.
+        let assigned = self.assigned_handle();
+        let mut assigned = lock(&assigned);
+        *assigned = change.run.difference(&change.revoke).cloned().collect();
         let held = self.supervisor.held();
         // Held under an older membership (another member id): their lease checks fail; they are
         // stopped and, if still assigned, started again under the new token.
@@ -207,7 +335,15 @@ impl Runtime {
 
         let mut report = ApplyReport::default();
         let mut regranted = Vec::new();
+        let catalogue = self.supervisor.catalogue();
+        let mut unknown = Vec::new();
         for id in change.run.iter().filter(|id| !change.revoke.contains(*id)) {
+            if !catalogue.contains(id) {
+                // Assigned from a task store offset this worker has not read yet: it starts
+                // when the store's view brings the task (see `apply_desired`).
+                unknown.push(id.clone());
+                continue;
+            }
             if stale.contains(id) {
                 regranted.push(id.clone());
                 continue;
@@ -219,6 +355,15 @@ impl Runtime {
             }
         }
         self.complete_rebalance(&change, !report.started.is_empty() || !regranted.is_empty());
+        drop(assigned);
+        if !unknown.is_empty() {
+            tracing::info!(
+                generation = change.token.generation_id,
+                tasks = ?unknown,
+                "assigned tasks this worker's catalogue does not have (yet); they start once \
+                 its view of the task store brings them"
+            );
+        }
 
         let supervisor = self.supervisor.clone();
         let token = change.token;
@@ -295,6 +440,7 @@ impl Runtime {
     /// (`onPartitionsRevoked` of everything). Needed with assignors that may move a task within
     /// one generation; the cooperative assignor never does, so it needs no call here.
     pub fn revoke_all(&self) -> impl Future<Output = StopReport> + Send + 'static {
+        self.unassign_all();
         self.supervisor.revoke(self.supervisor.held())
     }
 
@@ -321,6 +467,7 @@ impl Runtime {
     /// starts failing and every task is cancelled; the future completes once all are stopped,
     /// by `deadline` (the instant the group may hand the tasks to others).
     pub fn lost(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
+        self.unassign_all();
         self.supervisor.extend_lease(Instant::now());
         let stopping = self
             .supervisor
@@ -340,8 +487,13 @@ impl Runtime {
     /// LeaveGroup.
     pub fn shutdown(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
         self.board.set_shutting_down();
+        self.unassign_all();
         self.supervisor.stop_all(deadline)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use kroupier_assignor::{
 use kroupier_coordinator::membership::{GroupMember, MemberAssignment};
 
 use crate::catalogue::Catalogue;
-use crate::protocol::{Assignment, MemberMetadata};
+use crate::protocol::{Assignment, MAX_UNPLACED_LISTED, MemberMetadata};
 
 /// What the leader remembers of its last round, by task id (indices change with catalogues).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +65,9 @@ pub(crate) struct Round<'a> {
     /// For a leader without memory: the leader of the round before, as this member's last
     /// assignment described it, if it is absent now.
     pub(crate) vanished_leader: Option<VanishedLeader>,
+    /// The task store offset the leader's catalogue was read up to (`None` without a store),
+    /// written into every assignment.
+    pub(crate) store_offset: Option<i64>,
 }
 
 /// How to reach a leader, as its assignments say (see [`Round::contact`]).
@@ -108,8 +111,13 @@ pub(crate) struct Outcome {
     pub(crate) held_back: usize,
     /// Tasks no member could run, with why.
     pub(crate) unplaced: Vec<(String, UnplacedReason)>,
-    /// Members whose catalogue fingerprint differs from the leader's (worker id, fingerprint).
+    /// Members whose catalogue fingerprint differs from the leader's (worker id, fingerprint),
+    /// among those that read the task store as far as the leader (a member at another offset
+    /// differs for a moment, and that is not a mismatch).
     pub(crate) mismatched: Vec<(String, u64)>,
+    /// The highest task store offset a member reported, when above the leader's own: the
+    /// leader rebalances again once its own view has reached it.
+    pub(crate) ahead: Option<i64>,
 }
 
 /// Why a round failed.
@@ -158,8 +166,14 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         .iter()
         .filter_map(|d| d.metadata.as_ref())
         .filter(|m| m.catalogue_fingerprint != own_fingerprint)
+        .filter(|m| m.store_offset == round.store_offset)
         .map(|m| (m.worker_id.clone(), m.catalogue_fingerprint))
         .collect();
+    let ahead = decoded
+        .iter()
+        .filter_map(|d| d.metadata.as_ref()?.store_offset)
+        .max()
+        .filter(|highest| round.store_offset.is_some_and(|own| *highest > own));
 
     let owned = resolve_claims(&tasks, &decoded);
     let mut input_members = Vec::with_capacity(decoded.len());
@@ -230,6 +244,18 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         })
         .collect();
     let suspects = lost_tasks(round.memory, &decoded, round.gone, round.vanished_leader);
+    let unplaced: Vec<(String, UnplacedReason)> = plan
+        .unplaced
+        .iter()
+        .filter_map(|u| Some((tasks.id(u.task)?.to_owned(), u.reason)))
+        .collect();
+    let mut unplaced_listed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (task, reason) in unplaced.iter().take(MAX_UNPLACED_LISTED) {
+        unplaced_listed
+            .entry(unplaced_reason_code(*reason).to_owned())
+            .or_default()
+            .insert(task.clone());
+    }
     let mut by_key: BTreeMap<&MemberId, Assignment> = BTreeMap::new();
     for part in &plan.assignments {
         let mut assignment = Assignment::new(round.leader.clone(), round.generation);
@@ -241,6 +267,9 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         assignment.leader_heartbeat_interval = round.contact.heartbeat_interval;
         assignment.leader_status_addr = round.contact.status_addr.clone();
         assignment.leader_host = round.contact.host.clone();
+        assignment.store_offset = round.store_offset;
+        assignment.unplaced = unplaced_listed.clone();
+        assignment.unplaced_count = unplaced.len() as u64;
         if let Some(hold) = round.lost_hold {
             let fallback = heartbeats
                 .values()
@@ -270,6 +299,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
                     let mut empty = Assignment::new(round.leader.clone(), round.generation);
                     empty.catalogue_fingerprint = own_fingerprint;
                     empty.member_id = Some(m.member_id.clone());
+                    empty.store_offset = round.store_offset;
                     empty.encode()
                 },
                 Assignment::encode,
@@ -289,18 +319,23 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         heartbeats,
         addresses,
     };
-    let unplaced = plan
-        .unplaced
-        .iter()
-        .filter_map(|u| Some((tasks.id(u.task)?.to_owned(), u.reason)))
-        .collect();
     Ok(Outcome {
         assignments,
         memory,
         held_back: plan.held_back.len(),
         unplaced,
         mismatched,
+        ahead,
     })
+}
+
+/// How an [`UnplacedReason`] travels in an assignment.
+pub(crate) fn unplaced_reason_code(reason: UnplacedReason) -> &'static str {
+    match reason {
+        UnplacedReason::NoEligibleMember => "no_eligible_member",
+        UnplacedReason::NoCapacity => "no_capacity",
+        _ => "unplaced",
+    }
 }
 
 /// The tasks whose previous owner may still run them although it is gone from the group:

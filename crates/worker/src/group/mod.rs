@@ -120,6 +120,10 @@ pub enum WorkerError {
     /// The member's driver ended unexpectedly; every task was stopped. Start the worker again.
     #[error("the group member's driver ended; every task was stopped; start the worker again")]
     MemberStopped,
+    /// The task store could not be opened or read (`tasks.store.enabled`): the message names
+    /// the topic and what to change.
+    #[error("cannot start with the task store: {0}")]
+    TaskStore(String),
     /// The worker loop panicked (a bug: report it).
     #[error("the worker loop panicked: {0}")]
     Panicked(String),
@@ -312,6 +316,12 @@ pub(crate) async fn spawn(
         tracing::info!(worker = %config.worker_id, %addr, scheme, token, "status API listening");
     }
 
+    // The task store is read to its end before joining: the first metadata already carries
+    // the store offset, and the catalogue has every stored task.
+    let store = match config.tasks.store.enabled {
+        true => Some(open_store(&config, &runtime).await?),
+        false => None,
+    };
     let protocol = Arc::new(WorkerProtocol::new(
         runtime.clone(),
         assignors,
@@ -380,7 +390,10 @@ pub(crate) async fn spawn(
             token: config.status.token.clone(),
             protect_reads: config.status.protect_reads,
         };
-        let mut router = runtime.status_router();
+        let writes = store
+            .as_ref()
+            .map(|(store, _)| Arc::new(store.clone()) as Arc<dyn crate::status::http::TaskWrites>);
+        let mut router = runtime.status_router(writes);
         if fast_failover {
             let routes = crate::status::failover::router(failover.clone(), server_stop.clone());
             router = router.merge(routes);
@@ -405,6 +418,8 @@ pub(crate) async fn spawn(
         config,
         events: events.clone(),
         failover,
+        store: store.map(|(_, link)| link),
+        placement_rejoin: std::sync::Mutex::new(None),
     };
     let loop_shutdown = shutdown.clone();
     let task = tokio::spawn(async move {
@@ -421,6 +436,47 @@ pub(crate) async fn spawn(
         server_stop,
         task,
     })
+}
+
+/// Opens the task store (creating its topic on first use), reads it to its end, installs the
+/// effective catalogue, and starts following it.
+async fn open_store(
+    config: &WorkerConfig,
+    runtime: &Runtime,
+) -> Result<(crate::store::TaskStore, run::StoreLink), WorkerError> {
+    let failed = |e: &dyn std::fmt::Display| WorkerError::TaskStore(e.to_string());
+    let topic = match &config.tasks.store.topic {
+        Some(topic) => topic.clone(),
+        None => {
+            crate::store::tasks_topic(&config.member.membership.group_id).map_err(|e| failed(&e))?
+        }
+    };
+    let cluster = kroupier_coordinator::connection::Cluster::new(config.member.cluster.clone())
+        .map_err(|e| failed(&e))?;
+    let store = crate::store::TaskStore::open(Arc::new(cluster), topic, true)
+        .await
+        .map_err(|e| failed(&e))?;
+    let started = tokio::time::Instant::now();
+    let view = store.read_all().await.map_err(|e| failed(&e))?;
+    let code = runtime.supervisor().catalogue();
+    let desired = crate::runtime::desired::Desired::merge(&code, &view);
+    tracing::info!(
+        topic = store.topic(),
+        offset = view.offset,
+        stored = view.tasks.len(),
+        invalid = view.invalid.len(),
+        tasks = desired.catalogue.len(),
+        read_ms = started.elapsed().as_millis() as u64,
+        "task store read"
+    );
+    runtime.set_desired(desired);
+    let tail = store.tail(view);
+    let link = run::StoreLink {
+        code: (*code).clone(),
+        views: tail.receiver.clone(),
+        _tail: Box::new(tail),
+    };
+    Ok((store, link))
 }
 
 /// Splits the status API's listener into the one the server accepts on and a second handle on

@@ -67,6 +67,25 @@ struct State {
     /// Where this worker's status API listens and the host it runs on, advertised in its
     /// metadata so that a leader can see when its process is gone (see `liveness.rs`).
     advertised: Option<(String, Option<String>)>,
+    /// What the round computed but not yet confirmed was assigned from.
+    pending_from: Option<AssignedFrom>,
+    /// What the last round this member led was assigned from: when the effective catalogue's
+    /// placement moves away from it (a task added or deleted in the task store), this leader
+    /// starts a rebalance.
+    assigned_from: Option<AssignedFrom>,
+}
+
+/// The catalogue a leader's round was computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AssignedFrom {
+    /// The generation the round assigned.
+    pub(crate) generation: i32,
+    /// The placement fingerprint of the leader's catalogue then.
+    pub(crate) placement: u64,
+    /// The leader's task store offset then.
+    pub(crate) store_offset: Option<i64>,
+    /// The highest store offset a member was at, when above the leader's own.
+    pub(crate) ahead: Option<i64>,
 }
 
 /// The kroupier group protocol of one worker.
@@ -188,6 +207,11 @@ impl WorkerProtocol {
         self.state().previous_leader = Some((leader_id.to_owned(), contact));
     }
 
+    /// What the last round this member led (and that SyncGroup confirmed) was assigned from.
+    pub(crate) fn assigned_from(&self) -> Option<AssignedFrom> {
+        self.state().assigned_from
+    }
+
     /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
     pub(crate) fn is_eager(&self, name: &str) -> bool {
         self.assignor(name)
@@ -284,7 +308,9 @@ impl GroupProtocol for WorkerProtocol {
                 }),
                 heartbeat_interval: contact.heartbeat_interval,
             });
-        let catalogue = self.runtime.supervisor().catalogue();
+        // The catalogue and the store offset it was read at, taken together.
+        let desired = self.runtime.desired();
+        let catalogue = desired.catalogue.clone();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
@@ -299,6 +325,7 @@ impl GroupProtocol for WorkerProtocol {
             gone: &gone,
             contact: &contact,
             vanished_leader,
+            store_offset: desired.offset,
         };
         let outcome =
             leader::assign(&round, members).map_err(|e| AssignError::Failed(e.to_string()))?;
@@ -314,14 +341,30 @@ impl GroupProtocol for WorkerProtocol {
         for (task, reason) in &outcome.unplaced {
             tracing::warn!(task = %task, ?reason, "task not assigned to any worker");
         }
+        if let Some(ahead) = outcome.ahead {
+            tracing::info!(
+                own = ?desired.offset,
+                ahead,
+                "a member has read further in the task store than this leader; assigning what \
+                 this leader knows, and rebalancing again if its view brings a placement change"
+            );
+        }
         tracing::info!(
             protocol = protocol_name,
             members = members.len(),
             held_back = outcome.held_back,
             unplaced = outcome.unplaced.len(),
+            store_offset = ?desired.offset,
             "leader computed the assignment"
         );
-        self.state().pending = Some(outcome.memory);
+        let mut state = self.state();
+        state.pending = Some(outcome.memory);
+        state.pending_from = Some(AssignedFrom {
+            generation: context.generation_id,
+            placement: catalogue.placement_fingerprint(),
+            store_offset: desired.offset,
+            ahead: outcome.ahead,
+        });
         Ok(outcome.assignments)
     }
 
@@ -339,10 +382,16 @@ impl GroupProtocol for WorkerProtocol {
             if let Some(pending) = state.pending.take() {
                 state.memory = Some(pending);
             }
+            state.assigned_from = state
+                .pending_from
+                .take()
+                .filter(|from| from.generation == generation.generation_id);
         } else {
             // Another member led: this one's memory is stale from now on.
             state.memory = None;
             state.pending = None;
+            state.pending_from = None;
+            state.assigned_from = None;
         }
     }
 
@@ -363,6 +412,8 @@ impl GroupProtocol for WorkerProtocol {
             let mut state = self.state();
             state.memory = None;
             state.pending = None;
+            state.pending_from = None;
+            state.assigned_from = None;
             state.eager_previous = None;
             state.held_claims.clear();
             state.live = None;

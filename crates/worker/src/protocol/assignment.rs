@@ -1,11 +1,15 @@
 //! Assignments: what the group leader hands each member in SyncGroup.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kroupier_coordinator::codec::{Reader, Writer};
 
-use super::{ASSIGNMENT_VERSION, DecodeError, task_set};
+use super::{ASSIGNMENT_VERSION, DecodeError, decode_offset, encode_offset, task_set};
+
+/// The most unplaced task ids one assignment lists (the rest are only counted): the list is
+/// for status pages, and must not multiply a large group's record by its member count.
+pub const MAX_UNPLACED_LISTED: usize = 100;
 
 /// What the leader sends one member in SyncGroup (spec: `docs/protocol.md`).
 ///
@@ -51,6 +55,17 @@ pub struct Assignment {
     pub leader_status_addr: Option<String>,
     /// The leader's host name (see `leader_heartbeat_interval`).
     pub leader_host: Option<String>,
+    /// The task store offset the leader assigned from (version 2): its catalogue held every
+    /// store record below it. A member whose own view is behind and that is assigned a task it
+    /// does not know yet waits (bounded) for its view to reach this offset before starting
+    /// it. `None` without a task store, and from versions 0 and 1.
+    pub store_offset: Option<i64>,
+    /// Tasks no member could take, by reason (`no_eligible_member`: no member registers its
+    /// kind; `no_capacity`), at most [`MAX_UNPLACED_LISTED`] ids in all (version 2). Empty
+    /// from versions 0 and 1.
+    pub unplaced: BTreeMap<String, BTreeSet<String>>,
+    /// How many tasks were unplaced in all, listed or not (version 2).
+    pub unplaced_count: u64,
 }
 
 impl Assignment {
@@ -80,6 +95,13 @@ impl Assignment {
         w.uvarint(encode_delay(self.leader_heartbeat_interval));
         w.nullable_string(self.leader_status_addr.as_deref());
         w.nullable_string(self.leader_host.as_deref());
+        w.uvarint(encode_offset(self.store_offset));
+        w.uvarint(self.unplaced.len() as u64);
+        for (reason, tasks) in &self.unplaced {
+            w.string(reason);
+            task_set::encode(&mut w, tasks.iter().map(String::as_str));
+        }
+        w.uvarint(self.unplaced_count);
         w.finish()
     }
 
@@ -118,8 +140,28 @@ impl Assignment {
             leader_status_addr = r.nullable_string("leader_status_addr")?;
             leader_host = r.nullable_string("leader_host")?;
         }
+        let mut store_offset = None;
+        let mut unplaced = BTreeMap::new();
+        let mut unplaced_count = 0;
+        if version >= 2 {
+            store_offset = decode_offset(r.uvarint("store_offset")?);
+            let reasons = r.count("unplaced", 3)?;
+            for _ in 0..reasons {
+                let reason = r.string("unplaced.reason")?;
+                let mut tasks = BTreeSet::new();
+                task_set::decode(&mut r, |_, task| {
+                    tasks.insert(task);
+                    Ok(())
+                })?;
+                unplaced.insert(reason, tasks);
+            }
+            unplaced_count = r.uvarint("unplaced_count")?;
+        }
         r.end(version, ASSIGNMENT_VERSION)?;
         Ok(Assignment {
+            store_offset,
+            unplaced,
+            unplaced_count,
             member_id,
             lost,
             lost_hold,

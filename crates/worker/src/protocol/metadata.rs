@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kroupier_coordinator::codec::{Reader, Writer};
 
-use super::{DecodeError, METADATA_VERSION, task_set};
+use super::{DecodeError, METADATA_VERSION, decode_offset, encode_offset, task_set};
 
 /// What a worker sends in JoinGroup (spec: `docs/protocol.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -42,6 +42,11 @@ pub struct MemberMetadata {
     /// The host name of the worker's machine (version 1): a loopback `status_addr` can be
     /// checked only from the same host. `None` if unknown, and from version 0.
     pub host: Option<String>,
+    /// The task store offset this worker has read up to (version 2): every store record below
+    /// it is in its catalogue. A leader that sees a member ahead of itself assigns what it
+    /// knows and rebalances again once its own view has caught up. `None` without a task
+    /// store, and from versions 0 and 1.
+    pub store_offset: Option<i64>,
 }
 
 impl MemberMetadata {
@@ -87,6 +92,7 @@ impl MemberMetadata {
         }));
         w.nullable_string(self.status_addr.as_deref());
         w.nullable_string(self.host.as_deref());
+        w.uvarint(encode_offset(self.store_offset));
         w.finish()
     }
 
@@ -134,8 +140,14 @@ impl MemberMetadata {
         } else {
             (false, None, None, None)
         };
+        let store_offset = if version >= 2 {
+            decode_offset(r.uvarint("store_offset")?)
+        } else {
+            None
+        };
         r.end(version, METADATA_VERSION)?;
         Ok(MemberMetadata {
+            store_offset,
             leaving,
             heartbeat_interval,
             status_addr,

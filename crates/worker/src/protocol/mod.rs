@@ -3,9 +3,11 @@
 //!
 //! - protocol type: [`PROTOCOL_TYPE`] (`kroupier`); protocol names are assignor names.
 //! - [`MemberMetadata`]: version, worker id, owned tasks with the generation each was granted
-//!   in, the task kinds the worker can run, its catalogue fingerprint, optional capacity and rack.
+//!   in, the task kinds the worker can run, its catalogue fingerprint, optional capacity and
+//!   rack, and the task store offset it has read.
 //! - [`Assignment`]: version, leader member id, generation, the leader's catalogue fingerprint,
-//!   the follow-up rebalance delay, the member's full target set, and what it must revoke.
+//!   the follow-up rebalance delay, the member's full target set, what it must revoke, the task
+//!   store offset the leader assigned from, and the tasks nobody could take.
 //!
 //! Both are versioned and forward compatible: a decoder reads a newer version as the newest it
 //! knows and ignores the bytes it does not know. Malformed bytes give a [`DecodeError`], never a
@@ -32,7 +34,7 @@ mod assignment;
 mod metadata;
 mod task_set;
 
-pub use assignment::Assignment;
+pub use assignment::{Assignment, MAX_UNPLACED_LISTED};
 pub use kroupier_coordinator::codec::DecodeError;
 pub use metadata::MemberMetadata;
 
@@ -40,10 +42,25 @@ pub use metadata::MemberMetadata;
 pub const PROTOCOL_TYPE: &str = "kroupier";
 
 /// The newest member metadata version this build writes and fully reads.
-pub const METADATA_VERSION: i16 = 1;
+pub const METADATA_VERSION: i16 = 2;
 
 /// The newest assignment version this build writes and fully reads.
-pub const ASSIGNMENT_VERSION: i16 = 1;
+pub const ASSIGNMENT_VERSION: i16 = 2;
+
+/// A task store offset on the wire: 0 = none; n + 1 = offset n (offsets are never negative;
+/// a negative one is written as none).
+fn encode_offset(offset: Option<i64>) -> u64 {
+    offset
+        .and_then(|o| u64::try_from(o).ok())
+        .map_or(0, |o| o.saturating_add(1))
+}
+
+fn decode_offset(encoded: u64) -> Option<i64> {
+    match encoded {
+        0 => None,
+        n => Some(i64::try_from(n - 1).unwrap_or(i64::MAX)),
+    }
+}
 
 #[cfg(test)]
 use kroupier_coordinator::codec;

@@ -28,6 +28,7 @@ prop_compose! {
         heartbeat_ms in proptest::option::of(0u64..(1 << 42)),
         status_addr in proptest::option::of("\\PC{0,24}"),
         host in proptest::option::of("\\PC{0,16}"),
+        store_offset in proptest::option::of(0i64..),
     ) -> MemberMetadata {
         MemberMetadata {
             version: METADATA_VERSION,
@@ -41,6 +42,7 @@ prop_compose! {
             heartbeat_interval: heartbeat_ms.map(Duration::from_millis),
             status_addr,
             host,
+            store_offset,
         }
     }
 }
@@ -59,6 +61,13 @@ prop_compose! {
         leader_heartbeat_ms in proptest::option::of(0u64..(1 << 42)),
         leader_status_addr in proptest::option::of("\\PC{0,24}"),
         leader_host in proptest::option::of("\\PC{0,16}"),
+        store_offset in proptest::option::of(0i64..),
+        unplaced in proptest::collection::btree_map(
+            "[a-z_]{1,20}",
+            proptest::collection::btree_set(task_id(), 1..5),
+            0..3,
+        ),
+        unplaced_count in any::<u64>(),
     ) -> Assignment {
         Assignment {
             version: ASSIGNMENT_VERSION,
@@ -74,6 +83,9 @@ prop_compose! {
             leader_heartbeat_interval: leader_heartbeat_ms.map(Duration::from_millis),
             leader_status_addr,
             leader_host,
+            store_offset,
+            unplaced,
+            unplaced_count,
         }
     }
 }
@@ -152,7 +164,7 @@ fn trailing_bytes_after_a_known_version_are_refused() {
     assert_eq!(
         Assignment::decode(&bytes),
         Err(DecodeError::TrailingBytes {
-            version: 1,
+            version: 2,
             count: 1
         })
     );
@@ -164,8 +176,9 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     let mut metadata = MemberMetadata::new("w1");
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
-    // Version 1 appends: leaving (no), the heartbeat interval, status address and host (none).
-    bytes.truncate(bytes.len() - 4);
+    // Version 1 appends: leaving (no), the heartbeat interval, status address and host (none);
+    // version 2 the store offset (none).
+    bytes.truncate(bytes.len() - 5);
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 0 decodes");
     assert_eq!(
@@ -188,6 +201,10 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     tail.uvarint(0);
     tail.nullable_string(None);
     tail.nullable_string(None);
+    // Version 2: the store offset (none), no unplaced tasks, their count.
+    tail.uvarint(0);
+    tail.uvarint(0);
+    tail.uvarint(0);
     bytes.truncate(bytes.len() - tail.finish().len());
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = Assignment::decode(&bytes).expect("version 0 decodes");
@@ -199,6 +216,35 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
         }
     );
     assert_eq!((decoded.member_id, decoded.lost_hold), (None, None));
+}
+
+#[test]
+fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it() {
+    // A worker of the release before the task store sends version 1: no store offset.
+    let mut metadata = MemberMetadata::new("w1");
+    metadata.owned.insert("task-1".into(), 3);
+    let mut bytes = metadata.encode();
+    bytes.truncate(bytes.len() - 1);
+    bytes[..2].copy_from_slice(&1i16.to_be_bytes());
+    let decoded = MemberMetadata::decode(&bytes).expect("version 1 decodes");
+    assert_eq!(decoded.store_offset, None);
+    assert_eq!(decoded.owned, metadata.owned);
+
+    // Version 2 only appends (older decoders skip the bytes after what they know: see
+    // `newer_versions_decode_as_the_newest_known`).
+    metadata.store_offset = Some(41);
+    let v2 = metadata.encode();
+    assert_eq!(&v2[2..bytes.len()], &bytes[2..]);
+    assert_eq!(MemberMetadata::decode(&v2).unwrap().store_offset, Some(41));
+
+    let mut assignment = Assignment::new("leader", 4);
+    assignment.store_offset = Some(0);
+    assignment
+        .unplaced
+        .insert("no_eligible_member".into(), ["s-1".to_owned()].into());
+    assignment.unplaced_count = 1;
+    let decoded = Assignment::decode(&assignment.encode()).unwrap();
+    assert_eq!(decoded, assignment);
 }
 
 #[test]

@@ -300,3 +300,175 @@ async fn tasks_stopped_by_an_expired_lease_resume_when_it_is_extended() {
     runtime.lost(Instant::now() + Duration::from_secs(2)).await;
     assert!(runtime.supervisor().held().is_empty());
 }
+
+/// The effective catalogue after a task store change: `change` edits the specs, `paused` the
+/// desired states, `restart` the restart counters.
+fn desired_with(
+    runtime: &Runtime,
+    change: impl FnOnce(&mut crate::Catalogue),
+    paused: &[&str],
+    restarts: &[(&str, u64)],
+) -> desired::Desired {
+    let mut next = (*runtime.desired()).clone();
+    let mut catalogue = (*next.catalogue).clone();
+    change(&mut catalogue);
+    next.catalogue = Arc::new(catalogue);
+    next.placement = std::sync::OnceLock::new();
+    next.entries.retain(|id, _| next.catalogue.contains(id));
+    for spec in next.catalogue.iter() {
+        let entry = next
+            .entries
+            .entry(spec.id.clone())
+            .or_insert(desired::Entry {
+                state: crate::store::DesiredState::Running,
+                restart: 0,
+                source: desired::Source::Store { version: 0 },
+            });
+        entry.state = if paused.contains(&spec.id.as_str()) {
+            crate::store::DesiredState::Paused
+        } else {
+            crate::store::DesiredState::Running
+        };
+        if let Some((_, restart)) = restarts.iter().find(|(id, _)| *id == spec.id) {
+            entry.restart = *restart;
+        }
+    }
+    next
+}
+
+#[tokio::test(start_paused = true)]
+async fn store_changes_restart_only_the_tasks_they_touch_without_a_new_assignment() {
+    let (runtime, mut rx) = runtime();
+    runtime
+        .apply(change(1, "m", &["task-0", "task-1", "task-2"], &[]))
+        .await;
+    let first = contexts(&mut rx, 3).await;
+    let incarnation = |id: &str| {
+        runtime
+            .board()
+            .tasks()
+            .get(id)
+            .map(|status| status.incarnation)
+    };
+    let untouched = incarnation("task-2");
+
+    // task-0 paused, task-1 gets a new config: both restart; task-2 is not touched.
+    let next = desired_with(
+        &runtime,
+        |c| {
+            c.insert(TaskSpec::new("task-1", "probe", json!({"n": 2})))
+                .unwrap();
+        },
+        &["task-0"],
+        &[],
+    );
+    let changes = runtime.set_desired(next);
+    assert!(!changes.placement, "{changes:?}");
+    let applied = runtime.apply_desired(&changes);
+    assert!(applied.stopped.is_empty() && applied.started.is_empty());
+    assert_eq!(applied.restarted, ["task-0", "task-1"]);
+    assert!(first[0].is_cancelled() && first[1].is_cancelled());
+    assert!(!first[2].is_cancelled());
+    let again = contexts(&mut rx, 1).await;
+    assert_eq!(again[0].task_id(), "task-1");
+    // Restarted under the generation it was granted in: no rebalance happened.
+    assert_eq!(again[0].check_lease(), Ok(FencingToken::new(1, "m")));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let table = runtime.board().tasks();
+    assert_eq!(table.state("task-0"), Some(TaskState::Paused));
+    assert_eq!(table.state("task-1"), Some(TaskState::Running));
+    assert_eq!(incarnation("task-2"), untouched);
+    // A paused task stays held (and claimed): pausing moves nothing.
+    assert_eq!(runtime.owned().len(), 3);
+
+    // A lease extension does not wake a paused task; resume does.
+    runtime.extend_lease(Instant::now() + Duration::from_secs(10));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(table.state("task-0"), Some(TaskState::Paused));
+    let changes = runtime.set_desired(desired_with(&runtime, |_| {}, &[], &[]));
+    assert_eq!(runtime.apply_desired(&changes).restarted, ["task-0"]);
+    assert_eq!(contexts(&mut rx, 1).await[0].task_id(), "task-0");
+
+    // A restart request (the counter moved) restarts that task alone.
+    let changes = runtime.set_desired(desired_with(&runtime, |_| {}, &[], &[("task-2", 1)]));
+    assert_eq!(runtime.apply_desired(&changes).restarted, ["task-2"]);
+    assert_eq!(contexts(&mut rx, 1).await[0].task_id(), "task-2");
+    assert!(first[2].is_cancelled());
+
+    // A deletion stops the task at once; nothing restarts it.
+    let changes = runtime.set_desired(desired_with(
+        &runtime,
+        |c| {
+            c.remove("task-1");
+        },
+        &[],
+        &[("task-2", 1)],
+    ));
+    assert!(changes.placement);
+    let applied = runtime.apply_desired(&changes);
+    assert_eq!(applied.stopped, ["task-1"]);
+    assert!(applied.restarted.is_empty());
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(
+        runtime.owned().into_keys().collect::<Vec<_>>(),
+        ["task-0", "task-2"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_for_a_store_change_does_not_start_a_task_taken_away_meanwhile() {
+    let (runtime, mut rx) = runtime();
+    runtime.apply(change(1, "m", &["task-0"], &[])).await;
+    let _first = contexts(&mut rx, 1).await;
+    let changes = runtime.set_desired(desired_with(&runtime, |_| {}, &[], &[("task-0", 1)]));
+    runtime.apply_desired(&changes);
+    // The membership is lost before the restart's stop completes.
+    drop(runtime.lost(Instant::now() + Duration::from_secs(1)));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(runtime.owned().is_empty());
+    assert!(rx.try_recv().is_err(), "nothing started again");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_assigned_before_the_store_view_has_it_starts_once_the_view_catches_up() {
+    // The leader read the store further than this worker: it assigns `late`, which this
+    // worker's catalogue does not have yet.
+    let (runtime, mut rx) = runtime();
+    let report = runtime
+        .apply(change(3, "m", &["task-0", "late"], &[]))
+        .await;
+    assert_eq!(report.started, ["task-0"]);
+    let _ = contexts(&mut rx, 1).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        !runtime.owned().contains_key("late"),
+        "not started while unknown"
+    );
+
+    // The view catches up: the task starts at once, granted in the generation that assigned it.
+    let changes = runtime.set_desired(desired_with(
+        &runtime,
+        |c| {
+            c.insert(TaskSpec::new("late", "probe", json!(null)))
+                .unwrap();
+        },
+        &[],
+        &[],
+    ));
+    assert_eq!(runtime.apply_desired(&changes).started, ["late"]);
+    let late = contexts(&mut rx, 1).await;
+    assert_eq!(late[0].check_lease(), Ok(FencingToken::new(3, "m")));
+
+    // A task added to the store but assigned elsewhere does not start here.
+    let changes = runtime.set_desired(desired_with(
+        &runtime,
+        |c| {
+            c.insert(TaskSpec::new("other", "probe", json!(null)))
+                .unwrap();
+        },
+        &[],
+        &[],
+    ));
+    assert!(runtime.apply_desired(&changes).started.is_empty());
+    assert!(rx.try_recv().is_err());
+}

@@ -5,13 +5,15 @@
 //! get the last stable view with `rebalancing: true`, never an error (Kafka Connect answers 409).
 
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::metrics::Metrics;
 use super::model::{TaskStatus, TaskTable, unix_ms};
+use crate::runtime::desired::Desired;
 
 /// The group as this worker last saw it after a completed rebalance.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -63,8 +65,12 @@ pub struct WorkerStatus {
 struct Inner {
     worker_id: String,
     group_id: String,
-    catalogue_fingerprint: u64,
+    catalogue_fingerprint: AtomicU64,
     tasks: TaskTable,
+    /// The effective catalogue with every task's desired state (code and task store).
+    desired: RwLock<Arc<Desired>>,
+    /// Tasks the last assignment reported unplaced, with why.
+    unplaced: RwLock<Arc<BTreeMap<String, String>>>,
     group: watch::Sender<GroupView>,
     rebalancing: AtomicBool,
     shutting_down: AtomicBool,
@@ -90,8 +96,10 @@ impl StatusBoard {
             inner: Arc::new(Inner {
                 worker_id: worker_id.into(),
                 group_id: group_id.into(),
-                catalogue_fingerprint,
+                catalogue_fingerprint: AtomicU64::new(catalogue_fingerprint),
                 tasks,
+                desired: RwLock::new(Arc::default()),
+                unplaced: RwLock::new(Arc::default()),
                 group: watch::Sender::new(GroupView::default()),
                 rebalancing: AtomicBool::new(false),
                 shutting_down: AtomicBool::new(false),
@@ -101,9 +109,53 @@ impl StatusBoard {
         }
     }
 
+    /// This worker's id.
+    pub(crate) fn worker_id(&self) -> &str {
+        &self.inner.worker_id
+    }
+
     /// The task table.
     pub fn tasks(&self) -> &TaskTable {
         &self.inner.tasks
+    }
+
+    /// The effective catalogue and desired states, as last set.
+    pub(crate) fn desired(&self) -> Arc<Desired> {
+        self.inner
+            .desired
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Publishes a new effective catalogue (and its fingerprint).
+    pub(crate) fn set_desired(&self, desired: Arc<Desired>) {
+        self.inner
+            .catalogue_fingerprint
+            .store(desired.catalogue.fingerprint(), Ordering::Release);
+        *self
+            .inner
+            .desired
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = desired;
+    }
+
+    /// The tasks the last assignment reported unplaced, with why.
+    pub(crate) fn unplaced(&self) -> Arc<BTreeMap<String, String>> {
+        self.inner
+            .unplaced
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records the tasks the last assignment reported unplaced.
+    pub(crate) fn set_unplaced(&self, unplaced: BTreeMap<String, String>) {
+        *self
+            .inner
+            .unplaced
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(unplaced);
     }
 
     /// The last stable group view.
@@ -157,7 +209,10 @@ impl StatusBoard {
         WorkerStatus {
             worker_id: owner.clone(),
             group_id: self.inner.group_id.clone(),
-            catalogue_fingerprint: format!("{:016x}", self.inner.catalogue_fingerprint),
+            catalogue_fingerprint: format!(
+                "{:016x}",
+                self.inner.catalogue_fingerprint.load(Ordering::Acquire)
+            ),
             rebalancing: self.is_rebalancing(),
             shutting_down: self.inner.shutting_down.load(Ordering::Acquire),
             group: self.group(),

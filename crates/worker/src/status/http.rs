@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -18,21 +18,45 @@ use super::metrics;
 use super::tls::TlsListener;
 use crate::supervisor::Supervisor;
 
+mod tasks;
+
+pub(crate) use tasks::TaskWrites;
+
 #[derive(Clone)]
 struct ApiState {
     board: StatusBoard,
     supervisor: Option<Arc<Supervisor>>,
+    /// The task store, when enabled.
+    writes: Option<Arc<dyn TaskWrites>>,
 }
 
-/// The status API's routes. With a supervisor, `POST /tasks/{id}/restart` restarts tasks.
-pub(crate) fn router(board: StatusBoard, supervisor: Option<Arc<Supervisor>>) -> Router {
+/// The status API's routes. With a supervisor, `POST /tasks/{id}/restart` restarts tasks; with
+/// a task store, `/tasks` writes to it.
+pub(crate) fn router(
+    board: StatusBoard,
+    supervisor: Option<Arc<Supervisor>>,
+    writes: Option<Arc<dyn TaskWrites>>,
+) -> Router {
     Router::new()
         .route("/status", get(status))
         .route("/metrics", get(prometheus))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/tasks", get(tasks::list))
+        .route(
+            "/tasks/{id}",
+            put(tasks::put)
+                .delete(tasks::delete)
+                .layer(DefaultBodyLimit::max(tasks::MAX_BODY_BYTES)),
+        )
+        .route("/tasks/{id}/pause", post(tasks::pause))
+        .route("/tasks/{id}/resume", post(tasks::resume))
         .route("/tasks/{id}/restart", post(restart))
-        .with_state(ApiState { board, supervisor })
+        .with_state(ApiState {
+            board,
+            supervisor,
+            writes,
+        })
 }
 
 /// Serves `router` on `listener` until `shutdown` completes: HTTPS with `tls`, HTTP without.
@@ -98,6 +122,11 @@ async fn readyz(State(state): State<ApiState>) -> Response {
 }
 
 async fn restart(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
+    // With a task store, a stored task's restart goes through the store: its owner restarts
+    // it wherever it runs.
+    if let Some(answer) = tasks::restart_in_store(&state, &id).await {
+        return answer;
+    }
     let Some(supervisor) = state.supervisor else {
         return (
             StatusCode::NOT_FOUND,

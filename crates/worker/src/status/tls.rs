@@ -195,7 +195,7 @@ mod tests {
         let server = tokio::spawn(serve(
             listener,
             Some(acceptor),
-            access.protect(router(board, None)),
+            access.protect(router(board, None, None)),
             async {
                 let _ = stopped.await;
             },

@@ -51,6 +51,7 @@ fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> 
         gone: &NONE_GONE,
         contact: &NO_CONTACT,
         vanished_leader: None,
+        store_offset: None,
     }
 }
 
@@ -374,4 +375,56 @@ fn every_assignment_says_how_to_reach_its_leader() {
         assert_eq!(a.leader_status_addr, contact.status_addr);
         assert_eq!(a.leader_host, contact.host);
     }
+}
+
+/// A member that read the task store up to `offset`.
+fn member_at(id: &str, kinds: &[&str], fingerprint: u64, offset: i64) -> GroupMember {
+    let mut metadata = MemberMetadata::new(format!("worker-{id}"));
+    metadata.kinds = kinds.iter().map(|k| k.to_string()).collect();
+    metadata.catalogue_fingerprint = fingerprint;
+    metadata.store_offset = Some(offset);
+    GroupMember {
+        member_id: id.to_owned(),
+        group_instance_id: None,
+        metadata: Bytes::from(metadata.encode()),
+    }
+}
+
+#[test]
+fn assignments_carry_the_store_offset_and_the_tasks_nobody_can_take() {
+    let cat = catalogue(&[("task-0", "beat"), ("s-1", "unknown-kind")]);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let mut r = round(&cat, &assignor);
+    r.store_offset = Some(7);
+    let members = vec![
+        member_at("a", &["beat"], fp, 7),
+        // Behind the leader: its catalogue differs, which is not a mismatch.
+        member_at("b", &["beat"], 0xdead, 5),
+    ];
+    let outcome = assign(&r, &members).unwrap();
+    assert!(outcome.mismatched.is_empty(), "{:?}", outcome.mismatched);
+    assert_eq!(outcome.ahead, None);
+    assert_eq!(outcome.unplaced.len(), 1);
+    for (_, a) in decode(&outcome) {
+        assert_eq!(a.store_offset, Some(7));
+        assert_eq!(
+            a.unplaced,
+            [("no_eligible_member".to_owned(), set(&["s-1"]))].into()
+        );
+        assert_eq!(a.unplaced_count, 1);
+        assert!(!a.tasks.contains("s-1"));
+    }
+
+    // A member ahead of the leader: the leader assigns what it knows and learns how far to
+    // read before it rebalances again; a member at the same offset with another catalogue is
+    // a real mismatch.
+    let members = vec![
+        member_at("a", &["beat"], fp, 7),
+        member_at("b", &["beat"], 0xdead, 9),
+        member_at("c", &["beat"], 0xbeef, 7),
+    ];
+    let outcome = assign(&r, &members).unwrap();
+    assert_eq!(outcome.ahead, Some(9));
+    assert_eq!(outcome.mismatched, [("worker-c".to_owned(), 0xbeef)]);
 }

@@ -73,14 +73,39 @@ impl Loop {
     /// does not have (a leader with another catalogue, or a broken one) and tasks both to run
     /// and to revoke (the revocation wins); and revocations of tasks it does not run. The rest
     /// of the assignment stands.
+    ///
+    /// Tasks it does not have are kept when the leader assigned from a task store offset this
+    /// worker has not read yet: they start once its view brings them (see
+    /// `Runtime::apply_desired`).
     pub(super) fn checked(&self, mut assignment: Assignment, token: &FencingToken) -> Assignment {
-        let catalogue = self.runtime.supervisor().catalogue();
+        let desired = self.runtime.desired();
+        let catalogue = &desired.catalogue;
+        self.runtime
+            .board()
+            .set_unplaced(unplaced_reasons(&assignment, catalogue));
         let unknown: Vec<String> = assignment
             .tasks
             .iter()
             .filter(|t| !catalogue.contains(t))
             .cloned()
             .collect();
+        let behind = match (assignment.store_offset, desired.offset) {
+            (Some(leader), Some(own)) => leader > own,
+            _ => false,
+        };
+        let unknown = if behind && !unknown.is_empty() {
+            tracing::info!(
+                generation = token.generation_id,
+                leader_offset = ?assignment.store_offset,
+                own_offset = ?desired.offset,
+                tasks = ?unknown,
+                "the leader assigned tasks from further in the task store than this worker has \
+                 read; they start once its view catches up"
+            );
+            Vec::new()
+        } else {
+            unknown
+        };
         let both: Vec<String> = assignment
             .tasks
             .intersection(&assignment.revoked)
@@ -144,4 +169,32 @@ impl Loop {
             .unwrap_or_default();
         Some((lease, leader, protocol))
     }
+}
+
+/// The tasks `assignment` reports unplaced, with a reason for people: what the leader's code
+/// means, with the task's kind when this worker's catalogue has it.
+fn unplaced_reasons(
+    assignment: &Assignment,
+    catalogue: &crate::Catalogue,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (code, tasks) in &assignment.unplaced {
+        for task in tasks {
+            let kind = catalogue
+                .get(task)
+                .map_or_else(|| "its kind".to_owned(), |s| format!("kind `{}`", s.kind));
+            let reason = match code.as_str() {
+                "no_eligible_member" => {
+                    format!("no worker of the group registers {kind}; start a worker that does")
+                }
+                "no_capacity" => format!(
+                    "every worker that registers {kind} is too full for its weight; add capacity \
+                     or workers"
+                ),
+                other => format!("the leader left it unplaced ({other})"),
+            };
+            out.insert(task.clone(), reason);
+        }
+    }
+    out
 }

@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 mod inputs;
 mod shutdown;
+mod store;
+
+pub(crate) use store::StoreLink;
 
 use super::protocol::Stopping;
 use super::reconciler::{Action, Reconciler, Settings, Takeover};
@@ -37,6 +40,10 @@ pub(crate) struct Loop {
     pub(crate) takeover: Takeover,
     /// Fast failover: told of every assignment and of every rebalance this worker starts.
     pub(crate) failover: super::failover::FastFailover,
+    /// The task store, when enabled: its views become the effective catalogue.
+    pub(crate) store: Option<StoreLink>,
+    /// The generation in which this leader last rebalanced for a placement change.
+    pub(crate) placement_rejoin: std::sync::Mutex<Option<i32>>,
 }
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
@@ -50,10 +57,12 @@ struct Stops {
 impl Loop {
     /// Runs until `shutdown` fires (stop tasks, leave, `Ok`), or the member ends.
     pub(crate) async fn run(
-        self,
+        mut self,
         mut member_events: broadcast::Receiver<MemberEvent>,
         shutdown: CancellationToken,
     ) -> Result<(), WorkerError> {
+        let mut store = self.store.take();
+        let code = store.as_ref().map(|s| s.code.clone()).unwrap_or_default();
         let mut status = self.member.status();
         let mut reconciler = Reconciler::new(Settings {
             stop_bound: self.config.stop_bound(),
@@ -64,6 +73,10 @@ impl Loop {
         let mut stops = Stops::default();
         loop {
             self.act(&mut reconciler, &mut stops).await;
+            if store.is_some() {
+                // After every input: an assignment applied, a status change, a new view.
+                self.check_placement().await;
+            }
             let timeout = reconciler.poll_timeout();
             tokio::select! {
                 biased;
@@ -80,6 +93,7 @@ impl Loop {
                     let snapshot = status.borrow_and_update().clone();
                     self.extend_lease(&snapshot);
                 }
+                view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
                 event = member_events.recv() => match event {
                     Ok(MemberEvent::Assigned { token, assignment }) => {
                         if let Some(assigned) = self.assigned(&token, &assignment).await {

@@ -48,7 +48,7 @@ async fn status_serves_the_last_stable_view_during_a_rebalance() {
     let board = board();
     board.rebalance_completed(stable_view(3));
     board.rebalance_started();
-    let router = router(board, None);
+    let router = router(board, None, None);
     let (status, body) = call(&router, Method::GET, "/status").await;
     assert_eq!(status, StatusCode::OK);
     let body: Value = serde_json::from_str(&body).unwrap();
@@ -97,7 +97,7 @@ async fn metrics_count_tasks_rebalances_and_latency() {
     tokio::time::advance(Duration::from_secs(2)).await;
     board.rebalance_completed(stable_view(4));
     board.record_failover();
-    let router = router(board, None);
+    let router = router(board, None, None);
     let (status, content_type, body) = scrape(&router, None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
@@ -134,7 +134,7 @@ async fn metrics_count_tasks_rebalances_and_latency() {
 #[tokio::test(start_paused = true)]
 async fn metrics_before_the_first_rebalance_and_during_one() {
     let board = board();
-    let router = router(board.clone(), None);
+    let router = router(board.clone(), None, None);
     let (_, _, body) = scrape(&router, None).await;
     for line in [
         "kroupier_generation -1",
@@ -157,7 +157,7 @@ async fn metrics_before_the_first_rebalance_and_during_one() {
 
 #[tokio::test(start_paused = true)]
 async fn metrics_answer_openmetrics_when_asked() {
-    let router = router(board(), None);
+    let router = router(board(), None, None);
     // What Prometheus sends.
     let accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
                   version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
@@ -175,7 +175,7 @@ async fn metrics_answer_openmetrics_when_asked() {
 #[tokio::test(start_paused = true)]
 async fn health_and_readiness() {
     let board = board();
-    let router = router(board.clone(), None);
+    let router = router(board.clone(), None, None);
     assert_eq!(
         call(&router, Method::GET, "/healthz").await.0,
         StatusCode::OK
@@ -252,7 +252,7 @@ async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
 async fn restart_request_revives_a_failed_task() {
     let (supervisor, builds) = failed_task().await;
     let board = StatusBoard::new("w", "g", 0, supervisor.table().clone());
-    let router = router(board, Some(supervisor.clone()));
+    let router = router(board, Some(supervisor.clone()), None);
     let (status, _) = call(&router, Method::POST, "/tasks/nope/restart").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, body) = call(&router, Method::POST, "/tasks/b/restart").await;
@@ -275,7 +275,7 @@ async fn serves_over_tcp_on_loopback_and_shuts_down() {
     let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, None, router(board(), None), async {
+    let server = tokio::spawn(serve(listener, None, router(board(), None, None), async {
         let _ = stopped.await;
     }));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -319,7 +319,7 @@ async fn with_a_token_a_write_without_it_is_refused_and_with_it_accepted() {
         token: Some(Secret::new("s3cret-token")),
         protect_reads: false,
     };
-    let router = access.protect(router(board, Some(supervisor.clone())));
+    let router = access.protect(router(board, Some(supervisor.clone()), None));
     let path = "/tasks/b/restart";
     assert_eq!(
         call_with_token(&router, path, None).await,
@@ -355,7 +355,7 @@ async fn with_a_token_a_write_without_it_is_refused_and_with_it_accepted() {
         token: Some(Secret::new("s3cret-token")),
         protect_reads: true,
     }
-    .protect(super::router(board_for(&supervisor), None));
+    .protect(super::router(board_for(&supervisor), None, None));
     assert_eq!(
         call(&protected, Method::GET, "/status").await.0,
         StatusCode::UNAUTHORIZED

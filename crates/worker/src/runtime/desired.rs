@@ -1,0 +1,355 @@
+//! The effective catalogue: the tasks defined in code merged with the task store, each with its
+//! desired state, and what changed between two of them.
+//!
+//! Sans-IO: the worker loop builds a new [`Desired`] whenever the store's view moves, compares
+//! it with the last one ([`Desired::changes_since`]) and acts on the [`Changes`]:
+//!
+//! | Change | Who acts | What |
+//! |---|---|---|
+//! | a task added or deleted, or its kind or weight changed | the leader | a rebalance (placement changed) |
+//! | a task deleted | its owner | stops it at once, without waiting for the rebalance |
+//! | paused / resumed | its owner | stops it (`PAUSED`) / starts it; no rebalance |
+//! | config, kind or weight changed | its owner | restarts it with the new spec |
+//! | restart counter changed | its owner | restarts it |
+//!
+//! A task whose entry did not change is never touched.
+//!
+//! A store task with the id of a task defined in code replaces it: the store is what operators
+//! change at run time, so it has the last word.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+
+use crate::catalogue::Catalogue;
+use crate::store::{DesiredState, StoreView};
+
+/// Where a task of the effective catalogue comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Defined in code (the builder's catalogue).
+    Code,
+    /// The task store, with the task's version (the offset its record landed at).
+    Store {
+        /// The offset of the task's latest record.
+        version: i64,
+    },
+}
+
+/// One task's desired state besides its spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Running or paused.
+    pub(crate) state: DesiredState,
+    /// The store's restart counter (0 for code tasks).
+    pub(crate) restart: u64,
+    /// Where it comes from.
+    pub(crate) source: Source,
+}
+
+/// The effective catalogue and every task's desired state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Desired {
+    /// Every task, code and store merged.
+    pub(crate) catalogue: Arc<Catalogue>,
+    /// Per task id: desired state, restart counter, source.
+    pub(crate) entries: BTreeMap<String, Entry>,
+    /// The store offset the view was read up to; `None` without a store.
+    pub(crate) offset: Option<i64>,
+    /// Store records that are not task records, by task id, with why (shown by `GET /tasks`).
+    pub(crate) invalid: BTreeMap<String, String>,
+    /// The catalogue's placement fingerprint, computed once (reset it when changing the
+    /// catalogue in place).
+    pub(crate) placement: OnceLock<u64>,
+}
+
+/// What changed between two [`Desired`]s.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Changes {
+    /// Tasks that appeared.
+    pub(crate) added: BTreeSet<String>,
+    /// Tasks that disappeared.
+    pub(crate) removed: BTreeSet<String>,
+    /// Tasks whose desired state became paused.
+    pub(crate) paused: BTreeSet<String>,
+    /// Tasks whose desired state became running.
+    pub(crate) resumed: BTreeSet<String>,
+    /// Tasks whose kind, config or weight changed.
+    pub(crate) reconfigured: BTreeSet<String>,
+    /// Tasks whose restart counter changed.
+    pub(crate) restarted: BTreeSet<String>,
+    /// Whether the placement fingerprint (ids, kinds, weights) changed: the leader rebalances.
+    pub(crate) placement: bool,
+}
+
+impl Changes {
+    /// The tasks whose owner restarts them (a paused task restarts into `PAUSED`).
+    pub(crate) fn to_restart(&self) -> BTreeSet<String> {
+        let mut tasks: BTreeSet<String> = self
+            .paused
+            .iter()
+            .chain(&self.resumed)
+            .chain(&self.reconfigured)
+            .chain(&self.restarted)
+            .cloned()
+            .collect();
+        tasks.retain(|t| !self.removed.contains(t));
+        tasks
+    }
+
+    /// Whether nothing changed.
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == Changes::default()
+    }
+}
+
+impl Desired {
+    /// The tasks defined in code alone (no store).
+    pub(crate) fn from_code(code: &Catalogue) -> Self {
+        let entries = code
+            .iter()
+            .map(|spec| {
+                let entry = Entry {
+                    state: DesiredState::Running,
+                    restart: 0,
+                    source: Source::Code,
+                };
+                (spec.id.clone(), entry)
+            })
+            .collect();
+        Desired {
+            catalogue: Arc::new(code.clone()),
+            entries,
+            offset: None,
+            invalid: BTreeMap::new(),
+            placement: OnceLock::new(),
+        }
+    }
+
+    /// The catalogue's placement fingerprint (ids, kinds, weights).
+    pub(crate) fn placement(&self) -> u64 {
+        *self
+            .placement
+            .get_or_init(|| self.catalogue.placement_fingerprint())
+    }
+
+    /// The tasks defined in code merged with the store's `view`; a store task replaces a code
+    /// task with the same id.
+    pub(crate) fn merge(code: &Catalogue, view: &StoreView) -> Self {
+        let mut desired = Self::from_code(code);
+        let mut catalogue = code.clone();
+        for task in view.tasks.values() {
+            // Ids in a view are valid (non-empty): the reader skips the rest.
+            if catalogue.insert(task.to_spec()).is_err() {
+                continue;
+            }
+            let entry = Entry {
+                state: task.record.state,
+                restart: task.record.restart,
+                source: Source::Store {
+                    version: task.version,
+                },
+            };
+            desired.entries.insert(task.id.clone(), entry);
+        }
+        desired.catalogue = Arc::new(catalogue);
+        desired.offset = Some(view.offset);
+        desired.invalid = view
+            .invalid
+            .iter()
+            .map(|(id, invalid)| (id.clone(), invalid.reason.clone()))
+            .collect();
+        desired
+    }
+
+    /// The ids whose desired state is paused.
+    pub(crate) fn paused(&self) -> BTreeSet<String> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.state == DesiredState::Paused)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// What changed from `old` to `self`.
+    pub(crate) fn changes_since(&self, old: &Desired) -> Changes {
+        let mut changes = Changes {
+            placement: old.placement() != self.placement(),
+            ..Changes::default()
+        };
+        for spec in old.catalogue.iter() {
+            if !self.catalogue.contains(&spec.id) {
+                changes.removed.insert(spec.id.clone());
+            }
+        }
+        for spec in self.catalogue.iter() {
+            let id = &spec.id;
+            let Some(before) = old.catalogue.get(id) else {
+                changes.added.insert(id.clone());
+                continue;
+            };
+            if before != spec {
+                changes.reconfigured.insert(id.clone());
+            }
+            let (Some(now), Some(then)) = (self.entries.get(id), old.entries.get(id)) else {
+                continue;
+            };
+            match (then.state, now.state) {
+                (DesiredState::Running, DesiredState::Paused) => {
+                    changes.paused.insert(id.clone());
+                }
+                (DesiredState::Paused, DesiredState::Running) => {
+                    changes.resumed.insert(id.clone());
+                }
+                _ => {}
+            }
+            if now.restart != then.restart {
+                changes.restarted.insert(id.clone());
+            }
+        }
+        changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalogue::TaskSpec;
+    use crate::store::TaskRecord;
+
+    fn code() -> Catalogue {
+        Catalogue::from_specs([
+            TaskSpec::new("code-0", "beat", json!({"every_ms": 100})),
+            TaskSpec::new("code-1", "beat", json!({"every_ms": 100})),
+        ])
+        .unwrap()
+    }
+
+    /// A view with `records` applied in order, one offset each.
+    fn view(records: &[(&str, Option<TaskRecord>)]) -> StoreView {
+        let mut view = StoreView::new();
+        for (offset, (id, record)) in records.iter().enumerate() {
+            let value = record.as_ref().map(|r| r.encode(id).unwrap());
+            view.apply_parts(offset as i64, id.as_bytes(), value.as_deref());
+        }
+        view
+    }
+
+    fn beat(every_ms: u64) -> TaskRecord {
+        TaskRecord::new("beat", json!({ "every_ms": every_ms }))
+    }
+
+    fn ids(ids: &[&str]) -> BTreeSet<String> {
+        ids.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn store_tasks_join_the_code_catalogue_and_override_same_ids() {
+        let desired = Desired::merge(
+            &code(),
+            &view(&[("s-0", Some(beat(5))), ("code-1", Some(beat(7)))]),
+        );
+        let all: Vec<&str> = desired.catalogue.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(all, ["code-0", "code-1", "s-0"]);
+        assert_eq!(
+            desired.catalogue.get("code-1").unwrap().config,
+            json!({"every_ms": 7})
+        );
+        assert_eq!(
+            desired.entries["code-1"].source,
+            Source::Store { version: 1 }
+        );
+        assert_eq!(desired.entries["code-0"].source, Source::Code);
+        assert_eq!(desired.offset, Some(2));
+    }
+
+    #[test]
+    fn unchanged_tasks_are_never_touched() {
+        let before = Desired::merge(&code(), &view(&[("s-0", Some(beat(5)))]));
+        // A record rewritten with the same content lands at a new offset: a new version, but
+        // nothing to do.
+        let after = Desired::merge(
+            &code(),
+            &view(&[("s-0", Some(beat(5))), ("s-0", Some(beat(5)))]),
+        );
+        let changes = after.changes_since(&before);
+        assert!(changes.is_empty(), "{changes:?}");
+        assert!(changes.to_restart().is_empty());
+    }
+
+    #[test]
+    fn pause_resume_config_and_restart_need_the_owner_alone() {
+        let base = [
+            ("s-0", Some(beat(5))),
+            ("s-1", Some(beat(5))),
+            ("s-2", Some(beat(5))),
+        ];
+        let before = Desired::merge(&code(), &view(&base));
+        let mut next = base.to_vec();
+        next.push(("s-0", Some(beat(5).with_state(DesiredState::Paused))));
+        next.push(("s-1", Some(beat(9))));
+        let mut restarted = beat(5);
+        restarted.restart = 1;
+        next.push(("s-2", Some(restarted)));
+        let after = Desired::merge(&code(), &view(&next));
+        let changes = after.changes_since(&before);
+        assert_eq!(changes.paused, ids(&["s-0"]));
+        assert_eq!(changes.reconfigured, ids(&["s-1"]));
+        assert_eq!(changes.restarted, ids(&["s-2"]));
+        assert!(!changes.placement, "no rebalance: {changes:?}");
+        assert_eq!(changes.to_restart(), ids(&["s-0", "s-1", "s-2"]));
+        assert_eq!(after.paused(), ids(&["s-0"]));
+
+        // Resume.
+        next.push(("s-0", Some(beat(5))));
+        let resumed = Desired::merge(&code(), &view(&next));
+        let changes = resumed.changes_since(&after);
+        assert_eq!(changes.resumed, ids(&["s-0"]));
+        assert_eq!(changes.to_restart(), ids(&["s-0"]));
+        assert!(!changes.placement);
+    }
+
+    #[test]
+    fn adds_deletes_and_kind_or_weight_changes_move_placement() {
+        let before = Desired::merge(&code(), &view(&[("s-0", Some(beat(5)))]));
+        let added = Desired::merge(
+            &code(),
+            &view(&[("s-0", Some(beat(5))), ("s-1", Some(beat(5)))]),
+        );
+        let changes = added.changes_since(&before);
+        assert_eq!(changes.added, ids(&["s-1"]));
+        assert!(changes.placement);
+        assert!(changes.to_restart().is_empty());
+
+        let deleted = Desired::merge(&code(), &view(&[("s-0", Some(beat(5))), ("s-0", None)]));
+        let changes = deleted.changes_since(&before);
+        assert_eq!(changes.removed, ids(&["s-0"]));
+        assert!(changes.placement);
+        assert!(changes.to_restart().is_empty());
+
+        let heavier = Desired::merge(&code(), &view(&[("s-0", Some(beat(5).with_weight(3)))]));
+        let changes = heavier.changes_since(&before);
+        assert!(changes.placement);
+        assert_eq!(changes.to_restart(), ids(&["s-0"]));
+
+        // Deleting a store task that overrode a code task brings the code task back.
+        let overridden = Desired::merge(&code(), &view(&[("code-0", Some(beat(1)))]));
+        let back = Desired::merge(
+            &code(),
+            &view(&[("code-0", Some(beat(1))), ("code-0", None)]),
+        );
+        let changes = back.changes_since(&overridden);
+        assert!(changes.removed.is_empty());
+        assert_eq!(changes.reconfigured, ids(&["code-0"]));
+    }
+
+    #[test]
+    fn records_that_are_not_tasks_are_listed_with_why() {
+        let mut v = StoreView::new();
+        v.apply_parts(0, b"bad", Some(b"not json"));
+        let desired = Desired::merge(&code(), &v);
+        assert!(!desired.catalogue.contains("bad"));
+        assert!(desired.invalid["bad"].contains("not a task record"));
+    }
+}
