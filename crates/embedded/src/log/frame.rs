@@ -14,7 +14,7 @@
 //! not fsynced: a killed process loses nothing, a power failure can lose the latest appends
 //! (as Kafka with its default `log.flush.*` settings, which leaves durability to replication).
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -97,11 +97,12 @@ pub(crate) fn recover(
     Ok(at as u64)
 }
 
-/// A file that only grows by whole frames.
+/// A file that only grows by whole frames. It holds no open file between appends (each opens,
+/// writes and closes it), so a thousand topics do not take a thousand file descriptors from
+/// the connections.
 #[derive(Debug)]
 pub(crate) struct AppendFile {
     path: PathBuf,
-    file: File,
     /// Bytes of whole frames in the file.
     len: u64,
     /// Set when a failed append could not be undone: the file may end in a partial frame, so
@@ -110,8 +111,8 @@ pub(crate) struct AppendFile {
 }
 
 impl AppendFile {
-    /// Opens (creating) `path` for appending after its first `len` bytes, which
-    /// [`recover`] has checked. `truncate` starts it empty instead.
+    /// Creates `path` if missing and appends after its first `len` bytes, which [`recover`]
+    /// has checked (anything after them is cut). `truncate` starts it empty instead.
     pub(crate) fn open(path: &Path, len: u64, truncate: bool) -> io::Result<Self> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let len = if truncate { 0 } else { len };
@@ -120,14 +121,13 @@ impl AppendFile {
         }
         Ok(Self {
             path: path.to_path_buf(),
-            file,
             len,
             broken: None,
         })
     }
 
-    /// Appends `payload` as one frame. On failure the file is cut back to its previous length,
-    /// so a later append does not land behind a partial frame.
+    /// Appends `payload` as one frame, with one write. On failure the file is cut back to its
+    /// previous length, so a later append does not land behind a partial frame.
     ///
     /// # Errors
     /// The write failed (the entry is not stored), or an earlier failure could not be undone.
@@ -136,13 +136,14 @@ impl AppendFile {
             return Err(io::Error::other(why.clone()));
         }
         let framed = frame(payload)?;
-        match self.file.write_all(&framed) {
+        let mut file = OpenOptions::new().append(true).open(&self.path)?;
+        match file.write_all(&framed) {
             Ok(()) => {
                 self.len += framed.len() as u64;
                 Ok(())
             }
             Err(error) => {
-                if let Err(undo) = self.file.set_len(self.len) {
+                if let Err(undo) = file.set_len(self.len) {
                     let why = format!(
                         "{}: an append failed ({error}) and could not be undone ({undo}); restart \
                          the coordinator to recover the file",

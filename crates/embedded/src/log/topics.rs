@@ -154,6 +154,7 @@ impl Topics {
                 .topics
                 .insert(entry.name.clone(), Topic { entry, partition });
         }
+        warn_orphans(dir, &state);
         tracing::info!(
             dir = %dir.display(),
             topics = state.topics.len(),
@@ -321,6 +322,27 @@ impl Topics {
     /// A receiver that changes whenever a batch is appended to any topic.
     pub(crate) fn appends(&self) -> watch::Receiver<u64> {
         self.inner.appended.subscribe()
+    }
+}
+
+/// Warns about partition files no catalogue entry names: a topic whose creation was cut short
+/// by a crash before its catalogue entry was written (it was never acknowledged).
+fn warn_orphans(dir: &Path, state: &State) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(topic) = name.to_str().and_then(|n| n.strip_suffix("-0.log")) else {
+            continue;
+        };
+        if !state.topics.contains_key(topic) {
+            tracing::warn!(
+                file = %entry.path().display(),
+                "a partition file of a topic the catalogue does not know (its creation was not \
+                 completed); it is ignored, and emptied if the topic is created again"
+            );
+        }
     }
 }
 
