@@ -16,8 +16,9 @@ use kroupier_coordinator::connection::{
 use kroupier_coordinator::log::{LogError, LogRecord, ReadRecord, TopicLog, TopicSpec};
 use kroupier_integration_tests::kafka_bootstrap;
 
-/// The broker's address, or `None` (after a skip line) without a broker or without Produce.
-async fn log_broker(test: &str) -> Option<String> {
+/// The broker's address and whether it offers DescribeConfigs, or `None` (after a skip line)
+/// without a broker or without Produce.
+async fn log_broker(test: &str) -> Option<(String, bool)> {
     let addr = kafka_bootstrap(test)?;
     let connection = BrokerConnection::connect(&addr, &ConnectionConfig::default())
         .await
@@ -26,7 +27,8 @@ async fn log_broker(test: &str) -> Option<String> {
         eprintln!("SKIP {test}: the broker at {addr} does not offer Produce (no log APIs)");
         return None;
     }
-    Some(addr)
+    let describes = connection.versions().get(ApiKey::DescribeConfigs).is_some();
+    Some((addr, describes))
 }
 
 fn cluster(addr: &str) -> Arc<Cluster> {
@@ -69,7 +71,8 @@ async fn read_to_end(log: &TopicLog, from: i64) -> Vec<ReadRecord> {
 
 #[tokio::test]
 async fn appends_and_reads_back_a_thousand_records() {
-    let Some(addr) = log_broker("appends_and_reads_back_a_thousand_records").await else {
+    let Some((addr, describes)) = log_broker("appends_and_reads_back_a_thousand_records").await
+    else {
         return;
     };
     let topic = unique_topic("log-1000");
@@ -78,6 +81,10 @@ async fn appends_and_reads_back_a_thousand_records() {
         .expect("create and open");
     assert_eq!(log.topic(), topic);
     assert_eq!(log.end_offset().await.expect("end offset"), 0);
+    let policy = log.config("cleanup.policy").await.expect("DescribeConfigs");
+    // Created compacted (a broker without DescribeConfigs has nothing to say).
+    let want = describes.then(|| "compact".to_owned());
+    assert_eq!(policy, want);
 
     let started = Instant::now();
     let mut expected_first = 0;
@@ -133,7 +140,8 @@ async fn appends_and_reads_back_a_thousand_records() {
 
 #[tokio::test]
 async fn a_long_poll_returns_records_appended_while_it_waits() {
-    let Some(addr) = log_broker("a_long_poll_returns_records_appended_while_it_waits").await else {
+    let Some((addr, _)) = log_broker("a_long_poll_returns_records_appended_while_it_waits").await
+    else {
         return;
     };
     let topic = unique_topic("log-poll");
@@ -164,7 +172,7 @@ async fn a_long_poll_returns_records_appended_while_it_waits() {
 
 #[tokio::test]
 async fn a_missing_topic_without_create_is_missing() {
-    let Some(addr) = log_broker("a_missing_topic_without_create_is_missing").await else {
+    let Some((addr, _)) = log_broker("a_missing_topic_without_create_is_missing").await else {
         return;
     };
     let topic = unique_topic("log-missing");
@@ -180,7 +188,8 @@ async fn a_missing_topic_without_create_is_missing() {
 
 #[tokio::test]
 async fn a_record_over_the_size_limit_is_record_too_large() {
-    let Some(addr) = log_broker("a_record_over_the_size_limit_is_record_too_large").await else {
+    let Some((addr, _)) = log_broker("a_record_over_the_size_limit_is_record_too_large").await
+    else {
         return;
     };
     let topic = unique_topic("log-large");
@@ -193,8 +202,17 @@ async fn a_record_over_the_size_limit_is_record_too_large() {
         .append(vec![LogRecord::new("big", value)])
         .await
         .expect_err("over max.message.bytes");
+    let limit = log
+        .config("max.message.bytes")
+        .await
+        .expect("DescribeConfigs");
     match &err {
-        LogError::RecordTooLarge { bytes, .. } => assert!(*bytes > 1_200_000, "{err}"),
+        LogError::RecordTooLarge { bytes, max } => {
+            assert!(*bytes > 1_200_000, "{err}");
+            // Known where the broker offers DescribeConfigs (then refused before sending).
+            let known = limit.map(|l| l.parse::<usize>().expect("a number"));
+            assert_eq!(known.unwrap_or(0), *max, "{err}");
+        }
         other => panic!("expected RecordTooLarge, got {other}"),
     }
     assert!(err.to_string().contains("max.message.bytes"), "{err}");
