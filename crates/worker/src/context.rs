@@ -25,9 +25,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::checkpoint::{CheckpointError, Checkpoints};
 
 pub use kroupier_coordinator::membership::{FencingToken, Lease};
 
@@ -209,16 +213,28 @@ struct ContextInner {
     attempt: u32,
     lease: TaskLease,
     progress: Option<ProgressSink>,
+    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 impl TaskContext {
     pub(crate) fn new(lease: TaskLease, attempt: u32, progress: Option<ProgressSink>) -> Self {
+        Self::with_checkpoints(lease, attempt, progress, None)
+    }
+
+    /// A context whose task saves and reads checkpoints through `checkpoints`.
+    pub(crate) fn with_checkpoints(
+        lease: TaskLease,
+        attempt: u32,
+        progress: Option<ProgressSink>,
+        checkpoints: Option<Arc<Checkpoints>>,
+    ) -> Self {
         TaskContext {
             inner: Arc::new(ContextInner {
                 task_id: lease.task_id.clone(),
                 attempt,
                 lease,
                 progress,
+                checkpoints,
             }),
         }
     }
@@ -270,6 +286,49 @@ impl TaskContext {
     /// Checks the lease; call before each side effect. See [`TaskLease::check`].
     pub fn check_lease(&self) -> Result<FencingToken, LeaseError> {
         self.inner.lease.check()
+    }
+
+    /// Saves `state` as this task's checkpoint: wherever the task runs next (after a move or
+    /// a restart), [`last_checkpoint`](Self::last_checkpoint) returns it, unless a newer one
+    /// was saved. Returns the offset it landed at in the checkpoint topic.
+    ///
+    /// The lease is checked first: a task that may have lost it writes nothing. A checkpoint
+    /// written under an older owner's generation never wins over a newer owner's, even when
+    /// it lands later (see [`checkpoint`](crate::checkpoint)).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Fenced`] when the lease check fails, [`CheckpointError::Disabled`]
+    /// when the worker has no task store, and the serialization, size and topic errors of
+    /// [`Checkpoints::save`].
+    pub async fn save_checkpoint<T: Serialize>(&self, state: &T) -> Result<i64, CheckpointError> {
+        let checkpoints = self
+            .inner
+            .checkpoints
+            .as_ref()
+            .ok_or(CheckpointError::Disabled)?;
+        self.check_lease().map_err(|e| CheckpointError::Fenced {
+            task: self.task_id().to_owned(),
+            reason: e.to_string(),
+        })?;
+        checkpoints
+            .save(self.task_id(), self.granted(), state)
+            .await
+    }
+
+    /// The newest checkpoint of this task, saved by this or any earlier owner; `None` when
+    /// none was saved. It reads the checkpoint topic up to its current end first, so a
+    /// checkpoint saved anywhere before the call is seen.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Disabled`] when the worker has no task store,
+    /// [`CheckpointError::Serde`] when the saved state does not deserialize into `T`.
+    pub async fn last_checkpoint<T: DeserializeOwned>(&self) -> Result<Option<T>, CheckpointError> {
+        let checkpoints = self
+            .inner
+            .checkpoints
+            .as_ref()
+            .ok_or(CheckpointError::Disabled)?;
+        checkpoints.newest(self.task_id()).await
     }
 
     /// The task's cancellation token; cancelled on revoke and on shutdown.

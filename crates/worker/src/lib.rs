@@ -60,6 +60,8 @@
 //!
 //! - [`task`]: the [`Task`] trait and the [`Registry`] of task kinds;
 //! - [`catalogue`]: the [`Catalogue`] of task instances;
+//! - [`checkpoint`]: task state saved in a compacted Kafka topic, which follows a task when it
+//!   moves ([`TaskContext::save_checkpoint`], [`TaskContext::last_checkpoint`]);
 //! - [`context`]: the [`TaskContext`] a task runs with: fencing token, lease, cancellation;
 //!   [`RestartPolicy`] says how failed tasks are restarted;
 //! - [`protocol`]: the kroupier wire format (member metadata, assignments);
@@ -74,6 +76,7 @@
 
 pub mod builder;
 pub mod catalogue;
+pub mod checkpoint;
 pub mod config;
 pub mod context;
 pub mod group;

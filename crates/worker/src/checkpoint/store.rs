@@ -1,0 +1,303 @@
+//! [`Checkpoints`]: one worker's client of the checkpoint topic — a reader that keeps a
+//! [`CheckpointView`] up to date, and a writer that batches the records of all its tasks.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use kroupier_coordinator::connection::Cluster;
+use kroupier_coordinator::log::{LogError, LogRecord, TopicLog, TopicSpec};
+use kroupier_coordinator::membership::FencingToken;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use super::record::{CheckpointValue, key};
+use super::view::CheckpointView;
+
+/// How long one read of the tail waits for new records.
+const TAIL_WAIT: Duration = Duration::from_millis(500);
+/// The most records one produce carries.
+const MAX_BATCH: usize = 500;
+/// The largest checkpoint value accepted (Kafka's default record limit is 1 MiB).
+pub const MAX_CHECKPOINT_BYTES: usize = 512 * 1024;
+
+/// Why a checkpoint was not saved or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// The task may have lost its lease: it must not write.
+    #[error("task `{task}` may no longer own its lease; checkpoint not written: {reason}")]
+    Fenced {
+        /// The task.
+        task: String,
+        /// Why the lease check failed.
+        reason: String,
+    },
+    /// The state does not serialize to JSON, or the newest one does not deserialize into the
+    /// type asked for.
+    #[error("checkpoint of task `{task}`: {message}")]
+    Serde {
+        /// The task.
+        task: String,
+        /// serde's message.
+        message: String,
+    },
+    /// The serialized state is larger than [`MAX_CHECKPOINT_BYTES`].
+    #[error("checkpoint of task `{task}` is {bytes} bytes; the limit is {max} bytes")]
+    TooLarge {
+        /// The task.
+        task: String,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The checkpoint topic could not be used.
+    #[error("checkpoint topic: {0}")]
+    Log(#[from] LogError),
+    /// The produce that carried the checkpoint failed.
+    #[error("checkpoint not written: {message}")]
+    Write {
+        /// What the topic log reported.
+        message: String,
+    },
+    /// The worker stopped its checkpoint client (it is shutting down).
+    #[error("the checkpoint client has stopped")]
+    Closed,
+    /// This worker has no checkpoint topic configured.
+    #[error("checkpoints are not enabled on this worker (set tasks.store.enabled=true)")]
+    Disabled,
+}
+
+/// One record to append and where to report its offset.
+type Pending = (LogRecord, oneshot::Sender<Result<i64, String>>);
+
+/// A worker's checkpoint client. Cheap to share behind an `Arc`; stops its background tasks
+/// when dropped.
+#[derive(Debug)]
+pub struct Checkpoints {
+    log: TopicLog,
+    view: Arc<Mutex<CheckpointView>>,
+    read_to: watch::Receiver<i64>,
+    writes: mpsc::Sender<Pending>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Checkpoints {
+    /// Opens (creating if missing, compacted) the checkpoint topic `topic`, reads it to its
+    /// end, and keeps reading it in the background.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Log`] when the topic cannot be created or read (the message names
+    /// the ACL or setting to change).
+    pub async fn open(
+        cluster: Arc<Cluster>,
+        topic: impl Into<String>,
+    ) -> Result<Self, CheckpointError> {
+        let spec = TopicSpec {
+            name: topic.into(),
+            replication_factor: None,
+        };
+        let log = TopicLog::open(cluster, spec, true).await?;
+        let mut view = CheckpointView::default();
+        let end = log.end_offset().await?;
+        while view.offset < end {
+            let batch = log.read(view.offset, TAIL_WAIT).await?;
+            for record in &batch.records {
+                view.apply(record);
+            }
+            view.offset = view.offset.max(batch.next_offset);
+        }
+        let (read_to_tx, read_to) = watch::channel(view.offset);
+        let view = Arc::new(Mutex::new(view));
+        let (writes, queue) = mpsc::channel(4 * MAX_BATCH);
+        let tasks = vec![
+            tokio::spawn(tail(log.clone(), view.clone(), read_to_tx)),
+            tokio::spawn(append(log.clone(), queue)),
+        ];
+        Ok(Checkpoints {
+            log,
+            view,
+            read_to,
+            writes,
+            tasks,
+        })
+    }
+
+    /// The topic's name.
+    pub fn topic(&self) -> &str {
+        self.log.topic()
+    }
+
+    /// Saves `state` as `task_id`'s newest checkpoint, written under `token` (the generation
+    /// in which this worker was granted the task), and returns the offset it landed at. Then
+    /// deletes the keys of older generations of the task.
+    ///
+    /// Callers check the task's lease just before (see `TaskContext::save_checkpoint`).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Serde`], [`CheckpointError::TooLarge`], [`CheckpointError::Log`].
+    pub async fn save<T: Serialize>(
+        &self,
+        task_id: &str,
+        token: &FencingToken,
+        state: &T,
+    ) -> Result<i64, CheckpointError> {
+        let serde_error = |e: serde_json::Error| CheckpointError::Serde {
+            task: task_id.to_owned(),
+            message: e.to_string(),
+        };
+        let value = CheckpointValue {
+            member: token.member_id.to_string(),
+            state: serde_json::to_value(state).map_err(serde_error)?,
+        };
+        let bytes = serde_json::to_vec(&value).map_err(serde_error)?;
+        if bytes.len() > MAX_CHECKPOINT_BYTES {
+            return Err(CheckpointError::TooLarge {
+                task: task_id.to_owned(),
+                bytes: bytes.len(),
+                max: MAX_CHECKPOINT_BYTES,
+            });
+        }
+        let offset = self
+            .write(LogRecord {
+                key: key(task_id, token.generation_id),
+                value: Some(bytes.into()),
+            })
+            .await?;
+        // Older owners' records are deleted once this one has landed; a record of theirs
+        // that lands later still loses to this one, and is deleted when seen.
+        let stale: Vec<i32> = {
+            let view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
+            view.stale_generations(task_id)
+                .into_iter()
+                .filter(|g| *g < token.generation_id)
+                .collect()
+        };
+        for generation in stale {
+            self.write(LogRecord {
+                key: key(task_id, generation),
+                value: None,
+            })
+            .await?;
+        }
+        Ok(offset)
+    }
+
+    /// The newest checkpoint of `task_id`, as of now: waits until this worker has read the
+    /// topic up to its current end, so a checkpoint written anywhere before the call is seen.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Serde`] when the state does not deserialize into `T`;
+    /// [`CheckpointError::Log`] when the end of the topic cannot be learned.
+    pub async fn newest<T: DeserializeOwned>(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<T>, CheckpointError> {
+        let end = self.log.end_offset().await?;
+        let mut read_to = self.read_to.clone();
+        read_to
+            .wait_for(|offset| *offset >= end)
+            .await
+            .map_err(|_| CheckpointError::Closed)?;
+        let state = {
+            let view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
+            view.newest(task_id).map(|c| c.state.clone())
+        };
+        match state {
+            None => Ok(None),
+            Some(state) => T::deserialize(&*state)
+                .map(Some)
+                .map_err(|e| CheckpointError::Serde {
+                    task: task_id.to_owned(),
+                    message: e.to_string(),
+                }),
+        }
+    }
+
+    /// A copy of what this worker has read of the topic.
+    pub fn view(&self) -> CheckpointView {
+        self.view
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Queues one record for the appender and waits for its offset.
+    async fn write(&self, record: LogRecord) -> Result<i64, CheckpointError> {
+        let (done, offset) = oneshot::channel();
+        self.writes
+            .send((record, done))
+            .await
+            .map_err(|_| CheckpointError::Closed)?;
+        match offset.await {
+            Ok(Ok(offset)) => Ok(offset),
+            Ok(Err(message)) => Err(CheckpointError::Write { message }),
+            Err(_) => Err(CheckpointError::Closed),
+        }
+    }
+}
+
+/// Reads the topic for as long as the client lives, publishing how far it has read.
+async fn tail(log: TopicLog, view: Arc<Mutex<CheckpointView>>, read_to: watch::Sender<i64>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let from = *read_to.borrow();
+        match log.read(from, TAIL_WAIT).await {
+            Ok(batch) => {
+                backoff = Duration::from_millis(100);
+                let offset = {
+                    let mut view = view.lock().unwrap_or_else(PoisonError::into_inner);
+                    for record in &batch.records {
+                        view.apply(record);
+                    }
+                    view.offset = view.offset.max(batch.next_offset);
+                    view.offset
+                };
+                read_to.send_replace(offset);
+            }
+            Err(error) => {
+                tracing::warn!(%error, topic = log.topic(), "reading the checkpoint topic failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Appends queued records: whatever queued while the previous produce was in flight goes in
+/// the next one, so many tasks checkpointing at once share produces.
+async fn append(log: TopicLog, mut queue: mpsc::Receiver<Pending>) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let (records, waiters): (Vec<LogRecord>, Vec<_>) = batch.into_iter().unzip();
+        match log.append(records).await {
+            Ok(base) => {
+                for (i, done) in waiters.into_iter().enumerate() {
+                    let _ = done.send(Ok(base + i as i64));
+                }
+            }
+            Err(error) => {
+                let message = error.to_string();
+                for done in waiters {
+                    let _ = done.send(Err(message.clone()));
+                }
+            }
+        }
+    }
+}
