@@ -1,5 +1,7 @@
 //! Why a task store operation failed. Every message says what to do next.
 
+use kroupier_coordinator::log::LogError;
+
 /// A task store error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -68,5 +70,21 @@ pub enum StoreError {
         reason: String,
         /// The setting that names the topic explicitly.
         setting: &'static str,
+    },
+    /// Reading or writing the topic failed (the message names the topic, the operation and
+    /// the ACL or setting to change).
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A read did not reach the end offset the broker reported.
+    #[error(
+        "reading task store topic {topic} stopped at offset {offset} before its end offset {end}: no records came; retry, and check the topic's partition leader"
+    )]
+    Incomplete {
+        /// The store's topic.
+        topic: String,
+        /// Where the read stopped.
+        offset: i64,
+        /// The end offset it was reading to.
+        end: i64,
     },
 }

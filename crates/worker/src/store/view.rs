@@ -15,6 +15,8 @@
 
 use std::collections::BTreeMap;
 
+use kroupier_coordinator::log::ReadRecord;
+
 use super::record::{TaskRecord, validate_id};
 use crate::catalogue::TaskSpec;
 
@@ -61,6 +63,12 @@ impl StoreView {
     /// An empty view at offset 0.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Applies one record read from the topic; ignored when its offset is below
+    /// [`offset`](Self::offset). Records must come in offset order.
+    pub fn apply(&mut self, record: ReadRecord) {
+        self.apply_parts(record.offset, &record.key, record.value.as_deref());
     }
 
     /// Applies the record at `offset` (a `value` of `None` is a tombstone); ignored when
