@@ -1,0 +1,175 @@
+//! The task store against a real broker: puts, pause, restart and delete land as records whose
+//! offsets are the tasks' versions; another client's tail sees a put within a second; bad
+//! requests write nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::ApiKey;
+use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+use kroupier_coordinator::log::LogError;
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_worker::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore};
+use serde_json::json;
+
+fn unique_topic(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kroupier-tasks-it-{test}-{}-{nanos}", std::process::id())
+}
+
+/// A cluster client, or `None` (after a skip line) when no broker is configured or the broker
+/// does not serve Produce (a coordinator without the log APIs).
+async fn cluster(test: &str) -> Option<Arc<Cluster>> {
+    let bootstrap = kafka_bootstrap(test)?;
+    let cluster = Arc::new(Cluster::new(ClusterConfig::new(&bootstrap)).unwrap());
+    let broker = cluster.any_broker().await.expect("connect to the broker");
+    if broker.version(ApiKey::Produce).is_err() {
+        eprintln!("SKIP {test}: the broker at {bootstrap} does not serve Produce");
+        return None;
+    }
+    Some(cluster)
+}
+
+fn beat(n: u64) -> TaskRecord {
+    TaskRecord::new("beat", json!({ "every_ms": n }))
+}
+
+#[tokio::test]
+async fn stores_pauses_restarts_and_deletes_tasks() {
+    let test = "stores_pauses_restarts_and_deletes_tasks";
+    let Some(cluster) = cluster(test).await else {
+        return;
+    };
+    let topic = unique_topic("crud");
+    let store = TaskStore::open(cluster, topic.clone(), true)
+        .await
+        .expect("create the store's topic");
+    assert_eq!(store.topic(), topic);
+    assert!(store.read_all().await.unwrap().tasks.is_empty());
+
+    let mut versions = Vec::new();
+    for (id, n) in [("task-a", 1), ("task-b", 2), ("task-c", 3)] {
+        versions.push(store.put(id, beat(n).with_weight(2)).await.expect("put"));
+    }
+    assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
+
+    let paused = store
+        .set_state("task-b", DesiredState::Paused)
+        .await
+        .unwrap();
+    // Already paused: nothing is written, the version stays.
+    let again = store
+        .set_state("task-b", DesiredState::Paused)
+        .await
+        .unwrap();
+    assert_eq!(again, paused);
+    let restarted = store.restart("task-c").await.unwrap();
+    let deleted = store.delete("task-a").await.unwrap();
+    assert!(versions[2] < paused && paused < restarted && restarted < deleted);
+
+    let view = store.read_all().await.unwrap();
+    assert_eq!(view.offset, deleted + 1, "read to the end");
+    assert_eq!(view.tasks.keys().collect::<Vec<_>>(), ["task-b", "task-c"]);
+    assert!(view.invalid.is_empty());
+    let b = &view.tasks["task-b"];
+    assert_eq!((b.version, b.record.state), (paused, DesiredState::Paused));
+    assert_eq!(
+        b.record,
+        beat(2).with_weight(2).with_state(DesiredState::Paused)
+    );
+    let c = &view.tasks["task-c"];
+    assert_eq!(
+        (c.version, c.record.state, c.record.restart),
+        (restarted, DesiredState::Running, 1)
+    );
+    assert_eq!(c.to_spec().config, json!({ "every_ms": 3 }));
+
+    // Bad requests are refused and write nothing.
+    for id in ["task-a", "never-stored"] {
+        match store.delete(id).await {
+            Err(StoreError::NotFound {
+                id: missing,
+                topic: named,
+            }) => {
+                assert_eq!((missing.as_str(), named.as_str()), (id, topic.as_str()));
+            }
+            other => panic!("delete {id}: expected NotFound, got {other:?}"),
+        }
+    }
+    assert!(matches!(
+        store.restart("task-a").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let huge = TaskRecord::new("beat", json!("x".repeat(MAX_VALUE_BYTES)));
+    match store.put("task-huge", huge).await {
+        Err(StoreError::TooLarge { bytes, max, .. }) => {
+            assert!(bytes > max && max == MAX_VALUE_BYTES);
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert!(matches!(
+        store.put("", beat(1)).await,
+        Err(StoreError::InvalidId { .. })
+    ));
+    assert_eq!(store.read_all().await.unwrap(), view, "nothing written");
+}
+
+#[tokio::test]
+async fn a_tail_sees_a_put_from_another_client_within_a_second() {
+    let test = "a_tail_sees_a_put_from_another_client_within_a_second";
+    let Some(reader_cluster) = cluster(test).await else {
+        return;
+    };
+    let Some(writer_cluster) = cluster(test).await else {
+        return;
+    };
+    let topic = unique_topic("tail");
+    let reader = TaskStore::open(reader_cluster, topic.clone(), true)
+        .await
+        .expect("create the store's topic");
+    let writer = TaskStore::open(writer_cluster, topic.clone(), false)
+        .await
+        .expect("open the existing topic");
+    let first = writer.put("task-0", beat(1)).await.unwrap();
+    let mut tail = reader.tail(reader.read_all().await.unwrap());
+    assert_eq!(tail.view().offset, first + 1);
+
+    // Let the tail settle into its long poll, then write from the other client.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let started = Instant::now();
+    let version = writer.put("task-1", beat(2)).await.unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(1), tail.wait_for(version + 1))
+        .await
+        .unwrap_or_else(|_| panic!("the tail did not see offset {version} within 1 s"));
+    eprintln!(
+        "{test}: put seen by the tail {} ms after it was sent",
+        started.elapsed().as_millis()
+    );
+    assert_eq!(view.tasks["task-1"].version, version);
+    assert_eq!(view.tasks["task-0"].version, first);
+
+    // A delete reaches the tail too, and the receiver saw a change.
+    let mut receiver = tail.receiver.clone();
+    receiver.mark_unchanged();
+    let deleted = writer.delete("task-0").await.unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(1), tail.wait_for(deleted + 1))
+        .await
+        .expect("the tail sees the delete within 1 s");
+    assert!(!view.tasks.contains_key("task-0"));
+    assert!(receiver.has_changed().unwrap());
+}
+
+#[tokio::test]
+async fn a_missing_store_is_not_created_unless_asked() {
+    let test = "a_missing_store_is_not_created_unless_asked";
+    let Some(cluster) = cluster(test).await else {
+        return;
+    };
+    let topic = unique_topic("missing");
+    match TaskStore::open(cluster, topic.clone(), false).await {
+        Err(StoreError::Log(LogError::Missing { topic: named })) => assert_eq!(named, topic),
+        other => panic!("expected Missing, got {other:?}"),
+    }
+}
