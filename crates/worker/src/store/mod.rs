@@ -37,6 +37,8 @@
 mod client;
 mod error;
 pub mod record;
+#[cfg(test)]
+mod tests;
 mod topic;
 pub mod view;
 
