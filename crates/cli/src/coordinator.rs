@@ -70,6 +70,11 @@ pub struct Args {
     /// `max.message.bytes` overrides it); a bigger one is refused with MESSAGE_TOO_LARGE.
     #[arg(long, default_value_t = 1 << 20)]
     max_message_bytes: usize,
+    /// How many topics may exist at once; CreateTopics for one more is refused with
+    /// POLICY_VIOLATION (kroupier needs two per group; topics keep every record and cannot be
+    /// deleted here).
+    #[arg(long, default_value_t = 1_000)]
+    max_topics: usize,
     /// Serve TLS with the PEM certificate chain in this file (leaf first); it must name the
     /// host clients connect to (127.0.0.1 by default) in its subjectAltNames.
     #[arg(long, value_name = "PEM")]
@@ -132,6 +137,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             .max_connections(args.max_connections)
             .connections_max_idle(Duration::from_millis(args.connections_max_idle_ms))
             .max_message_bytes(args.max_message_bytes)
+            .max_topics(args.max_topics)
             .max_request_frame(frame)
             .bind(args.listen.as_str())
             .await?;

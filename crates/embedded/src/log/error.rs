@@ -54,6 +54,15 @@ pub(crate) enum LogError {
     /// CreateTopics for a name that exists.
     #[error("topic {0} already exists")]
     TopicExists(String),
+    /// CreateTopics over the topic limit.
+    #[error(
+        "the embedded kroupier coordinator holds at most {max} topics, and none can be deleted; \
+         raise its max_topics (kroupier coordinator --max-topics)"
+    )]
+    TooManyTopics {
+        /// The limit.
+        max: usize,
+    },
     /// A name Kafka does not allow.
     #[error("{0}")]
     InvalidTopic(String),
@@ -88,6 +97,7 @@ impl LogError {
             Self::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
             Self::Storage(_) => ResponseError::KafkaStorageError,
             Self::TopicExists(_) => ResponseError::TopicAlreadyExists,
+            Self::TooManyTopics { .. } => ResponseError::PolicyViolation,
             Self::InvalidTopic(_) => ResponseError::InvalidTopicException,
             Self::InvalidPartitions(_) => ResponseError::InvalidPartitions,
             Self::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,

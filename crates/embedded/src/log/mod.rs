@@ -28,4 +28,4 @@ mod tests;
 
 pub(crate) use error::LogError;
 pub(crate) use spec::NewTopic;
-pub(crate) use topics::{TopicInfo, TopicRef, Topics};
+pub(crate) use topics::{Limits, TopicInfo, TopicRef, Topics};

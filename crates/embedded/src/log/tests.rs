@@ -11,6 +11,13 @@ use super::*;
 
 const MAX: usize = 1 << 20;
 
+fn limits(max_message_bytes: usize) -> crate::log::Limits {
+    crate::log::Limits {
+        max_message_bytes,
+        max_topics: 10,
+    }
+}
+
 fn new_topic(name: &str, configs: &[(&str, &str)]) -> NewTopic {
     NewTopic {
         name: name.to_string(),
@@ -48,7 +55,7 @@ fn values(topics: &Topics, topic: &str, from: i64) -> Vec<(i64, Option<Bytes>)> 
 
 #[test]
 fn a_created_topic_takes_batches_and_serves_them_back_with_offsets() {
-    let topics = Topics::in_memory(MAX);
+    let topics = Topics::in_memory(limits(MAX));
     let info = topics
         .create(
             &new_topic("tasks", &[("cleanup.policy", "compact")]),
@@ -98,15 +105,34 @@ fn a_created_topic_takes_batches_and_serves_them_back_with_offsets() {
 }
 
 #[test]
+fn topics_past_the_limit_are_a_policy_violation() {
+    let topics = Topics::in_memory(limits(MAX));
+    for i in 0..10 {
+        topics
+            .create(&new_topic(&format!("t{i}"), &[]), 0, false)
+            .expect("within the limit");
+    }
+    let error = topics
+        .create(&new_topic("one-more", &[]), 0, false)
+        .expect_err("over the limit");
+    assert_eq!(error, LogError::TooManyTopics { max: 10 });
+    assert_eq!(
+        error.code(),
+        kafka_protocol::error::ResponseError::PolicyViolation
+    );
+    assert!(error.to_string().contains("max_topics"));
+}
+
+#[test]
 fn validate_only_creates_nothing() {
-    let topics = Topics::in_memory(MAX);
+    let topics = Topics::in_memory(limits(MAX));
     topics.create(&new_topic("t", &[]), 0, true).expect("valid");
     assert!(topics.list().is_empty());
 }
 
 #[test]
 fn a_batch_over_max_message_bytes_is_refused_per_topic_or_by_default() {
-    let topics = Topics::in_memory(200);
+    let topics = Topics::in_memory(limits(200));
     topics
         .create(&new_topic("small", &[]), 0, false)
         .expect("create");
@@ -127,7 +153,7 @@ fn a_batch_over_max_message_bytes_is_refused_per_topic_or_by_default() {
 
 #[test]
 fn a_corrupt_batch_is_refused_and_the_log_is_unchanged() {
-    let topics = Topics::in_memory(MAX);
+    let topics = Topics::in_memory(limits(MAX));
     topics
         .create(&new_topic("t", &[]), 0, false)
         .expect("create");
@@ -146,7 +172,7 @@ fn a_corrupt_batch_is_refused_and_the_log_is_unchanged() {
 
 #[tokio::test]
 async fn an_append_wakes_whoever_watches() {
-    let topics = Topics::in_memory(MAX);
+    let topics = Topics::in_memory(limits(MAX));
     topics
         .create(&new_topic("t", &[]), 0, false)
         .expect("create");
@@ -167,7 +193,7 @@ async fn an_append_wakes_whoever_watches() {
 fn a_data_directory_keeps_topics_and_batches_across_a_restart() {
     let dir = temp_dir("restart");
     let id = {
-        let topics = Topics::open(&dir, MAX).expect("open");
+        let topics = Topics::open(&dir, limits(MAX)).expect("open");
         let info = topics
             .create(
                 &new_topic("kept", &[("cleanup.policy", "compact")]),
@@ -185,7 +211,7 @@ fn a_data_directory_keeps_topics_and_batches_across_a_restart() {
         }
         info.id
     };
-    let topics = Topics::open(&dir, MAX).expect("reopen");
+    let topics = Topics::open(&dir, limits(MAX)).expect("reopen");
     let kept = topics.topic(TopicRef::Name("kept")).expect("kept");
     assert_eq!((kept.id, kept.cleanup_policy()), (id, "compact"));
     assert_eq!(topics.offsets(TopicRef::Name("empty"), 0), Ok((0, 0)));
@@ -196,7 +222,7 @@ fn a_data_directory_keeps_topics_and_batches_across_a_restart() {
         .expect("append");
     assert_eq!(next.base_offset, 3);
     drop(topics);
-    let topics = Topics::open(&dir, MAX).expect("reopen");
+    let topics = Topics::open(&dir, limits(MAX)).expect("reopen");
     let got: Vec<i64> = values(&topics, "kept", 0)
         .into_iter()
         .map(|(o, _)| o)
@@ -209,7 +235,7 @@ fn a_data_directory_keeps_topics_and_batches_across_a_restart() {
 fn a_torn_tail_is_dropped_and_the_rest_is_served() {
     let dir = temp_dir("torn");
     {
-        let topics = Topics::open(&dir, MAX).expect("open");
+        let topics = Topics::open(&dir, limits(MAX)).expect("open");
         topics
             .create(&new_topic("t", &[]), 0, false)
             .expect("create");
@@ -232,7 +258,7 @@ fn a_torn_tail_is_dropped_and_the_rest_is_served() {
             .expect("open");
         f.set_len(len - cut).expect("truncate");
     }
-    let topics = Topics::open(&dir, MAX).expect("reopen despite the torn tails");
+    let topics = Topics::open(&dir, limits(MAX)).expect("reopen despite the torn tails");
     let names: Vec<String> = topics.list().into_iter().map(|t| t.name).collect();
     assert_eq!(names, vec!["t".to_string()]);
     assert_eq!(
@@ -248,7 +274,7 @@ fn a_torn_tail_is_dropped_and_the_rest_is_served() {
         .create(&new_topic("u", &[]), 0, false)
         .expect("create again");
     drop(topics);
-    let topics = Topics::open(&dir, MAX).expect("reopen");
+    let topics = Topics::open(&dir, limits(MAX)).expect("reopen");
     assert_eq!(topics.offsets(TopicRef::Name("t"), 0), Ok((0, 3)));
     assert_eq!(topics.list().len(), 2);
     std::fs::remove_dir_all(dir).ok();
@@ -256,7 +282,7 @@ fn a_torn_tail_is_dropped_and_the_rest_is_served() {
 
 #[test]
 fn stored_batches_are_the_client_bytes_with_only_the_base_offset_changed() {
-    let topics = Topics::in_memory(MAX);
+    let topics = Topics::in_memory(limits(MAX));
     topics
         .create(&new_topic("t", &[]), 0, false)
         .expect("create");

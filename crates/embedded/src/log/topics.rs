@@ -43,7 +43,17 @@ struct Inner {
     /// Counts appends, so that a Fetch waiting for data wakes when one lands.
     appended: watch::Sender<u64>,
     dir: Option<PathBuf>,
-    max_message_bytes: usize,
+    limits: Limits,
+}
+
+/// What the store holds at most (see [`Config`](crate::Config) for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// The largest batch a Produce may carry, unless a topic's `max.message.bytes` says
+    /// otherwise.
+    pub(crate) max_message_bytes: usize,
+    /// How many topics may exist.
+    pub(crate) max_topics: usize,
 }
 
 #[derive(Debug, Default)]
@@ -104,19 +114,18 @@ fn partition_file(dir: &Path, topic: &str) -> PathBuf {
 }
 
 impl Topics {
-    /// No topics, kept in memory only. `max_message_bytes` is the largest batch a Produce may
-    /// carry unless a topic's `max.message.bytes` says otherwise.
-    pub(crate) fn in_memory(max_message_bytes: usize) -> Self {
-        Self::with(State::default(), None, max_message_bytes)
+    /// No topics, kept in memory only.
+    pub(crate) fn in_memory(limits: Limits) -> Self {
+        Self::with(State::default(), None, limits)
     }
 
-    fn with(state: State, dir: Option<PathBuf>, max_message_bytes: usize) -> Self {
+    fn with(state: State, dir: Option<PathBuf>, limits: Limits) -> Self {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
                 appended: watch::Sender::new(0),
                 dir,
-                max_message_bytes,
+                limits,
             }),
         }
     }
@@ -126,7 +135,9 @@ impl Topics {
     /// # Errors
     /// When the directory or a file cannot be created, read or truncated. Damaged tails are
     /// not errors: they are truncated with a warning.
-    pub(crate) fn open(dir: &Path, max_message_bytes: usize) -> io::Result<Self> {
+    /// Topics read back count against [`Limits::max_topics`] for creating more, but all of them
+    /// are served.
+    pub(crate) fn open(dir: &Path, limits: Limits) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let catalogue_path = dir.join(catalogue::FILE_NAME);
         let mut entries: Vec<TopicEntry> = Vec::new();
@@ -161,11 +172,7 @@ impl Topics {
             offsets = records,
             "topics read back from the data directory"
         );
-        Ok(Self::with(
-            state,
-            Some(dir.to_path_buf()),
-            max_message_bytes,
-        ))
+        Ok(Self::with(state, Some(dir.to_path_buf()), limits))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -178,8 +185,9 @@ impl Topics {
     /// Creates `topic` (or, with `validate_only`, only checks that it could be created).
     ///
     /// # Errors
-    /// The checks of [`NewTopic::validate`], [`LogError::TopicExists`], or
-    /// [`LogError::Storage`] when the data directory refuses the new files.
+    /// The checks of [`NewTopic::validate`], [`LogError::TopicExists`],
+    /// [`LogError::TooManyTopics`], or [`LogError::Storage`] when the data directory refuses the
+    /// new files.
     pub(crate) fn create(
         &self,
         topic: &NewTopic,
@@ -190,6 +198,11 @@ impl Topics {
         let mut state = self.lock();
         if state.topics.contains_key(&topic.name) {
             return Err(LogError::TopicExists(topic.name.clone()));
+        }
+        if state.topics.len() >= self.inner.limits.max_topics {
+            return Err(LogError::TooManyTopics {
+                max: self.inner.limits.max_topics,
+            });
         }
         let mut id = Uuid::from_u128(rand::random());
         while id.is_nil() || state.ids.contains_key(&id) {
@@ -259,7 +272,7 @@ impl Topics {
             let records = records.ok_or_else(|| {
                 LogError::InvalidRecord("a Produce partition without records".to_string())
             })?;
-            let max = max_message_bytes(&t.entry, self.inner.max_message_bytes);
+            let max = max_message_bytes(&t.entry, self.inner.limits.max_message_bytes);
             if records.len() > max {
                 return Err(LogError::TooLarge {
                     bytes: records.len(),
@@ -316,7 +329,7 @@ impl Topics {
     /// The largest batch a Produce may carry, unless a topic's `max.message.bytes` says
     /// otherwise.
     pub(crate) fn max_message_bytes(&self) -> usize {
-        self.inner.max_message_bytes
+        self.inner.limits.max_message_bytes
     }
 
     /// A receiver that changes whenever a batch is appended to any topic.

@@ -22,6 +22,11 @@ pub struct Config {
     /// `max.message.bytes` config overrides it); a bigger one is refused with
     /// MESSAGE_TOO_LARGE. Default 1 MiB, as Kafka's (1 MiB + 12 bytes there).
     pub max_message_bytes: usize,
+    /// How many topics may exist at once; CreateTopics for one more is refused with
+    /// POLICY_VIOLATION (Kafka has no such bound). Default 1,000: kroupier needs two per group
+    /// (task store, checkpoints), and every topic keeps its records in memory for good (no
+    /// retention, no deletion), so the cap bounds what a stray client can make it hold.
+    pub max_topics: usize,
     /// Where topics and their record batches are kept across restarts: one append-only file per
     /// topic partition plus a topic catalogue, every entry checksummed; a damaged tail (a crash
     /// in the middle of a write) is truncated with a warning at start. Default `None`: topics
@@ -62,6 +67,7 @@ impl Default for Config {
             group: GroupConfig::default(),
             max_request_frame: 2 << 20,
             max_message_bytes: 1 << 20,
+            max_topics: 1_000,
             data_dir: None,
             max_connections: 1_000,
             connections_max_idle: Duration::from_secs(600),
@@ -102,9 +108,20 @@ pub enum ConfigError {
     /// A batch limit of zero refuses every Produce; above `i32::MAX` Kafka cannot express it.
     #[error("max_message_bytes is {0}; set it between 1 and 2147483647 (the default is 1 MiB)")]
     MaxMessageBytes(usize),
+    /// A topic cap of zero refuses every CreateTopics.
+    #[error("max_topics is 0, which refuses every topic; set it above 0 (the default is 1,000)")]
+    ZeroMaxTopics,
 }
 
 impl Config {
+    /// What the topic store holds at most.
+    pub(crate) fn topic_limits(&self) -> crate::log::Limits {
+        crate::log::Limits {
+            max_message_bytes: self.max_message_bytes,
+            max_topics: self.max_topics,
+        }
+    }
+
     /// Checks that the settings can work together.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.group.validate()?;
@@ -125,6 +142,9 @@ impl Config {
         }
         if self.max_message_bytes == 0 || i32::try_from(self.max_message_bytes).is_err() {
             return Err(ConfigError::MaxMessageBytes(self.max_message_bytes));
+        }
+        if self.max_topics == 0 {
+            return Err(ConfigError::ZeroMaxTopics);
         }
         Ok(())
     }

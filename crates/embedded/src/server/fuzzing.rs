@@ -77,7 +77,7 @@ pub(crate) fn in_memory_dispatcher(config: &Config, shutdown: &CancellationToken
             cluster_id: StrBytes::from_string(config.cluster_id.clone()),
         }),
         groups: Groups::spawn(coordinator, shutdown.clone()),
-        topics: Topics::in_memory(config.max_message_bytes),
+        topics: Topics::in_memory(config.topic_limits()),
         faults: Faults::default(),
     }
 }

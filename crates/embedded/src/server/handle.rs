@@ -112,6 +112,12 @@ impl Builder {
         self
     }
 
+    /// How many topics may exist at once (default 1,000); see [`Config::max_topics`].
+    pub fn max_topics(mut self, topics: usize) -> Self {
+        self.config.max_topics = topics;
+        self
+    }
+
     /// Keeps topics and their records in `dir` across restarts (default: in memory only); see
     /// [`Config::data_dir`].
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -151,8 +157,8 @@ impl Builder {
             None => None,
         };
         let topics = match &self.config.data_dir {
-            None => Topics::in_memory(self.config.max_message_bytes),
-            Some(dir) => Topics::open(dir, self.config.max_message_bytes).map_err(|source| {
+            None => Topics::in_memory(self.config.topic_limits()),
+            Some(dir) => Topics::open(dir, self.config.topic_limits()).map_err(|source| {
                 EmbeddedError::DataDir {
                     dir: dir.clone(),
                     source,

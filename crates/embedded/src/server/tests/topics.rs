@@ -26,6 +26,13 @@ use crate::server::{fetch, produce, topics};
 
 const MAX: usize = 1 << 20;
 
+fn limits(max_message_bytes: usize) -> crate::log::Limits {
+    crate::log::Limits {
+        max_message_bytes,
+        max_topics: 10,
+    }
+}
+
 fn node() -> Node {
     Node {
         node_id: 0,
@@ -105,7 +112,7 @@ fn fetched(r: &FetchResponse) -> Vec<(i64, Option<Bytes>)> {
 }
 
 fn store_with(topic: &str) -> Topics {
-    let store = Topics::in_memory(MAX);
+    let store = Topics::in_memory(limits(MAX));
     let r = create(
         &store,
         CreateTopicsRequest::default().with_topics(vec![creatable(topic, 1, &[])]),
@@ -117,7 +124,7 @@ fn store_with(topic: &str) -> Topics {
 
 #[test]
 fn create_topics_reports_layout_configs_and_refusals() {
-    let store = Topics::in_memory(MAX);
+    let store = Topics::in_memory(limits(MAX));
     let req = CreateTopicsRequest::default().with_topics(vec![
         creatable("tasks", -1, &[("cleanup.policy", "compact")]),
         creatable("plain", 1, &[]),
@@ -398,7 +405,7 @@ fn describe(topic: &str, resource_type: i8, keys: Option<&[&str]>) -> DescribeCo
 
 #[test]
 fn describe_configs_reports_what_the_topic_was_created_with_and_the_defaults() {
-    let store = Topics::in_memory(MAX);
+    let store = Topics::in_memory(limits(MAX));
     let req = CreateTopicsRequest::default().with_topics(vec![creatable(
         "tasks",
         1,
