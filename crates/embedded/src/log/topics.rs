@@ -11,6 +11,12 @@
 //! Both are framed files (see [`frame`](super::frame)): at start every file is read back, a
 //! damaged tail is truncated with a warning, and a partition whose file is missing starts
 //! empty. Only one coordinator may use a data directory at a time.
+//!
+//! One lock guards every topic, and file writes happen under it on the task that serves the
+//! Produce: appends to the task store and checkpoints are small and rare, and this keeps the
+//! file and memory in the same order. One watch counts appends to any topic: a waiting Fetch
+//! wakes on every append and looks again, which costs little at the scale of a few hundred
+//! waiting readers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
