@@ -126,7 +126,8 @@ fn topics_past_the_limit_are_a_policy_violation() {
 #[test]
 fn validate_only_creates_nothing() {
     let topics = Topics::in_memory(limits(MAX));
-    topics.create(&new_topic("t", &[]), 0, true).expect("valid");
+    let checked = topics.create(&new_topic("t", &[]), 0, true).expect("valid");
+    assert!(checked.id.is_nil());
     assert!(topics.list().is_empty());
 }
 

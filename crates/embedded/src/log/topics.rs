@@ -221,7 +221,11 @@ impl Topics {
         };
         let info = info(&entry);
         if validate_only {
-            return Ok(info);
+            // Nothing was created, so there is no id to report (Kafka answers the zero id).
+            return Ok(TopicInfo {
+                id: Uuid::nil(),
+                ..info
+            });
         }
         let storage = |e: io::Error| LogError::Storage(format!("creating {}: {e}", topic.name));
         let partition = match &self.inner.dir {
