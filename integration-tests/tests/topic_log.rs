@@ -1,6 +1,7 @@
 //! `kroupier_coordinator::log::TopicLog` against a real broker: create a compacted topic,
 //! append and read back a thousand records with tombstones, long poll, a missing topic, and a
-//! record over the broker's size limit.
+//! record over the broker's size limit; on a 3-node cluster of its own
+//! (`KROUPIER_KAFKA_CLUSTER=1`), appends and reads while the partition leader is killed.
 //!
 //! Runs against any broker that offers Produce; a broker without the log APIs (the embedded
 //! coordinator before it serves them) is skipped with one line.
@@ -10,9 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
-use kroupier_coordinator::connection::{
-    BrokerConnection, Cluster, ClusterConfig, ConnectionConfig,
-};
+use kroupier_coordinator::connection::{Cluster, ClusterConfig};
 use kroupier_coordinator::log::{LogError, LogRecord, ReadRecord, TopicLog, TopicSpec};
 use kroupier_integration_tests::kafka_bootstrap;
 
@@ -20,7 +19,8 @@ use kroupier_integration_tests::kafka_bootstrap;
 /// without a broker or without Produce.
 async fn log_broker(test: &str) -> Option<(String, bool)> {
     let addr = kafka_bootstrap(test)?;
-    let connection = BrokerConnection::connect(&addr, &ConnectionConfig::default())
+    let connection = cluster(&addr)
+        .any_broker()
         .await
         .expect("connect and negotiate");
     if connection.versions().get(ApiKey::Produce).is_none() {
@@ -223,4 +223,86 @@ async fn a_record_over_the_size_limit_is_record_too_large() {
             .expect("append"),
         0
     );
+}
+
+/// The bootstrap of a 3-node cluster this test may kill a broker of (`KROUPIER_KAFKA_CLUSTER=1`,
+/// `scripts/kafka start --brokers 3`), or `None` after a skip line.
+fn cluster_bootstrap(test: &str) -> Option<String> {
+    let bootstrap = kafka_bootstrap(test)?;
+    if std::env::var("KROUPIER_KAFKA_CLUSTER").is_ok_and(|v| v.trim() == "1")
+        && bootstrap.split(',').count() >= 3
+    {
+        Some(bootstrap)
+    } else {
+        eprintln!(
+            "SKIP {test}: it kills a broker; set KROUPIER_KAFKA_CLUSTER=1 with a 3-node cluster \
+             of its own (scripts/kafka start --brokers 3)"
+        );
+        None
+    }
+}
+
+/// Runs `scripts/kafka <args>` (kill-node, start-node) on the cluster under test.
+fn kafka_script(args: &[&str]) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka");
+    let status = std::process::Command::new(script)
+        .args(args)
+        .status()
+        .expect("run scripts/kafka");
+    assert!(status.success(), "scripts/kafka {args:?} failed");
+}
+
+/// The node id of partition 0's leader, as Metadata says.
+async fn leader_of(cluster: &Cluster, topic: &str) -> i32 {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{MetadataRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(
+            TopicName(StrBytes::from_string(topic.to_owned())),
+        ))]))
+        .with_allow_auto_topic_creation(false);
+    let response = cluster.send_any(&request).await.expect("Metadata");
+    response.topics[0].partitions[0].leader_id.0
+}
+
+#[tokio::test]
+async fn appends_and_reads_go_on_when_the_leader_is_killed() {
+    let Some(addr) = cluster_bootstrap("appends_and_reads_go_on_when_the_leader_is_killed") else {
+        return;
+    };
+    let cluster = cluster(&addr);
+    let topic = unique_topic("log-failover");
+    let spec = TopicSpec::new(&topic).with_replication_factor(3);
+    let log = TopicLog::open(cluster.clone(), spec, true)
+        .await
+        .expect("create and open");
+    let first: Vec<_> = (0..100).map(record).collect();
+    assert_eq!(log.append(first).await.expect("append"), 0);
+    let leader = leader_of(&cluster, &topic).await;
+
+    kafka_script(&["kill-node", &leader.to_string()]);
+    let started = Instant::now();
+    let second: Vec<_> = (100..200).map(record).collect();
+    assert_eq!(
+        log.append(second).await.expect("append after the kill"),
+        100
+    );
+    let failover = started.elapsed();
+    let reader = TopicLog::open(cluster.clone(), TopicSpec::new(&topic), false)
+        .await
+        .expect("open after the kill");
+    let records = read_to_end(&reader, 0).await;
+    let new_leader = leader_of(&cluster, &topic).await;
+    kafka_script(&["start-node", &leader.to_string()]);
+
+    println!(
+        "MEASURE topic_log_leader_failover_append={}",
+        failover.as_millis()
+    );
+    assert_ne!(new_leader, leader, "the leader moved");
+    assert_eq!(records.len(), 200);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!((r.offset, &r.key), (i as i64, &record(i).key), "record {i}");
+    }
 }
