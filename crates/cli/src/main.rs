@@ -11,6 +11,7 @@ mod coordinator;
 mod demo;
 mod describe;
 mod signal;
+mod tasks;
 mod watch;
 mod worker;
 
@@ -34,6 +35,8 @@ enum Command {
     Coordinator(coordinator::Args),
     /// Show a group's members, leader, generation and each member's tasks.
     Describe(describe::Args),
+    /// Add, change, pause, resume, restart, delete and list a group's tasks in its task store.
+    Tasks(tasks::Args),
     /// A live terminal view of a group's members and tasks, highlighting each move.
     Watch(watch::Args),
     /// A web page showing a group live: workers, tasks, rebalances and failovers.
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Assign(args) => assign::run(&args),
         Command::Coordinator(args) => coordinator::run(&args),
         Command::Describe(args) => describe::run(&args),
+        Command::Tasks(args) => tasks::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Console(args) => console::run(&args),
         Command::Demo(args) => demo::run(&args),

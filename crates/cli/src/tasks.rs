@@ -1,0 +1,367 @@
+//! `kroupier tasks`: add, change, pause, resume, restart, delete and list a group's tasks in
+//! its task store (a compacted Kafka topic, see `docs/tasks.md`).
+//!
+//! Every write goes to Kafka, not to a worker, so it works while the group rebalances and
+//! while no worker runs at all; the workers read the store and act on it. Each write prints
+//! the version the task now has (the offset its record landed at).
+
+use std::error::Error;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kroupier_coordinator::log::LogError;
+use kroupier_worker::store::{
+    DesiredState, StoreError, StoreView, TaskRecord, TaskStore, tasks_topic,
+};
+use serde::Serialize;
+
+use crate::command_config::UsageError;
+use crate::describe::{GroupTarget, cluster};
+
+/// Arguments of `kroupier tasks`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+/// Where the store is, and how to answer: what every `kroupier tasks` command takes.
+#[derive(Debug, clap::Args)]
+struct On {
+    #[command(flatten)]
+    target: GroupTarget,
+    /// The task store's topic; default `kroupier-tasks-<group>` (the workers' default).
+    #[arg(long)]
+    topic: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Give up when the cluster has not answered within this many milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+}
+
+/// What to do to the store.
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// List every task with its kind, desired state, version and config.
+    List {
+        #[command(flatten)]
+        on: On,
+    },
+    /// Add a task, or replace its kind, config and weight (it keeps running where it runs).
+    Put {
+        /// The task id.
+        id: String,
+        /// The task kind (as registered by the workers).
+        #[arg(long)]
+        kind: String,
+        /// The task's config, as JSON.
+        #[arg(long, conflicts_with = "config_file")]
+        config: Option<String>,
+        /// A file holding the task's config, as JSON.
+        #[arg(long)]
+        config_file: Option<PathBuf>,
+        /// Relative cost for weight-aware assignors.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        weight: u32,
+        /// Store the task paused: placed, but not started until `resume`.
+        #[arg(long)]
+        paused: bool,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Delete a task: it stops wherever it runs.
+    Delete {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Stop a task and keep it stopped (it stays assigned).
+    Pause {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Start a paused task again.
+    Resume {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        on: On,
+    },
+    /// Restart a task wherever it runs.
+    Restart {
+        /// The task id.
+        id: String,
+        #[command(flatten)]
+        on: On,
+    },
+}
+
+/// An action with its input checked: what to ask of the store.
+#[derive(Debug)]
+enum Request {
+    List,
+    Put(String, TaskRecord),
+    Delete(String),
+    SetState(String, DesiredState, &'static str),
+    Restart(String),
+}
+
+impl Request {
+    /// Checks the action's input (a `put`'s kind and JSON config) before anything is sent.
+    fn from_action(action: &Action) -> Result<Self, UsageError> {
+        Ok(match action {
+            Action::List { .. } => Request::List,
+            Action::Put {
+                id,
+                kind,
+                config,
+                config_file,
+                weight,
+                paused,
+                ..
+            } => Request::Put(
+                id.clone(),
+                record(
+                    kind,
+                    config.as_deref(),
+                    config_file.as_ref(),
+                    *weight,
+                    *paused,
+                )?,
+            ),
+            Action::Delete { id, .. } => Request::Delete(id.clone()),
+            Action::Pause { id, .. } => {
+                Request::SetState(id.clone(), DesiredState::Paused, "pause")
+            }
+            Action::Resume { id, .. } => {
+                Request::SetState(id.clone(), DesiredState::Running, "resume")
+            }
+            Action::Restart { id, .. } => Request::Restart(id.clone()),
+        })
+    }
+}
+
+/// One task as `kroupier tasks list --json` prints it.
+#[derive(Debug, Serialize)]
+struct TaskRow<'a> {
+    id: &'a str,
+    kind: &'a str,
+    state: DesiredState,
+    weight: u32,
+    restart: u64,
+    version: i64,
+    config: &'a serde_json::Value,
+}
+
+/// What `kroupier tasks list --json` prints.
+#[derive(Debug, Serialize)]
+struct Listing<'a> {
+    topic: &'a str,
+    offset: i64,
+    tasks: Vec<TaskRow<'a>>,
+}
+
+/// What a write prints with `--json`.
+#[derive(Debug, Serialize)]
+struct Written<'a> {
+    task: &'a str,
+    action: &'a str,
+    version: i64,
+}
+
+impl Action {
+    /// The store and output options the action was given.
+    fn on(&self) -> &On {
+        match self {
+            Action::List { on }
+            | Action::Put { on, .. }
+            | Action::Delete { on, .. }
+            | Action::Pause { on, .. }
+            | Action::Resume { on, .. }
+            | Action::Restart { on, .. } => on,
+        }
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    let on = args.action.on();
+    let timeout = Duration::from_millis(on.timeout_ms);
+    let security = on.target.config.security()?;
+    let topic = match &on.topic {
+        Some(topic) => topic.clone(),
+        None => tasks_topic(&on.target.group).map_err(|e| UsageError(e.to_string()))?,
+    };
+    let request = Request::from_action(&args.action)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let cluster = cluster(&on.target.bootstrap, security, timeout)?;
+        let work = async {
+            // Only a write may create the store: listing a group that has none says so.
+            let create = !matches!(request, Request::List);
+            let store = match TaskStore::open(cluster, topic.clone(), create).await {
+                Err(StoreError::Log(LogError::Missing { .. })) => {
+                    return Err(format!(
+                        "group `{}` has no task store yet (no topic `{topic}`); `kroupier tasks \
+                         put` creates it, or pass --topic if the workers use another one",
+                        on.target.group
+                    )
+                    .into());
+                }
+                opened => opened?,
+            };
+            let written = match &request {
+                Request::List => {
+                    let view = store.read_all().await?;
+                    print_listing(&topic, &view, on.json)?;
+                    return Ok::<(), Box<dyn Error>>(());
+                }
+                Request::Put(id, record) => (id, "put", store.put(id, record.clone()).await?),
+                Request::Delete(id) => (id, "delete", store.delete(id).await?),
+                Request::SetState(id, state, action) => {
+                    (id, *action, store.set_state(id, *state).await?)
+                }
+                Request::Restart(id) => (id, "restart", store.restart(id).await?),
+            };
+            let (task, action, version) = written;
+            if on.json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&Written {
+                        task,
+                        action,
+                        version
+                    })?
+                );
+            } else {
+                println!("task `{task}`: {action} stored at version {version} in `{topic}`");
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "no answer from {} within {} ms: is a Kafka broker (or `kroupier coordinator`) \
+                 running there?",
+                on.target.bootstrap, on.timeout_ms
+            )
+            .into()),
+        }
+    })
+}
+
+/// The record `put` writes, from its flags; bad JSON is a usage error naming the problem.
+fn record(
+    kind: &str,
+    config: Option<&str>,
+    config_file: Option<&PathBuf>,
+    weight: u32,
+    paused: bool,
+) -> Result<TaskRecord, UsageError> {
+    if kind.trim().is_empty() {
+        return Err(UsageError("--kind must name a task kind".to_owned()));
+    }
+    let text = match (config, config_file) {
+        (Some(text), _) => text.to_owned(),
+        (None, Some(path)) => std::fs::read_to_string(path).map_err(|e| {
+            UsageError(format!("cannot read --config-file {}: {e}", path.display()))
+        })?,
+        (None, None) => "null".to_owned(),
+    };
+    let config: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| UsageError(format!("the task config is not valid JSON: {e}")))?;
+    Ok(TaskRecord {
+        kind: kind.to_owned(),
+        config,
+        state: if paused {
+            DesiredState::Paused
+        } else {
+            DesiredState::Running
+        },
+        weight,
+        restart: 0,
+    })
+}
+
+/// Prints a store's tasks as a table or as JSON.
+fn print_listing(topic: &str, view: &StoreView, json: bool) -> Result<(), Box<dyn Error>> {
+    let rows: Vec<TaskRow<'_>> = view
+        .tasks
+        .values()
+        .map(|task| TaskRow {
+            id: &task.id,
+            kind: &task.record.kind,
+            state: task.record.state,
+            weight: task.record.weight,
+            restart: task.record.restart,
+            version: task.version,
+            config: &task.record.config,
+        })
+        .collect();
+    if json {
+        let listing = Listing {
+            topic,
+            offset: view.offset,
+            tasks: rows,
+        };
+        println!("{}", serde_json::to_string(&listing)?);
+        return Ok(());
+    }
+    println!(
+        "{:<24} {:<16} {:<8} {:>8} CONFIG",
+        "TASK", "KIND", "STATE", "VERSION"
+    );
+    for row in &rows {
+        let state = match row.state {
+            DesiredState::Running => "running",
+            DesiredState::Paused => "paused",
+        };
+        println!(
+            "{:<24} {:<16} {:<8} {:>8} {}",
+            row.id, row.kind, state, row.version, row.config
+        );
+    }
+    println!(
+        "{} task(s) in `{topic}` up to offset {}",
+        rows.len(),
+        view.offset
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_put_record_takes_its_flags_and_refuses_bad_json() {
+        let record = record("beat", Some(r#"{"every_ms":100}"#), None, 2, true).unwrap();
+        assert_eq!(record.kind, "beat");
+        assert_eq!(record.config, serde_json::json!({"every_ms": 100}));
+        assert_eq!(record.weight, 2);
+        assert_eq!(record.state, DesiredState::Paused);
+
+        let error = record_error("beat", Some("{every_ms:"));
+        assert!(error.contains("not valid JSON"), "{error}");
+        let error = record_error(" ", Some("{}"));
+        assert!(error.contains("--kind"), "{error}");
+    }
+
+    #[test]
+    fn a_missing_config_file_is_named() {
+        let path = PathBuf::from("/nonexistent/kroupier-task.json");
+        let error = record("beat", None, Some(&path), 1, false).unwrap_err().0;
+        assert!(error.contains("/nonexistent/kroupier-task.json"), "{error}");
+    }
+
+    fn record_error(kind: &str, config: Option<&str>) -> String {
+        record(kind, config, None, 1, false).unwrap_err().0
+    }
+}

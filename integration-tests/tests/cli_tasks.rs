@@ -1,0 +1,148 @@
+//! `kroupier tasks` against the broker in `KROUPIER_KAFKA_BOOTSTRAP` (real Kafka, or the
+//! embedded coordinator): put, pause, resume, restart, delete and list a group's task store,
+//! with `--json`, and the clear errors of bad input (nothing written).
+//!
+//! Needs the `kroupier` binary built (`cargo build -p kroupier-cli`).
+
+use std::process::{Command, Output};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::process::binary;
+use kroupier_integration_tests::quickstart::TempDir;
+use serde_json::{Value, json};
+
+fn unique(name: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("kroupier-it-tasks-{name}-{}-{nanos}", std::process::id())
+}
+
+/// Runs `kroupier tasks ACTION ARGS... --bootstrap B --group G`.
+fn tasks(bootstrap: &str, group: &str, action: &[&str]) -> Output {
+    Command::new(binary("kroupier"))
+        .arg("tasks")
+        .args(action)
+        .args(["--bootstrap", bootstrap, "--group", group])
+        .output()
+        .expect("run kroupier tasks")
+}
+
+/// Runs a command that must succeed with `--json`; its JSON.
+fn json_of(bootstrap: &str, group: &str, action: &[&str]) -> Value {
+    let mut args = action.to_vec();
+    args.push("--json");
+    let output = tasks(bootstrap, group, &args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "kroupier tasks {action:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+/// Runs a command that must fail with `code`; its stderr.
+fn failure(bootstrap: &str, group: &str, action: &[&str], code: i32) -> String {
+    let output = tasks(bootstrap, group, action);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "kroupier tasks {action:?}: {stderr}"
+    );
+    stderr
+}
+
+fn listed(bootstrap: &str, group: &str) -> Vec<Value> {
+    json_of(bootstrap, group, &["list"])["tasks"]
+        .as_array()
+        .expect("a task array")
+        .clone()
+}
+
+#[test]
+fn tasks_commands_write_the_store_and_refuse_bad_input() {
+    let Some(bootstrap) = kafka_bootstrap("tasks_commands_write_the_store_and_refuse_bad_input")
+    else {
+        return;
+    };
+    let group = unique("store");
+    // No store yet: listing says so and creates nothing.
+    let stderr = failure(&bootstrap, &group, &["list"], 1);
+    assert!(stderr.contains("no task store yet"), "{stderr}");
+
+    let put = json_of(
+        &bootstrap,
+        &group,
+        &[
+            "put",
+            "beat-1",
+            "--kind",
+            "beat",
+            "--config",
+            r#"{"every_ms":100}"#,
+        ],
+    );
+    assert_eq!(put["task"], "beat-1");
+    assert_eq!(put["action"], "put");
+    let first_version = put["version"].as_i64().expect("a version");
+    json_of(
+        &bootstrap,
+        &group,
+        &["put", "beat-2", "--kind", "beat", "--weight", "3"],
+    );
+    let paused = json_of(&bootstrap, &group, &["pause", "beat-1"]);
+    assert!(paused["version"].as_i64().unwrap() > first_version);
+    json_of(&bootstrap, &group, &["restart", "beat-2"]);
+
+    let tasks = listed(&bootstrap, &group);
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert_eq!(tasks[0]["id"], "beat-1");
+    assert_eq!(tasks[0]["state"], "paused");
+    assert_eq!(tasks[0]["config"], json!({"every_ms": 100}));
+    assert_eq!(tasks[1]["weight"], 3);
+    assert_eq!(tasks[1]["restart"], 1);
+    assert_eq!(tasks[1]["state"], "running");
+
+    json_of(&bootstrap, &group, &["resume", "beat-1"]);
+    json_of(&bootstrap, &group, &["delete", "beat-2"]);
+    let tasks = listed(&bootstrap, &group);
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0]["state"], "running");
+
+    // Bad input: a clear error, nothing written.
+    let before = json_of(&bootstrap, &group, &["list"])["offset"].clone();
+    let stderr = failure(
+        &bootstrap,
+        &group,
+        &["put", "x", "--kind", "beat", "--config", "{"],
+        2,
+    );
+    assert!(stderr.contains("not valid JSON"), "{stderr}");
+    let stderr = failure(&bootstrap, &group, &["delete", "no-such-task"], 1);
+    assert!(stderr.contains("no-such-task"), "{stderr}");
+    let stderr = failure(&bootstrap, &group, &["pause", "no-such-task"], 1);
+    assert!(stderr.contains("not in the task store"), "{stderr}");
+    let dir = TempDir::new("cli-tasks");
+    let big = dir.0.join("big.json");
+    std::fs::write(&big, format!(r#"{{"blob":"{}"}}"#, "x".repeat(600 * 1024))).expect("write");
+    let big = big.to_str().expect("a UTF-8 path");
+    let stderr = failure(
+        &bootstrap,
+        &group,
+        &["put", "big", "--kind", "beat", "--config-file", big],
+        1,
+    );
+    assert!(stderr.contains("limit"), "{stderr}");
+    assert_eq!(
+        json_of(&bootstrap, &group, &["list"])["offset"],
+        before,
+        "nothing was written"
+    );
+
+    // A group id Kafka cannot name a topic after needs --topic.
+    let stderr = failure(&bootstrap, "bad/group", &["list"], 2);
+    assert!(stderr.contains("tasks.store.topic"), "{stderr}");
+}
