@@ -150,7 +150,11 @@ async function drawPanel() {
   const st = await answer.json();
   const rows = (st.tasks ?? []).map((t) => `<tr><td>${esc(t.task_id)}</td><td>${esc(t.state)}</td>` +
     `<td>${t.restarts}</td><td>${esc(t.last_error ?? "")}</td>` +
-    `<td><button type="button" data-restart="${esc(t.task_id)}">restart</button></td></tr>`).join("");
+    `<td><button type="button" data-restart="${esc(t.task_id)}">restart</button>` +
+    (t.state === "PAUSED"
+      ? `<button type="button" data-act="resume" data-task="${esc(t.task_id)}">resume</button>`
+      : `<button type="button" data-act="pause" data-task="${esc(t.task_id)}">pause</button>`) +
+    `<button type="button" data-act="delete" data-task="${esc(t.task_id)}">delete</button></td></tr>`).join("");
   $("panel-body").innerHTML =
     `<p>generation ${st.generation ?? "-"} · leader ${esc(st.leader ?? "-")} · ` +
     `${st.rebalancing ? "rebalancing" : "stable"}${st.shutting_down ? " · shutting down" : ""}</p>` +
@@ -159,37 +163,89 @@ async function drawPanel() {
     `<details><summary>raw /status</summary><pre>${esc(JSON.stringify(st, null, 2))}</pre></details>`;
 }
 
-async function restart(task) {
-  const worker = view.panel;
-  const url = `/api/workers/${encodeURIComponent(worker)}/tasks/${encodeURIComponent(task)}/restart`;
-  const send = (token) => fetch(url, { method: "POST", headers: Object.assign(
-    { "X-Kroupier-Console": "1" }, token ? { Authorization: `Bearer ${token}` } : {}) });
+// Sends a write with the console's header and the status token, asking for the token once
+// when a worker answers 401.
+async function write(method, url, body) {
+  const send = (token) => fetch(url, { method, body, headers: Object.assign(
+    { "X-Kroupier-Console": "1" }, body ? { "Content-Type": "application/json" } : {},
+    token ? { Authorization: `Bearer ${token}` } : {}) });
   let token = sessionStorage.getItem("kroupier-status-token");
   let answer = await send(token);
   if (answer.status === 401) {
-    token = prompt("This worker's status API needs its bearer token (kroupier.status.token):");
+    token = prompt("The workers' status API needs its bearer token (kroupier.status.token):");
     if (token) {
       sessionStorage.setItem("kroupier-status-token", token);
       answer = await send(token);
     }
   }
-  // Kept in the view: the panel is redrawn with every snapshot.
-  view.message = `restart ${task}: ${answer.status} ${await answer.text()}`;
+  return answer;
+}
+
+// Shows the outcome of an action; kept in the view, as the panel is redrawn with every snapshot.
+function say(text) {
+  view.message = text;
   const message = $("panel-message");
-  if (message) message.textContent = view.message;
+  if (message) message.textContent = text;
+}
+
+async function restart(task) {
+  const worker = view.panel;
+  const url = `/api/workers/${encodeURIComponent(worker)}/tasks/${encodeURIComponent(task)}/restart`;
+  const answer = await write("POST", url);
+  say(`restart ${task}: ${answer.status} ${await answer.text()}`);
+}
+
+// pause, resume or delete, through the group's task store.
+async function act(action, task) {
+  const base = `/api/tasks/${encodeURIComponent(task)}`;
+  const answer = action === "delete"
+    ? await write("DELETE", base)
+    : await write("POST", `${base}/${action}`);
+  say(`${action} ${task}: ${answer.status} ${await answer.text()}`);
+}
+
+function openTaskForm() {
+  view.panel = null;
+  $("panel").hidden = false;
+  $("panel-title").textContent = "Add or change a task";
+  $("panel-body").innerHTML =
+    `<form id="task-form" class="task-form">` +
+    `<label>id <input name="id" required></label>` +
+    `<label>kind <input name="kind" required></label>` +
+    `<label>config (JSON) <textarea name="config" rows="4">{}</textarea></label>` +
+    `<label>weight <input name="weight" type="number" min="1" value="1"></label>` +
+    `<label><input name="paused" type="checkbox"> paused</label>` +
+    `<button type="submit">Store task</button></form>` +
+    `<div id="panel-message" class="counts"></div>`;
+  view.message = null;
+  $("task-form").onsubmit = async (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    let config;
+    try { config = JSON.parse(f.config.value || "null"); } catch (err) {
+      say(`the config is not valid JSON: ${err.message}`);
+      return;
+    }
+    const body = JSON.stringify({ kind: f.kind.value.trim(), config,
+      weight: Number(f.weight.value) || 1, state: f.paused.checked ? "paused" : "running" });
+    const answer = await write("PUT", `/api/tasks/${encodeURIComponent(f.id.value.trim())}`, body);
+    say(`put ${f.id.value.trim()}: ${answer.status} ${await answer.text()}`);
+  };
 }
 
 document.addEventListener("click", (e) => {
-  const t = e.target.closest("[data-toggle],[data-panel],[data-restart]");
+  const t = e.target.closest("[data-toggle],[data-panel],[data-restart],[data-act]");
   if (!t) return;
   if (t.dataset.panel) { view.panel = t.dataset.panel; view.message = null; drawPanel(); return; }
   if (t.dataset.restart) { restart(t.dataset.restart); return; }
+  if (t.dataset.act) { act(t.dataset.act, t.dataset.task); return; }
   const name = t.dataset.toggle;
   const col = view.snapshot.workers.find((w) => w.name === name);
   const size = col ? col.tasks.length : view.snapshot.unplaced.length;
   view.collapsed.set(name, !(view.collapsed.get(name) ?? size > AUTO_COLLAPSE));
   draw();
 });
+$("add-task").onclick = openTaskForm;
 $("panel-close").onclick = () => { view.panel = null; $("panel").hidden = true; };
 $("search").oninput = (e) => { view.search = e.target.value.trim(); draw(); };
 $("by-state").onchange = (e) => { view.byState = e.target.checked; draw(); };

@@ -1,5 +1,5 @@
-//! A small HTTP/1.0 client for the workers' status APIs (`GET /status`, `POST
-//! /tasks/{id}/restart`): plain HTTP on the address a worker advertises in its member metadata.
+//! A small HTTP/1.0 client for the workers' status APIs (`GET /status`, and the task writes
+//! `PUT`/`DELETE /tasks/{id}`, `POST /tasks/{id}/pause|resume|restart`): plain HTTP on the address a worker advertises in its member metadata.
 //! HTTP/1.0 keeps the answer unchunked and the connection closed after it.
 
 use std::time::Duration;
@@ -37,7 +37,19 @@ pub async fn request(
     authorization: Option<&str>,
     timeout: Duration,
 ) -> Result<Answer, Failure> {
-    match tokio::time::timeout(timeout, exchange(addr, method, path, authorization)).await {
+    send(addr, method, path, authorization, None, timeout).await
+}
+
+/// As [`request`], with an optional JSON body.
+pub async fn send(
+    addr: &str,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+    json: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<Answer, Failure> {
+    match tokio::time::timeout(timeout, exchange(addr, method, path, authorization, json)).await {
         Ok(answer) => answer,
         Err(_) => Err(Failure::Other(format!(
             "no answer within {} ms",
@@ -51,6 +63,7 @@ async fn exchange(
     method: &str,
     path: &str,
     authorization: Option<&str>,
+    json: Option<&[u8]>,
 ) -> Result<Answer, Failure> {
     let mut stream = TcpStream::connect(addr).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::ConnectionRefused {
@@ -62,10 +75,19 @@ async fn exchange(
     let auth = authorization
         .map(|value| format!("Authorization: {value}\r\n"))
         .unwrap_or_default();
-    let head =
-        format!("{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\n\r\n");
+    let body = json.unwrap_or_default();
+    let content_type = if json.is_some() {
+        "Content-Type: application/json\r\n"
+    } else {
+        ""
+    };
+    let head = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}{content_type}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
     let io = |e: std::io::Error| Failure::Other(e.to_string());
     stream.write_all(head.as_bytes()).await.map_err(io)?;
+    stream.write_all(body).await.map_err(io)?;
     let mut raw = Vec::new();
     stream
         .take(MAX_ANSWER)

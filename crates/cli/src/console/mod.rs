@@ -7,10 +7,11 @@
 //! by the same tracker) and also asks each worker's status API for `/status` (task states,
 //! restarts, last errors) every 500 ms; [`board`] turns both into snapshots, which the page
 //! receives over Server-Sent Events and only draws. The page is one HTML, one JS and one CSS
-//! file embedded in the binary: no CDN, no Node at run time. Read-only but for one action:
-//! restarting a task, which the worker's status API offers (`POST /tasks/{id}/restart`,
-//! guarded by its bearer token when it has one). Adding, changing, pausing or deleting tasks
-//! needs tasks that can change at runtime, which kroupier does not have yet.
+//! file embedded in the binary: no CDN, no Node at run time. Its actions go through the
+//! workers' status APIs (guarded by their bearer token when they have one): restarting a task,
+//! and, when the group keeps its tasks in Kafka (docs/tasks.md), adding, changing, pausing,
+//! resuming and deleting them; without a task store the workers refuse those with 404 and the
+//! page shows why.
 //!
 //! `kroupier demo` serves the same page (see [`spawn`]).
 

@@ -10,8 +10,15 @@
 //! | `GET /api/snapshot` | the current snapshot (JSON) |
 //! | `GET /api/workers/{name}/status` | the worker's last `/status` answer (JSON), 404 if none |
 //! | `POST /api/workers/{name}/tasks/{id}/restart` | the worker's answer to `POST /tasks/{id}/restart` |
+//! | `PUT /api/tasks/{id}` (JSON task) | a worker's answer to `PUT /tasks/{id}` |
+//! | `DELETE /api/tasks/{id}` | a worker's answer to `DELETE /tasks/{id}` |
+//! | `POST /api/tasks/{id}/{pause,resume,restart}` | a worker's answer to the same `POST` |
 //!
-//! The restart needs the header `X-Kroupier-Console: 1` (a page of another site cannot send it
+//! The `/api/tasks` writes go to the group's task store (docs/tasks.md) through the status API
+//! of the first worker that answers; any worker will do, since they all write to the same
+//! topic. A group without a task store answers them 404, and the page stays read-only.
+//!
+//! Every write needs the header `X-Kroupier-Console: 1` (a page of another site cannot send it
 //! without a CORS preflight, which this server never grants), and passes the request's
 //! `Authorization` header on: a worker with a status token answers 401 without it, and the
 //! page asks for the token then. The console itself holds no token.
@@ -20,11 +27,12 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 
 use super::http::{self, Failure};
 use super::poll::Shared;
@@ -47,6 +55,8 @@ pub fn router(shared: Shared) -> Router {
         .route("/api/snapshot", get(snapshot))
         .route("/api/workers/{name}/status", get(worker_status))
         .route("/api/workers/{name}/tasks/{id}/restart", post(restart))
+        .route("/api/tasks/{id}", put(put_task).delete(delete_task))
+        .route("/api/tasks/{id}/{action}", post(task_action))
         .with_state(shared)
 }
 
@@ -154,6 +164,104 @@ async fn restart(
         )
             .into_response(),
     }
+}
+
+async fn put_task(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = format!("/tasks/{}", http::segment(&id));
+    to_any_worker(&shared, &headers, "PUT", &path, Some(&body)).await
+}
+
+async fn delete_task(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/tasks/{}", http::segment(&id));
+    to_any_worker(&shared, &headers, "DELETE", &path, None).await
+}
+
+async fn task_action(
+    State(shared): State<Shared>,
+    Path((id, action)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if !["pause", "resume", "restart"].contains(&action.as_str()) {
+        return (
+            StatusCode::NOT_FOUND,
+            format!("no task action `{action}`: pause, resume or restart\n"),
+        )
+            .into_response();
+    }
+    let path = format!("/tasks/{}/{action}", http::segment(&id));
+    to_any_worker(&shared, &headers, "POST", &path, None).await
+}
+
+/// Sends a task write to the status API of the first worker that answers (in name order);
+/// its answer is the console's.
+async fn to_any_worker(
+    shared: &Shared,
+    headers: &HeaderMap,
+    method: &str,
+    path: &str,
+    json: Option<&[u8]>,
+) -> Response {
+    if !headers.contains_key("x-kroupier-console") {
+        return (
+            StatusCode::FORBIDDEN,
+            "send the header X-Kroupier-Console: 1 (the page does)\n",
+        )
+            .into_response();
+    }
+    let addrs: Vec<(String, String)> = shared.with(|b| {
+        b.status_addrs()
+            .iter()
+            .map(|(name, addr)| (name.clone(), addr.clone()))
+            .collect()
+    });
+    if addrs.is_empty() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no worker of this group advertises a status API to write through\n",
+        )
+            .into_response();
+    }
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let mut failures = Vec::new();
+    for (name, addr) in addrs {
+        match http::send(
+            &addr,
+            method,
+            path,
+            authorization,
+            json,
+            Duration::from_secs(5),
+        )
+        .await
+        {
+            Ok(answer) => {
+                return (
+                    StatusCode::from_u16(answer.code).unwrap_or(StatusCode::BAD_GATEWAY),
+                    [(header::CONTENT_TYPE, "application/json")],
+                    answer.body,
+                )
+                    .into_response();
+            }
+            Err(Failure::Refused) => failures.push(format!("{name} at {addr}: refused")),
+            Err(Failure::Other(e)) => failures.push(format!("{name} at {addr}: {e}")),
+        }
+    }
+    (
+        StatusCode::BAD_GATEWAY,
+        format!("no worker answered: {}\n", failures.join("; ")),
+    )
+        .into_response()
 }
 
 fn json_response(code: StatusCode, json: String) -> Response {
