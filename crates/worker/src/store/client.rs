@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::StoreError;
-use super::record::{DesiredState, TaskRecord, validate_id};
+use super::record::{DesiredState, MAX_VALUE_BYTES, TaskRecord, validate_id};
 use super::view::StoreView;
 
 /// How long a tail's read waits for new records at the broker (Fetch's `max_wait_ms`).
@@ -127,6 +127,46 @@ impl TaskStore {
     pub async fn put(&self, id: &str, record: TaskRecord) -> Result<i64, StoreError> {
         let value = record.encode(id)?;
         self.append(id, Some(value)).await
+    }
+
+    /// Stores many tasks at once (importing a catalogue, seeding a large store) and returns
+    /// their versions, in order. Every record is checked before anything is written; records
+    /// then go in batches of at most [`MAX_VALUE_BYTES`] of keys and values, so each batch fits
+    /// a broker's default `max.message.bytes`. Batches land in order; if one fails, the
+    /// batches before it stay written (put them again: a put is idempotent).
+    ///
+    /// # Errors
+    /// As [`put`](Self::put), for the first task at fault.
+    pub async fn put_all(
+        &self,
+        tasks: impl IntoIterator<Item = (String, TaskRecord)>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut batches = Vec::new();
+        let mut current = Vec::new();
+        let mut current_bytes = 0;
+        for (id, record) in tasks {
+            let value = record.encode(&id)?;
+            let bytes = id.len() + value.len();
+            if !current.is_empty() && current_bytes + bytes > MAX_VALUE_BYTES {
+                batches.push(std::mem::take(&mut current));
+                current_bytes = 0;
+            }
+            current_bytes += bytes;
+            current.push(LogRecord {
+                key: Bytes::from(id),
+                value: Some(value),
+            });
+        }
+        if !current.is_empty() {
+            batches.push(current);
+        }
+        let mut versions = Vec::with_capacity(batches.iter().map(Vec::len).sum::<usize>());
+        for batch in batches {
+            let count = batch.len() as i64;
+            let first = self.log.append(batch).await?;
+            versions.extend(first..first + count);
+        }
+        Ok(versions)
     }
 
     /// Deletes task `id` (writes a tombstone) and returns the tombstone's offset. A task whose

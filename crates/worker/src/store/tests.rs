@@ -86,3 +86,38 @@ async fn a_tail_outlives_a_broker_outage_and_ends_when_dropped() {
     .await
     .expect("the tail's task ended with it");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_many_tasks_in_batches_that_fit_a_record() {
+    let coordinator = EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let store = TaskStore::open(cluster(&coordinator.bootstrap()), "kroupier-tasks-t", true)
+        .await
+        .unwrap();
+    // 1.2 MB in all, over the broker's 1 MiB record limit: it goes in batches.
+    let big = |i| {
+        let config = json!("x".repeat(200 * 1024));
+        (format!("big-{i}"), TaskRecord::new("beat", config))
+    };
+    let versions = store.put_all((0..6).map(big)).await.unwrap();
+    assert_eq!(versions.len(), 6);
+    assert!(versions.windows(2).all(|v| v[0] < v[1]), "{versions:?}");
+    let view = store.read_all().await.unwrap();
+    for (i, version) in versions.iter().enumerate() {
+        assert_eq!(view.tasks[&format!("big-{i}")].version, *version);
+    }
+
+    // One bad task among good ones: nothing is written.
+    let tasks = vec![
+        ("ok".to_owned(), beat()),
+        ("bad".to_owned(), beat().with_weight(0)),
+    ];
+    match store.put_all(tasks).await {
+        Err(StoreError::InvalidRecord { id, .. }) => assert_eq!(id, "bad"),
+        other => panic!("expected InvalidRecord, got {other:?}"),
+    }
+    assert_eq!(store.read_all().await.unwrap(), view);
+    assert_eq!(store.put_all(Vec::new()).await.unwrap(), Vec::<i64>::new());
+}
