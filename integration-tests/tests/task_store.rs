@@ -173,3 +173,55 @@ async fn a_missing_store_is_not_created_unless_asked() {
         other => panic!("expected Missing, got {other:?}"),
     }
 }
+
+/// `KROUPIER_STORE_TASKS` tasks (10,000 by default) put in batches, then read whole by a new
+/// client, as a worker joining the group reads the store. Prints both times and the bytes of
+/// the keys and values read.
+#[tokio::test]
+async fn a_large_store_reads_back_whole() {
+    let test = "a_large_store_reads_back_whole";
+    let Some(writer_cluster) = cluster(test).await else {
+        return;
+    };
+    let Some(reader_cluster) = cluster(test).await else {
+        return;
+    };
+    let count: usize = std::env::var("KROUPIER_STORE_TASKS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let topic = unique_topic("large");
+    let writer = TaskStore::open(writer_cluster, topic.clone(), true)
+        .await
+        .unwrap();
+    let tasks = (0..count).map(|i| {
+        let config = json!({ "every_ms": 1000, "shard": i });
+        (format!("task-{i}"), TaskRecord::new("beat", config))
+    });
+    let started = Instant::now();
+    let versions = writer.put_all(tasks).await.expect("put every task");
+    let put = started.elapsed();
+    assert_eq!(versions.len(), count);
+
+    let reader = TaskStore::open(reader_cluster, topic, false).await.unwrap();
+    let started = Instant::now();
+    let view = reader.read_all().await.expect("read the store");
+    let read = started.elapsed();
+    assert_eq!(view.tasks.len(), count);
+    assert_eq!(view.offset, versions[count - 1] + 1);
+    for i in [0, count / 2, count - 1] {
+        let task = &view.tasks[&format!("task-{i}")];
+        assert_eq!(task.version, versions[i]);
+        assert_eq!(task.record.config["shard"], json!(i));
+    }
+    let bytes: usize = view
+        .tasks
+        .values()
+        .map(|t| t.id.len() + serde_json::to_vec(&t.record).unwrap().len())
+        .sum();
+    eprintln!(
+        "{test}: {count} tasks put in {} ms, read by a new client in {} ms ({bytes} bytes of keys and values)",
+        put.as_millis(),
+        read.as_millis()
+    );
+}
