@@ -241,25 +241,53 @@ fn line_after(process: &mut Process, prefix: &str) -> String {
     }
 }
 
-#[test]
-fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
-    let Some(chromium) = chromium() else {
-        return;
-    };
-    let dir = TempDir::new("console");
-    let mut coordinator = None;
-    let bootstrap = match std::env::var(BOOTSTRAP_ENV) {
-        Ok(addr) if !addr.trim().is_empty() => addr.trim().to_owned(),
+/// The broker of `KROUPIER_KAFKA_BOOTSTRAP`, else a `kroupier coordinator` started here (kept
+/// running while the returned process lives).
+fn broker() -> (String, Option<Process>) {
+    match std::env::var(BOOTSTRAP_ENV) {
+        Ok(addr) if !addr.trim().is_empty() => (addr.trim().to_owned(), None),
         _ => {
             let mut process = Process::spawn(
                 "kroupier",
                 &["coordinator", "--listen", "127.0.0.1:0"].map(String::from),
             );
             let addr = line_after(&mut process, "bootstrap=");
-            coordinator = Some(process);
-            addr
+            (addr, Some(process))
         }
+    }
+}
+
+/// Headless Chromium (its profile in `dir`) with `url` open; the browser stops when the guard
+/// is dropped.
+fn browse(chromium: &Path, dir: &Path, url: &str) -> (Guard, Page) {
+    let mut browser = headless(chromium, &dir.join("profile"));
+    let mut browser = browser
+        .args(["--remote-debugging-port=0", "about:blank"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start Chromium");
+    let stderr = browser.stderr.take().expect("Chromium's stderr");
+    let browser = Guard(browser);
+    let devtools_url = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            line.strip_prefix("DevTools listening on ")
+                .map(|u| u.trim().to_owned())
+        })
+        .expect("Chromium prints its DevTools URL");
+    let page = Page::open(DevTools::connect(&devtools_url), url);
+    (browser, page)
+}
+
+#[test]
+fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
+    let Some(chromium) = chromium() else {
+        return;
     };
+    let dir = TempDir::new("console");
+    let (bootstrap, coordinator) = broker();
     let journal = dir.0.join("journals");
     std::fs::create_dir_all(&journal).expect("journal dir");
     let group = Group::new(&bootstrap, "console", TASKS, &journal);
@@ -281,24 +309,7 @@ fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
     );
     let url = line_after(&mut console, "console=");
 
-    let mut browser = headless(&chromium, &dir.0.join("profile"));
-    let mut browser = browser
-        .args(["--remote-debugging-port=0", "about:blank"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start Chromium");
-    let stderr = browser.stderr.take().expect("Chromium's stderr");
-    let browser = Guard(browser);
-    let devtools_url = BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| {
-            line.strip_prefix("DevTools listening on ")
-                .map(|u| u.trim().to_owned())
-        })
-        .expect("Chromium prints its DevTools URL");
-    let mut page = Page::open(DevTools::connect(&devtools_url), &url);
+    let (browser, mut page) = browse(&chromium, &dir.0, &url);
 
     let before = poll(Duration::from_secs(20), || {
         let columns = page.columns();
@@ -424,6 +435,128 @@ fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
         })
         .sum::<u64>();
     println!("MEASURE console_assets_bytes={page_bytes}");
+    drop(browser);
+    drop(console);
+    drop(workers);
+    drop(coordinator);
+}
+
+/// The text the page shows for the last action, once there is one.
+fn message(page: &mut Page) -> String {
+    poll(Duration::from_secs(10), || {
+        let text = page.eval("document.getElementById('panel-message')?.textContent ?? ''");
+        let text = text.as_str().unwrap_or_default().to_owned();
+        (!text.is_empty()).then_some(text)
+    })
+    .expect("the page shows the answer to its action")
+}
+
+/// Fills the page's task form and submits it.
+fn submit_task(page: &mut Page, id: &str, kind: &str, config: &str) {
+    page.eval("document.getElementById('add-task').click()");
+    let form = json!({"id": id, "kind": kind, "config": config});
+    page.eval(&format!(
+        "(() => {{ const v = {form}; const f = document.getElementById('task-form').elements; \
+         f.id.value = v.id; f.kind.value = v.kind; f.config.value = v.config; \
+         document.getElementById('panel-message').textContent = ''; \
+         document.querySelector('#task-form button[type=submit]').click(); }})()"
+    ));
+}
+
+#[test]
+fn the_page_adds_pauses_resumes_and_deletes_a_stored_task() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = TempDir::new("console-tasks");
+    let (bootstrap, coordinator) = broker();
+    let properties = dir.0.join("worker.properties");
+    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
+    let journal = dir.0.join("journals");
+    std::fs::create_dir_all(&journal).expect("journal dir");
+    let mut group = Group::new(&bootstrap, "console-tasks", 0, &journal);
+    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    let workers: Vec<_> = (1..=2).map(|n| group.start(&format!("w{n}"))).collect();
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            &bootstrap,
+            "--group",
+            &group.group,
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+    let (browser, mut page) = browse(&chromium, &dir.0, &url);
+    poll(Duration::from_secs(30), || {
+        (page.columns().len() == 2).then_some(())
+    })
+    .expect("the page shows both workers");
+
+    // A config that is not JSON is refused by the page; nothing is sent.
+    submit_task(&mut page, "web-1", "beat", "{every_ms:");
+    let answer = message(&mut page);
+    assert!(answer.contains("not valid JSON"), "{answer}");
+
+    // Added from the page: it runs on exactly one worker.
+    let added = Instant::now();
+    submit_task(&mut page, "web-1", "beat", r#"{"every_ms":100}"#);
+    let answer = message(&mut page);
+    assert!(answer.starts_with("put web-1: 200"), "{answer}");
+    let owner = poll(Duration::from_secs(15), || {
+        page.columns()
+            .into_iter()
+            .find(|(_, tasks)| tasks.contains("web-1"))
+            .map(|(worker, _)| worker)
+    })
+    .expect("the added task shows under a worker");
+    let shown_ms = added.elapsed().as_millis();
+    let state_of = |page: &mut Page| {
+        let text = page.eval(
+            "[...document.querySelectorAll('#panel-body tr')].find(r => \
+             r.firstChild?.textContent === 'web-1')?.children[1]?.textContent ?? ''",
+        );
+        text.as_str().unwrap_or_default().to_owned()
+    };
+    // Paused from the owner's panel; then resumed; then deleted.
+    for (action, state) in [("pause", "PAUSED"), ("resume", "RUNNING")] {
+        page.eval(&format!(
+            "document.querySelector('[data-panel=\"{owner}\"]').click()"
+        ));
+        poll(Duration::from_secs(15), || {
+            let clicked = page.eval(&format!(
+                "(b => b ? (b.click(), 'clicked') : 'absent')\
+                 (document.querySelector('[data-act=\"{action}\"][data-task=\"web-1\"]'))"
+            ));
+            (clicked.as_str() == Some("clicked")).then_some(())
+        })
+        .unwrap_or_else(|| panic!("the panel offers {action} for web-1"));
+        let answer = message(&mut page);
+        assert!(
+            answer.starts_with(&format!("{action} web-1: 200")),
+            "{answer}"
+        );
+        poll(Duration::from_secs(15), || {
+            page.eval(&format!(
+                "document.querySelector('[data-panel=\"{owner}\"]').click()"
+            ));
+            std::thread::sleep(Duration::from_millis(200));
+            (state_of(&mut page) == state).then_some(())
+        })
+        .unwrap_or_else(|| panic!("after {action}, web-1 is {state} on {owner}"));
+    }
+    page.eval("document.querySelector('[data-act=\"delete\"][data-task=\"web-1\"]').click()");
+    let answer = message(&mut page);
+    assert!(answer.starts_with("delete web-1: 200"), "{answer}");
+    poll(Duration::from_secs(15), || {
+        (!page.columns().values().any(|tasks| tasks.contains("web-1"))).then_some(())
+    })
+    .expect("the deleted task leaves the page");
+    println!("MEASURE console_put_to_shown_ms={shown_ms}");
     drop(browser);
     drop(console);
     drop(workers);
