@@ -451,13 +451,23 @@ async fn open_store(
             crate::store::tasks_topic(&config.member.membership.group_id).map_err(|e| failed(&e))?
         }
     };
-    let cluster = kroupier_coordinator::connection::Cluster::new(config.member.cluster.clone())
-        .map_err(|e| failed(&e))?;
-    let store = crate::store::TaskStore::open(Arc::new(cluster), topic, true)
-        .await
-        .map_err(|e| failed(&e))?;
+    let open = |create: bool| {
+        let topic = topic.clone();
+        async move {
+            let cluster =
+                kroupier_coordinator::connection::Cluster::new(config.member.cluster.clone())
+                    .map_err(|e| failed(&e))?;
+            crate::store::TaskStore::open(Arc::new(cluster), topic, create)
+                .await
+                .map_err(|e| failed(&e))
+        }
+    };
+    // The tail long-polls its broker connection; writes (the status API's) get connections of
+    // their own, so that they never queue behind a poll.
+    let tailed = open(true).await?;
+    let store = open(false).await?;
     let started = tokio::time::Instant::now();
-    let view = store.read_all().await.map_err(|e| failed(&e))?;
+    let view = tailed.read_all().await.map_err(|e| failed(&e))?;
     let code = runtime.supervisor().catalogue();
     let desired = crate::runtime::desired::Desired::merge(&code, &view);
     tracing::info!(
@@ -470,7 +480,7 @@ async fn open_store(
         "task store read"
     );
     runtime.set_desired(desired);
-    let tail = store.tail(view);
+    let tail = tailed.tail(view);
     let link = run::StoreLink {
         code: (*code).clone(),
         views: tail.receiver.clone(),

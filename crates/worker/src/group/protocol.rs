@@ -69,6 +69,8 @@ struct State {
     advertised: Option<(String, Option<String>)>,
     /// What the round computed but not yet confirmed was assigned from.
     pending_from: Option<AssignedFrom>,
+    /// The tasks the last round this member led left unplaced (warned about once).
+    unplaced: std::collections::BTreeSet<String>,
     /// What the last round this member led was assigned from: when the effective catalogue's
     /// placement moves away from it (a task added or deleted in the task store), this leader
     /// starts a rebalance.
@@ -338,8 +340,19 @@ impl GroupProtocol for WorkerProtocol {
                  registers (finish the rolling upgrade)"
             );
         }
-        for (task, reason) in &outcome.unplaced {
-            tracing::warn!(task = %task, ?reason, "task not assigned to any worker");
+        // Warned once per task while it stays unplaced (every round would repeat it).
+        let unplaced: std::collections::BTreeSet<String> = outcome
+            .unplaced
+            .iter()
+            .map(|(task, _)| task.clone())
+            .collect();
+        {
+            let state = self.state();
+            for (task, reason) in &outcome.unplaced {
+                if !state.unplaced.contains(task) {
+                    tracing::warn!(task = %task, ?reason, "task not assigned to any worker");
+                }
+            }
         }
         if let Some(ahead) = outcome.ahead {
             tracing::info!(
@@ -358,6 +371,7 @@ impl GroupProtocol for WorkerProtocol {
             "leader computed the assignment"
         );
         let mut state = self.state();
+        state.unplaced = unplaced;
         state.pending = Some(outcome.memory);
         state.pending_from = Some(AssignedFrom {
             generation: context.generation_id,

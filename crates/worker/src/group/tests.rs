@@ -178,3 +178,7 @@ async fn the_status_port_stays_bound_while_the_loop_holds_it() {
     let refused = std::net::TcpStream::connect(addr).unwrap_err();
     assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod store_tests;

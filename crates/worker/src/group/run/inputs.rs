@@ -93,6 +93,11 @@ impl Loop {
             (Some(leader), Some(own)) => leader > own,
             _ => false,
         };
+        if assignment.store_offset != desired.offset {
+            // The leader assigned from another point of the task store than this worker's
+            // view: their catalogues differ for now, which is not a mismatch to report.
+            assignment.catalogue_fingerprint = catalogue.fingerprint();
+        }
         let unknown = if behind && !unknown.is_empty() {
             tracing::info!(
                 generation = token.generation_id,

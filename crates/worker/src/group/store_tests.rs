@@ -1,0 +1,193 @@
+//! Two workers following the task store on the embedded coordinator (real time): puts and
+//! deletes move tasks with a rebalance; pause, resume, config changes and restarts are handled by
+//! the owner alone, in the same generation; an unknown kind is unplaced with the reason; a
+//! config its kind refuses is FAILED with serde's message.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kroupier_coordinator::connection::Cluster;
+use kroupier_embedded::EmbeddedCoordinator;
+use serde_json::json;
+
+use super::config;
+use crate::store::{DesiredState, TaskRecord, TaskStore};
+use crate::{Task, TaskContext, TaskError, TaskState, WorkerBuilder, WorkerHandle};
+
+/// Every run of each task: the config it ran with.
+static RUNS: Mutex<BTreeMap<String, Vec<u64>>> = Mutex::new(BTreeMap::new());
+
+#[derive(serde::Deserialize)]
+struct Counted {
+    n: u64,
+}
+
+impl Task for Counted {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        let id = ctx.task_id().to_owned();
+        RUNS.lock().unwrap().entry(id).or_default().push(self.n);
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+fn runs(id: &str) -> Vec<u64> {
+    RUNS.lock().unwrap().get(id).cloned().unwrap_or_default()
+}
+
+async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
+    let mut config = config(bootstrap, "store-follow", id);
+    config.tasks.store.enabled = true;
+    WorkerBuilder::new(config)
+        .register::<Counted>("counted")
+        .spawn()
+        .await
+        .expect("the worker starts")
+}
+
+/// The workers whose task `id` is in `state`.
+fn in_state(workers: &[&WorkerHandle], id: &str, state: TaskState) -> usize {
+    workers
+        .iter()
+        .filter(|w| {
+            w.tasks()
+                .iter()
+                .any(|t| t.task_id == id && t.state == state)
+        })
+        .count()
+}
+
+/// Waits until `done` holds; returns how long it took.
+async fn until(what: &str, mut done: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.elapsed()
+}
+
+fn generation(worker: &WorkerHandle) -> Option<i32> {
+    worker
+        .member()
+        .current()
+        .generation
+        .map(|g| g.generation_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_follow_the_task_store() {
+    let coordinator = EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the embedded coordinator starts");
+    let bootstrap = coordinator.bootstrap();
+    let a = worker(&bootstrap, "a").await;
+    let b = worker(&bootstrap, "b").await;
+    let ws = [&a, &b];
+    until("both workers share a generation", || {
+        generation(&a).is_some() && generation(&a) == generation(&b)
+    })
+    .await;
+
+    let cluster = kroupier_coordinator::connection::ClusterConfig::new(&bootstrap);
+    let store = TaskStore::open(
+        Arc::new(Cluster::new(cluster).unwrap()),
+        "kroupier-tasks-store-follow",
+        false,
+    )
+    .await
+    .expect("the workers created the topic");
+
+    // A put runs on exactly one worker.
+    store
+        .put("s-0", TaskRecord::new("counted", json!({"n": 1})))
+        .await
+        .unwrap();
+    let took = until("s-0 runs", || in_state(&ws, "s-0", TaskState::Running) == 1).await;
+    eprintln!("put -> running: {took:?}");
+    let owner = if a.owned().contains_key("s-0") {
+        &a
+    } else {
+        &b
+    };
+    let settled = generation(owner);
+
+    // Pause, resume, a new config, a restart: the owner alone, in the same generation.
+    store.set_state("s-0", DesiredState::Paused).await.unwrap();
+    until("s-0 paused", || {
+        in_state(&ws, "s-0", TaskState::Paused) == 1
+    })
+    .await;
+    assert_eq!(in_state(&ws, "s-0", TaskState::Running), 0);
+    assert!(
+        owner.owned().contains_key("s-0"),
+        "a paused task keeps its place"
+    );
+    store.set_state("s-0", DesiredState::Running).await.unwrap();
+    until("s-0 resumed", || {
+        in_state(&ws, "s-0", TaskState::Running) == 1
+    })
+    .await;
+    store
+        .put("s-0", TaskRecord::new("counted", json!({"n": 2})))
+        .await
+        .unwrap();
+    until("s-0 runs its new config", || runs("s-0").last() == Some(&2)).await;
+    let before = runs("s-0").len();
+    store.restart("s-0").await.unwrap();
+    until("s-0 restarted", || runs("s-0").len() == before + 1).await;
+    assert_eq!(runs("s-0"), [1, 1, 2, 2], "each change started one run");
+    assert_eq!(
+        generation(owner),
+        settled,
+        "no rebalance for owner-only changes"
+    );
+
+    // A kind nobody registers: stored, unplaced, and every worker says why.
+    store
+        .put("x-0", TaskRecord::new("exotic", json!({})))
+        .await
+        .unwrap();
+    until("x-0 reported unplaced", || {
+        ws.iter()
+            .all(|w| w.runtime().board().unplaced().contains_key("x-0"))
+    })
+    .await;
+    let why = a.runtime().board().unplaced()["x-0"].clone();
+    assert!(why.contains("exotic"), "{why}");
+
+    // A config its kind refuses: FAILED with serde's message.
+    store
+        .put("bad", TaskRecord::new("counted", json!({"n": "many"})))
+        .await
+        .unwrap();
+    until("bad failed", || {
+        in_state(&ws, "bad", TaskState::Failed) == 1
+    })
+    .await;
+    let failed = ws
+        .iter()
+        .flat_map(|w| w.tasks())
+        .find(|t| t.task_id == "bad")
+        .unwrap();
+    let error = failed.last_error.unwrap_or_default();
+    assert!(error.contains("invalid type"), "{error}");
+
+    // A delete stops it everywhere.
+    store.delete("s-0").await.unwrap();
+    let took = until("s-0 stopped everywhere", || {
+        ws.iter()
+            .all(|w| w.tasks().iter().all(|t| t.task_id != "s-0"))
+    })
+    .await;
+    eprintln!("delete -> stopped: {took:?}");
+    assert!(ws.iter().all(|w| !w.owned().contains_key("s-0")));
+
+    a.shutdown().await.expect("clean shutdown");
+    b.shutdown().await.expect("clean shutdown");
+}
