@@ -23,6 +23,12 @@ use crate::log::{TopicRef, Topics};
 /// The first Fetch version that names topics by id.
 const TOPIC_IDS_FROM: i16 = 13;
 
+/// The most record bytes one response carries, whatever the client asks (clients ask for up to
+/// 50 MiB). Responses go out through the connection's frame cap (2 MiB by default, kept at
+/// least 1 MiB above the largest batch), so a larger answer would close the connection; the
+/// client simply fetches again from where this one ended.
+pub(crate) const MAX_RESPONSE_RECORD_BYTES: usize = 1 << 20;
+
 /// Answers `req`, waiting (at most `max_wait_ms`) until `min_bytes` are there or a partition
 /// has an error. Cancel safe: dropping the future drops nothing but the wait.
 pub(crate) async fn fetch(topics: &Topics, req: &FetchRequest, version: i16) -> FetchResponse {
@@ -56,7 +62,9 @@ pub(crate) async fn fetch(topics: &Topics, req: &FetchRequest, version: i16) -> 
 /// One pass over the partitions asked for: the response, the record bytes in it, and whether
 /// any partition has an error.
 fn read(topics: &Topics, req: &FetchRequest, version: i16) -> (FetchResponse, usize, bool) {
-    let mut remaining = usize::try_from(req.max_bytes).unwrap_or(0);
+    let mut remaining = usize::try_from(req.max_bytes)
+        .unwrap_or(0)
+        .min(MAX_RESPONSE_RECORD_BYTES);
     let mut total = 0usize;
     let mut errors = false;
     let responses = req

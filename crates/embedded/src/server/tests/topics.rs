@@ -325,6 +325,27 @@ async fn fetch_returns_batches_and_out_of_range_offsets_are_errors() {
     assert_eq!(fetched(&r).len(), 1);
 }
 
+#[tokio::test]
+async fn a_fetch_asking_for_more_than_a_frame_holds_gets_at_most_the_response_cap() {
+    let store = store_with("t");
+    // 3 MiB in 48 batches of 64 KiB: more than the default 2 MiB frame cap.
+    let value = "x".repeat(64 << 10);
+    for _ in 0..48 {
+        produce::produce(&store, &produce_request("t", 1, encode(&[Some(&value)])), 9);
+    }
+    let r = fetch::fetch(&store, &fetch_request("t", 0, 0), 12).await;
+    let bytes = r.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, Bytes::len);
+    assert!(bytes > 0, "some batches come back");
+    assert!(
+        bytes <= fetch::MAX_RESPONSE_RECORD_BYTES,
+        "{bytes} bytes of records in one response"
+    );
+    assert!(fetched(&r).len() < 48, "the rest comes with the next fetch");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_fetch_at_the_end_waits_and_a_produce_wakes_it() {
     let store = store_with("t");
