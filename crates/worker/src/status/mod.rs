@@ -8,11 +8,18 @@
 //! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text` when `Accept` asks for it (Prometheus does), Prometheus' `text/plain; version=0.0.4` otherwise |
 //! | `GET /healthz` | 200 while the process serves (liveness) |
 //! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
-//! | `POST /tasks/{id}/restart` | 202: restart requested (the way out of `FAILED`); 404 if this worker does not hold the task |
+//! | `GET /tasks` | every task of the effective catalogue (code and task store): kind, config, weight, desired state (`running`/`paused`), source (`code`/`store`) and version, this worker's state when it holds it, `UNPLACED` with the reason when no worker can take it |
+//! | `PUT /tasks/{id}` | with a task store: body `{"kind", "config", "weight"?, "state"?}`; 200 `{"id", "version"}`; 400 for a body that is not a task, or a config its kind refuses on a worker that registers the kind (serde's message); 413 over the store's record limit |
+//! | `DELETE /tasks/{id}` | with a task store: 200 `{"id", "version"}`; 404 for an unknown task |
+//! | `POST /tasks/{id}/pause`, `/resume` | with a task store: sets the desired state; the owner stops (`PAUSED`) or starts the task without a rebalance; 404 for an unknown task |
+//! | `POST /tasks/{id}/restart` | with a task store and a stored task: 200, the store's restart counter moves and the owner restarts the task wherever it runs; otherwise 202: restart requested here (the way out of `FAILED`), 404 if this worker does not hold the task |
 //! | `GET /watch` | with fast failover: 200 and a body that never ends while the process serves (a peer's link; its end is the cue to check whether this process is gone) |
 //! | `POST /rebalance?generation=G&from=ADDR` | with fast failover: 202, and this worker rejoins at once if it is stable in generation `G` or older (a peer whose status API is `ADDR` started a rebalance); 400 for a bad `G` |
 //!
-//! Reads never fail because of a rebalance.
+//! Reads never fail because of a rebalance, and neither do task store writes: they go to the
+//! store's Kafka topic, not through the group. Their errors are JSON, `{"error", "status"}`
+//! (503 when the store cannot be reached, 403 when the principal may not write it; 404 on
+//! every write route when the worker has no task store).
 //!
 //! Access: with a bearer token set (`status.token`), writes need `Authorization: Bearer <token>`
 //! and get 401 without it; `/status` and `/metrics` need it too with `status.protect_reads`;
