@@ -99,6 +99,9 @@ impl Loop {
             assignment.catalogue_fingerprint = catalogue.fingerprint();
         }
         let unknown = if behind && !unknown.is_empty() {
+            if let Some(offset) = assignment.store_offset {
+                self.await_store_offset(offset);
+            }
             tracing::info!(
                 generation = token.generation_id,
                 leader_offset = ?assignment.store_offset,

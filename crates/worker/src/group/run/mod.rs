@@ -44,6 +44,9 @@ pub(crate) struct Loop {
     pub(crate) store: Option<StoreLink>,
     /// The generation in which this leader last rebalanced for a placement change.
     pub(crate) placement_rejoin: std::sync::Mutex<Option<i32>>,
+    /// The task store offset an assignment needs this worker's view to reach before its
+    /// tasks unknown here can start, with when the wait began (see `store::CatchUp`).
+    pub(crate) catch_up: std::sync::Mutex<Option<store::CatchUp>>,
 }
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
@@ -94,6 +97,7 @@ impl Loop {
                     self.extend_lease(&snapshot);
                 }
                 view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
+                () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),
                 event = member_events.recv() => match event {
                     Ok(MemberEvent::Assigned { token, assignment }) => {
                         if let Some(assigned) = self.assigned(&token, &assignment).await {
