@@ -21,6 +21,11 @@ pub struct BeatConfig {
     /// Panic instead of beating (to watch restarts with backoff, then `FAILED`).
     #[serde(default)]
     pub panic: bool,
+    /// Save the beat count as the task's checkpoint every this many beats, and resume from
+    /// the newest checkpoint when starting (wherever the task ran before). 0 (the default):
+    /// never; needs the worker's task store (`tasks.store.enabled=true`).
+    #[serde(default)]
+    pub checkpoint_every: u64,
 }
 
 /// What a `beat` task needs from its worker (not part of the catalogue: it differs per worker).
@@ -56,7 +61,15 @@ impl Task for Beat {
         };
         let mut ticks = tokio::time::interval(Duration::from_millis(self.config.every_ms));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut beats = 0u64;
+        let mut beats = if self.config.checkpoint_every > 0 {
+            // The count the task's last owner saved: it goes on from there.
+            ctx.last_checkpoint::<u64>()
+                .await
+                .map_err(TaskError::failed)?
+                .unwrap_or(0)
+        } else {
+            0
+        };
         loop {
             tokio::select! {
                 // Revoked, or the worker is shutting down: return at once.
@@ -72,6 +85,11 @@ impl Task for Beat {
                     .map_err(TaskError::failed)?;
             }
             beats += 1;
+            if self.config.checkpoint_every > 0 && beats % self.config.checkpoint_every == 0 {
+                ctx.save_checkpoint(&beats)
+                    .await
+                    .map_err(TaskError::failed)?;
+            }
             ctx.report_progress(format!("{beats} beats"));
         }
     }

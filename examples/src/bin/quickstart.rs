@@ -202,6 +202,7 @@ async fn main() -> ExitCode {
             BeatConfig {
                 every_ms: 100,
                 panic,
+                checkpoint_every: 0,
             },
         );
     }

@@ -36,6 +36,7 @@
 //! | `task.shutdown.graceful.timeout.ms` (Kafka Connect's) | `tasks.graceful_stop_timeout` |
 //! | `tasks.store.enabled` | `tasks.store.enabled` (`true`/`false`) |
 //! | `tasks.store.topic` | `tasks.store.topic` |
+//! | `tasks.store.checkpoint_topic` | `tasks.checkpoint.topic` |
 //! | `kroupier.worker.id` | `worker_id` |
 //! | `kroupier.capacity` | `capacity` |
 //! | `kroupier.task.abort.timeout.ms` | `tasks.abort_timeout` |
@@ -177,6 +178,10 @@ pub struct TaskStoreConfig {
     /// ([`tasks_topic`](crate::store::tasks_topic)); a group id with characters Kafka refuses
     /// in topic names needs it set.
     pub topic: Option<String>,
+    /// The checkpoint topic (`tasks.checkpoint.topic`), where tasks' checkpoints go (see
+    /// [`checkpoint`](crate::checkpoint)). Default `None`: `kroupier-checkpoints-<group id>`
+    /// ([`checkpoints_topic`](crate::store::checkpoints_topic)).
+    pub checkpoint_topic: Option<String>,
 }
 
 /// Where the status API listens, and who may use it.

@@ -221,6 +221,9 @@ impl WorkerConfig {
             "tasks.store.topic" => {
                 self.tasks.store.topic = (!value.is_empty()).then(|| value.to_owned());
             }
+            "tasks.checkpoint.topic" => {
+                self.tasks.store.checkpoint_topic = (!value.is_empty()).then(|| value.to_owned());
+            }
             "kroupier.worker.id" => value.clone_into(&mut self.worker_id),
             "kroupier.capacity" => {
                 self.capacity = Some(parse_as(key, value, "a whole number of weight units")?);

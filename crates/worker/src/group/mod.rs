@@ -481,6 +481,18 @@ async fn open_store(
         "task store read"
     );
     runtime.set_desired(desired);
+    // Tasks' checkpoints: a second compacted topic, read to its end before any task starts.
+    let checkpoint_topic = match &config.tasks.store.checkpoint_topic {
+        Some(topic) => topic.clone(),
+        None => crate::store::checkpoints_topic(&config.member.membership.group_id)
+            .map_err(|e| failed(&e))?,
+    };
+    let cluster = kroupier_coordinator::connection::Cluster::new(config.member.cluster.clone())
+        .map_err(|e| failed(&e))?;
+    let checkpoints = crate::checkpoint::Checkpoints::open(Arc::new(cluster), checkpoint_topic)
+        .await
+        .map_err(|e| failed(&e))?;
+    runtime.supervisor().set_checkpoints(Arc::new(checkpoints));
     let tail = tailed.tail(view);
     let link = run::StoreLink {
         code: (*code).clone(),

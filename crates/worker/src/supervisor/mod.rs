@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
 
 use crate::catalogue::Catalogue;
+use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, no_lease};
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;
@@ -105,6 +106,8 @@ pub struct Supervisor {
     slots: Mutex<HashMap<String, Slot>>,
     stopping: Arc<Mutex<HashSet<String>>>,
     next_incarnation: AtomicU64,
+    /// The checkpoint client the tasks' contexts save and read through (with a task store).
+    checkpoints: std::sync::OnceLock<Arc<Checkpoints>>,
 }
 
 impl std::fmt::Debug for Slot {
@@ -145,7 +148,15 @@ impl Supervisor {
             slots: Mutex::new(HashMap::new()),
             stopping: Arc::new(Mutex::new(HashSet::new())),
             next_incarnation: AtomicU64::new(1),
+            checkpoints: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives every task started from now on `checkpoints` for
+    /// [`TaskContext::save_checkpoint`](crate::TaskContext::save_checkpoint); set once, before
+    /// the first assignment (a second call changes nothing).
+    pub(crate) fn set_checkpoints(&self, checkpoints: Arc<Checkpoints>) {
+        let _ = self.checkpoints.set(checkpoints);
     }
 
     /// The task statuses this supervisor writes.
@@ -259,6 +270,7 @@ impl Supervisor {
             shutdown: self.root.clone(),
             cancel: cancel.clone(),
             graceful_stop_timeout: self.config.graceful_stop_timeout,
+            checkpoints: self.checkpoints.get().cloned(),
         };
         Slot {
             cancel,

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
+use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
@@ -32,6 +33,8 @@ pub(crate) struct RunPlan {
     pub(crate) shutdown: CancellationToken,
     pub(crate) cancel: CancellationToken,
     pub(crate) graceful_stop_timeout: Duration,
+    /// Where the task's checkpoints go (with a task store).
+    pub(crate) checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// Marks the record `STOPPED` if the run is dropped (aborted) while still active, so the status
@@ -123,7 +126,8 @@ pub(crate) async fn supervise(plan: RunPlan) {
             incarnation: plan.incarnation,
             last: last_progress,
         };
-        let ctx = TaskContext::new(lease, attempt, Some(progress));
+        let ctx =
+            TaskContext::with_checkpoints(lease, attempt, Some(progress), plan.checkpoints.clone());
         plan.table
             .set_state(&id, plan.incarnation, TaskState::Running);
         tracing::debug!(task = %id, attempt, "task running");
