@@ -273,6 +273,17 @@ pub(crate) async fn spawn(
     runtime: Runtime,
     assignors: Vec<Arc<dyn Assignor>>,
 ) -> Result<WorkerHandle, WorkerError> {
+    spawn_with_store(config, runtime, assignors, None).await
+}
+
+/// [`spawn`], following `store` (the store to write to and the views to follow) instead of
+/// opening the configured one: the tests hold a worker's views back to make it a laggard.
+pub(crate) async fn spawn_with_store(
+    config: WorkerConfig,
+    runtime: Runtime,
+    assignors: Vec<Arc<dyn Assignor>>,
+    store: Option<(crate::store::TaskStore, run::StoreLink)>,
+) -> Result<WorkerHandle, WorkerError> {
     let runtime = Arc::new(runtime);
     let shutdown = CancellationToken::new();
     let listener = match config.status.addr {
@@ -318,9 +329,14 @@ pub(crate) async fn spawn(
 
     // The task store is read to its end before joining: the first metadata already carries
     // the store offset, and the catalogue has every stored task.
-    let store = match config.tasks.store.enabled {
-        true => Some(open_store(&config, &runtime).await?),
-        false => None,
+    let store = match (store, config.tasks.store.enabled) {
+        (Some((store, link)), _) => {
+            let view = link.views.borrow().clone();
+            runtime.set_desired(crate::runtime::desired::Desired::merge(&link.code, &view));
+            Some((store, link))
+        }
+        (None, true) => Some(open_store(&config, &runtime).await?),
+        (None, false) => None,
     };
     let protocol = Arc::new(WorkerProtocol::new(
         runtime.clone(),

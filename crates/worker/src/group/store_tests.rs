@@ -191,3 +191,145 @@ async fn workers_follow_the_task_store() {
     a.shutdown().await.expect("clean shutdown");
     b.shutdown().await.expect("clean shutdown");
 }
+
+/// A worker whose view of the store the test can hold back: a forwarder copies the real tail's
+/// views to the worker unless `hold` is set.
+async fn gated_worker(
+    bootstrap: &str,
+    group: &str,
+    id: &str,
+    store: &TaskStore,
+    hold: Arc<std::sync::atomic::AtomicBool>,
+) -> WorkerHandle {
+    use std::sync::atomic::Ordering;
+    let mut config = config(bootstrap, group, id);
+    config.tasks.store.enabled = true;
+    let runtime = WorkerBuilder::new(config.clone())
+        .register::<Counted>("counted")
+        .build_runtime()
+        .unwrap();
+    let mut tail = store.tail(store.read_all().await.unwrap());
+    let (sender, views) = tokio::sync::watch::channel(tail.view());
+    let forwarder = tokio::spawn(async move {
+        loop {
+            if !hold.load(Ordering::SeqCst) && tail.view().offset != sender.borrow().offset {
+                sender.send_replace(tail.view());
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(10), tail.receiver.changed()).await;
+        }
+    });
+    let link = super::super::run::StoreLink {
+        code: crate::Catalogue::new(),
+        views,
+        _tail: Box::new(AbortOnDrop(forwarder)),
+    };
+    let assignors: Vec<Arc<dyn kroupier_assignor::Assignor>> =
+        vec![Arc::new(kroupier_assignor::Cooperative::default())];
+    super::super::spawn_with_store(config, runtime, assignors, Some((store.clone(), link)))
+        .await
+        .expect("the worker starts")
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The tasks a worker's current assignment gives it.
+fn assigned(worker: &WorkerHandle) -> std::collections::BTreeSet<String> {
+    worker
+        .member()
+        .current()
+        .assignment
+        .and_then(|bytes| crate::protocol::Assignment::decode(&bytes).ok())
+        .map(|a| a.tasks)
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_laggard_starts_a_task_assigned_from_further_in_the_store_once_its_view_gets_there() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let coordinator = EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the embedded coordinator starts");
+    let bootstrap = coordinator.bootstrap();
+    let cluster = kroupier_coordinator::connection::ClusterConfig::new(&bootstrap);
+    let store = TaskStore::open(
+        Arc::new(Cluster::new(cluster).unwrap()),
+        "kroupier-tasks-store-laggard",
+        true,
+    )
+    .await
+    .unwrap();
+    let (hold_a, hold_b) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    // The first worker leads: it follows the store at once throughout.
+    let a = gated_worker(&bootstrap, "store-laggard", "a", &store, hold_a).await;
+    until("a leads", || generation(&a).is_some()).await;
+    let b = gated_worker(&bootstrap, "store-laggard", "b", &store, hold_b.clone()).await;
+    let ws = [&a, &b];
+    until("both share a generation", || {
+        generation(&b).is_some() && generation(&a) == generation(&b)
+    })
+    .await;
+    for id in ["l-0", "l-1"] {
+        store
+            .put(id, TaskRecord::new("counted", json!({"n": 1})))
+            .await
+            .unwrap();
+    }
+    until("one task each", || {
+        a.owned().len() == 1 && b.owned().len() == 1
+    })
+    .await;
+
+    // b stops reading the store; two more tasks: the leader gives b one of them.
+    hold_b.store(true, Ordering::SeqCst);
+    for id in ["l-2", "l-3"] {
+        store
+            .put(id, TaskRecord::new("counted", json!({"n": 1})))
+            .await
+            .unwrap();
+    }
+    until("b is assigned a task its view does not have", || {
+        assigned(&b).iter().any(|t| t == "l-2" || t == "l-3")
+    })
+    .await;
+    let waiting: Vec<String> = assigned(&b)
+        .into_iter()
+        .filter(|t| t == "l-2" || t == "l-3")
+        .collect();
+    let settled = generation(&b);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for task in &waiting {
+        assert_eq!(
+            in_state(&ws, task, TaskState::Running),
+            0,
+            "{task} runs nowhere while b's view lacks it"
+        );
+    }
+
+    // b's view catches up: the task starts there, in the same generation.
+    hold_b.store(false, Ordering::SeqCst);
+    let took = until("b starts what it was assigned", || {
+        waiting.iter().all(|t| {
+            b.tasks()
+                .iter()
+                .any(|s| &s.task_id == t && s.state == TaskState::Running)
+        })
+    })
+    .await;
+    eprintln!("laggard caught up and started {waiting:?} in {took:?}");
+    assert_eq!(generation(&b), settled, "no rebalance was needed");
+    for task in ["l-0", "l-1", "l-2", "l-3"] {
+        assert_eq!(in_state(&ws, task, TaskState::Running), 1, "{task}");
+    }
+    a.shutdown().await.expect("clean shutdown");
+    b.shutdown().await.expect("clean shutdown");
+}
