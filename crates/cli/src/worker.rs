@@ -56,6 +56,10 @@ pub struct Args {
     /// only after its session timeout.
     #[arg(long)]
     pub no_fast_failover: bool,
+    /// Also run the tasks of the group's task store (`tasks.store.enabled=true`): tasks added
+    /// and deleted at run time with `kroupier tasks`.
+    #[arg(long)]
+    pub task_store: bool,
     #[command(flatten)]
     pub config: CommandConfig,
 }
@@ -132,6 +136,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     config.worker_id = args.worker_id.clone();
     if args.no_fast_failover {
         config.status.fast_failover = false;
+    }
+    if args.task_store {
+        config.tasks.store.enabled = true;
     }
     // The status API (on a free loopback port) is what fast failover watches.
     if !config.status.fast_failover {

@@ -17,6 +17,7 @@
 //! killed on any exit path (ctrl-c included).
 
 mod journal;
+mod runtime_task;
 mod workers;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,6 +63,10 @@ pub struct Args {
     /// timeout, as on Kafka's group protocol without kroupier's peer links.
     #[arg(long)]
     no_fast_failover: bool,
+    /// Skip the last step, which adds a task at run time through the group's task store and
+    /// deletes it (the store is a compacted topic, `kroupier-tasks-<group>`, created on use).
+    #[arg(long)]
+    no_runtime_task: bool,
     /// The workers' heartbeat interval.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     heartbeat_interval_ms: u64,
@@ -336,9 +341,10 @@ async fn demo(
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms),
         command_config: args.config.command_config.as_deref(),
         fast_failover: !args.no_fast_failover,
+        task_store: !args.no_runtime_task,
     };
     let workers = Workers::spawn(n, &launch).map_err(|e| format!("cannot start a worker: {e}"))?;
-    let observer = describe::observer(bootstrap, security, Duration::from_secs(5))
+    let observer = describe::observer(bootstrap, security.clone(), Duration::from_secs(5))
         .map_err(|e| e.to_string())?;
     // The web console watches the same group while the demo runs (dropped with it).
     let console =
@@ -451,6 +457,11 @@ async fn demo(
         MAX_GAP_MS,
     )
     .map_err(|problems| format!("the checks failed:\n  {}", problems.join("\n  ")))?;
+    let runtime_task = if args.no_runtime_task {
+        None
+    } else {
+        Some(runtime_task::add_and_delete(&mut follow, security).await?)
+    };
     if follow.progress.ui.is_some() {
         follow.progress.note(format!(
             "all checks passed, failover {:.2} s; the summary follows (q: now)",
@@ -511,6 +522,17 @@ async fn demo(
         "failover time: {:.2} s (kill → the last moved task running again; {why})\n",
         failover.time_ms() as f64 / 1000.0,
     ));
+    if let Some(added) = &runtime_task {
+        out.push_str(&format!(
+            "task {} added at run time through the task store ({}): running on {} after {:.2} \
+             s; deleted: on no worker {:.2} s later (no worker restarted)\n",
+            runtime_task::TASK,
+            added.topic,
+            added.owner,
+            added.placed.as_secs_f64(),
+            added.removed.as_secs_f64()
+        ));
+    }
     out.push_str(&format!(
         "checked: all {t} tasks running, each on exactly one worker (DescribeGroups and \
          journals); no task ran on two workers at once (journals)\ntotal {:.1} s: OK\n",

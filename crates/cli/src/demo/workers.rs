@@ -29,6 +29,8 @@ pub struct Launch<'a> {
     pub command_config: Option<&'a Path>,
     /// Whether the workers fail over fast (see `kroupier worker --no-fast-failover`).
     pub fast_failover: bool,
+    /// Whether the workers also run the group's task store (`kroupier worker --task-store`).
+    pub task_store: bool,
 }
 
 /// One worker process.
@@ -67,6 +69,9 @@ impl Workers {
             }
             if !launch.fast_failover {
                 command.arg("--no-fast-failover");
+            }
+            if launch.task_store {
+                command.arg("--task-store");
             }
             let child = command
                 .args(["--bootstrap", launch.bootstrap])
