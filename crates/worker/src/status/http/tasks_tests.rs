@@ -313,3 +313,44 @@ async fn unplaced_tasks_show_with_the_reason() {
     assert_eq!(x1["state"], "UNPLACED");
     assert!(x1["reason"].as_str().unwrap().contains("exotic"), "{x1}");
 }
+
+#[tokio::test]
+async fn writes_need_the_token_and_reads_do_not_unless_protected() {
+    let (router, store, _runtime) = api();
+    let access = crate::status::access::Access {
+        token: Some(kroupier_coordinator::connection::Secret::new("s3cret")),
+        protect_reads: false,
+    };
+    let router = access.protect(router);
+    let (status, _) = call(
+        &router,
+        Method::PUT,
+        "/tasks/s-1",
+        r#"{"kind":"beat","config":{"every_ms":1}}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(store.current("s-1").is_none(), "nothing written");
+    for path in [
+        "/tasks/s-1/pause",
+        "/tasks/s-1/resume",
+        "/tasks/s-1/restart",
+    ] {
+        let (status, _) = call(&router, Method::POST, path, "").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    let (status, _) = call(&router, Method::DELETE, "/tasks/s-1", "").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = call(&router, Method::GET, "/tasks", "").await;
+    assert_eq!(status, StatusCode::OK);
+
+    let request = Request::builder()
+        .method(Method::PUT)
+        .uri("/tasks/s-1")
+        .header("authorization", "Bearer s3cret")
+        .body(Body::from(r#"{"kind":"beat","config":{"every_ms":1}}"#))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(store.current("s-1").is_some());
+}
