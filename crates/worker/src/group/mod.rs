@@ -23,7 +23,21 @@
 //!  Lost (callback / event)   drop every wait, hold and follow-up       lost(deadline)
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
+//!  task store view moved     —                                         new effective catalogue; the
+//!                                                                      owner stops deleted tasks and
+//!                                                                      restarts changed ones; the
+//!                                                                      leader rejoins if placement
+//!                                                                      changed
 //! ```
+//!
+//! With a task store (`tasks.store.enabled`), the worker reads the store's topic to its end
+//! before it joins, then follows it: the effective catalogue is the tasks defined in code plus
+//! the stored ones (a stored task replaces a code task with the same id). Pause, resume, a new
+//! config and a restart request are carried out by the task's owner alone, without a
+//! rebalance, and no other task is touched; a task added or deleted makes the leader of the
+//! current generation (the member that computed it) rebalance. Member metadata carries the
+//! store offset each worker has read and assignments the offset the leader assigned from: a
+//! worker assigned a task its view does not have yet starts it as soon as its view gets there.
 //!
 //! The member runs with the join gate (`await_revocation`): after a revocation its JoinGroup
 //! waits until the loop acknowledges it with `revocations_done`, or at most `rebalance_timeout
