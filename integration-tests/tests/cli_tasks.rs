@@ -5,11 +5,11 @@
 //! Needs the `kroupier` binary built (`cargo build -p kroupier-cli`).
 
 use std::process::{Command, Output};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::binary;
-use kroupier_integration_tests::quickstart::TempDir;
+use kroupier_integration_tests::quickstart::{Group, TempDir, poll};
 use serde_json::{Value, json};
 
 fn unique(name: &str) -> String {
@@ -145,4 +145,93 @@ fn tasks_commands_write_the_store_and_refuse_bad_input() {
     // A group id Kafka cannot name a topic after needs --topic.
     let stderr = failure(&bootstrap, "bad/group", &["list"], 2);
     assert!(stderr.contains("tasks.store.topic"), "{stderr}");
+}
+
+#[test]
+fn list_and_describe_show_each_tasks_owner_or_why_it_has_none() {
+    let Some(bootstrap) =
+        kafka_bootstrap("list_and_describe_show_each_tasks_owner_or_why_it_has_none")
+    else {
+        return;
+    };
+    let dir = TempDir::new("cli-tasks-owners");
+    let properties = dir.0.join("worker.properties");
+    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
+    let mut group = Group::new(&bootstrap, "cli-tasks-owners", 0, &dir.0);
+    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    let name = group.group.clone();
+    json_of(
+        &bootstrap,
+        &name,
+        &[
+            "put",
+            "runs",
+            "--kind",
+            "beat",
+            "--config",
+            r#"{"every_ms":100}"#,
+        ],
+    );
+    json_of(
+        &bootstrap,
+        &name,
+        &[
+            "put",
+            "held",
+            "--kind",
+            "beat",
+            "--config",
+            r#"{"every_ms":100}"#,
+            "--paused",
+        ],
+    );
+    json_of(
+        &bootstrap,
+        &name,
+        &["put", "orphan", "--kind", "no-such-kind"],
+    );
+    let _worker = group.start("w1");
+    let tasks = poll(Duration::from_secs(30), || {
+        let tasks = listed(&bootstrap, &name);
+        let owner = |id: &str| {
+            tasks
+                .iter()
+                .find(|t| t["id"] == id)
+                .map(|t| t["owner"].clone())
+        };
+        (owner("runs") == Some(json!("w1")) && owner("held") == Some(json!("w1"))).then_some(tasks)
+    })
+    .expect("the worker holds the two beat tasks");
+    let orphan = tasks
+        .iter()
+        .find(|t| t["id"] == "orphan")
+        .expect("orphan listed");
+    assert_eq!(orphan["owner"], Value::Null);
+    assert_eq!(orphan["unplaced"], "no_eligible_member", "{orphan}");
+
+    let output = Command::new(binary("kroupier"))
+        .args(["describe", "--bootstrap", &bootstrap, "--group", &name])
+        .output()
+        .expect("run kroupier describe");
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{table}");
+    let line = |id: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("describe lists {id}:\n{table}"))
+            .to_owned()
+    };
+    assert!(
+        line("runs").contains("running") && line("runs").ends_with("w1"),
+        "{table}"
+    );
+    assert!(
+        line("held").contains("paused") && line("held").ends_with("w1"),
+        "{table}"
+    );
+    assert!(
+        line("orphan").ends_with("(unplaced: no_eligible_member)"),
+        "{table}"
+    );
 }

@@ -20,6 +20,7 @@
 //!   do not decode as kroupier's.
 //! - A group that does not exist is described with state `Dead` and no members.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +76,10 @@ pub struct GroupView {
     pub leader: Option<String>,
     /// The members, sorted by worker id (kroupier groups) or member id.
     pub members: Vec<MemberView>,
+    /// Tasks the leader could place on no member, by reason, as its newest assignments list
+    /// them (not part of the JSON contract).
+    #[serde(skip)]
+    pub unplaced: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// One member as `kroupier describe` shows it.
@@ -164,6 +169,7 @@ pub fn build_view(description: GroupDescription) -> GroupView {
         protocol: non_empty(&description.protocol),
         leader: None,
         members: Vec::new(),
+        unplaced: BTreeMap::new(),
     };
     let base = |m: &kroupier_coordinator::observer::MemberDescription| MemberView {
         member_id: m.member_id.clone(),
@@ -181,6 +187,16 @@ pub fn build_view(description: GroupDescription) -> GroupView {
             let mut member_view = base(raw);
             if let Ok(member) = member {
                 member_view.worker_id = member.metadata.map(|m| m.worker_id);
+                if let Some(assignment) = &member.assignment
+                    && Some(assignment.generation) == view.generation
+                {
+                    for (reason, tasks) in &assignment.unplaced {
+                        view.unplaced
+                            .entry(reason.clone())
+                            .or_default()
+                            .extend(tasks.iter().cloned());
+                    }
+                }
                 member_view.tasks = Some(
                     member
                         .assignment
@@ -276,22 +292,61 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
                 .into());
             }
         }
-        let observer = Observer::new(cluster);
-        fetch(
+        let observer = Observer::new(cluster.clone());
+        let view = fetch(
             &observer,
             &args.target.bootstrap,
             &args.target.group,
             timeout,
         )
         .await
-        .map_err(Box::<dyn Error>::from)
+        .map_err(Box::<dyn Error>::from)?;
+        // The task store's tasks, where each runs and why some run nowhere (table only: the
+        // JSON object is a contract).
+        let stored = if args.json || view.protocol_type.as_deref() != Some(PROTOCOL_TYPE) {
+            None
+        } else {
+            stored_tasks(cluster, &args.target.group, &view, timeout).await
+        };
+        Ok::<_, Box<dyn Error>>((view, stored))
     })?;
+    let (view, stored) = view;
     if args.json {
         println!("{}", serde_json::to_string(&view)?);
     } else {
         print!("{}", table(&view));
+        if let Some(stored) = stored {
+            print!("{stored}");
+        }
     }
     Ok(())
+}
+
+/// The task store's section of `describe`'s table: every stored task with its desired state and
+/// owner, or why none; `None` when the group has no task store under the default topic.
+async fn stored_tasks(
+    cluster: Arc<Cluster>,
+    group: &str,
+    view: &GroupView,
+    timeout: Duration,
+) -> Option<String> {
+    let topic = kroupier_worker::store::tasks_topic(group).ok()?;
+    let read = async {
+        let store = kroupier_worker::store::TaskStore::open(cluster, topic.clone(), false).await?;
+        store.read_all().await
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(store)) => Some(format!(
+            "\ntask store `{topic}` (offset {}):\n{}",
+            store.offset,
+            crate::placement::table(&crate::placement::place(&store, view))
+        )),
+        Ok(Err(kroupier_worker::store::StoreError::Log(
+            kroupier_coordinator::log::LogError::Missing { .. },
+        ))) => None,
+        Ok(Err(e)) => Some(format!("\ntask store `{topic}`: {e}\n")),
+        Err(_) => Some(format!("\ntask store `{topic}`: no answer in time\n")),
+    }
 }
 
 /// The human-readable form of a view.

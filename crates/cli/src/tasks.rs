@@ -10,13 +10,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kroupier_coordinator::log::LogError;
+use kroupier_coordinator::observer::Observer;
 use kroupier_worker::store::{
     DesiredState, StoreError, StoreView, TaskRecord, TaskStore, tasks_topic,
 };
 use serde::Serialize;
 
 use crate::command_config::UsageError;
-use crate::describe::{GroupTarget, cluster};
+use crate::describe::{self, GroupTarget, GroupView, cluster};
+use crate::placement;
 
 /// Arguments of `kroupier tasks`.
 #[derive(Debug, clap::Args)]
@@ -156,6 +158,10 @@ struct TaskRow<'a> {
     restart: u64,
     version: i64,
     config: &'a serde_json::Value,
+    /// The worker whose assignment holds it.
+    owner: Option<String>,
+    /// Why no worker holds it, when the leader says.
+    unplaced: Option<String>,
 }
 
 /// What `kroupier tasks list --json` prints.
@@ -206,7 +212,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         let work = async {
             // Only a write may create the store: listing a group that has none says so.
             let create = !matches!(request, Request::List);
-            let store = match TaskStore::open(cluster, topic.clone(), create).await {
+            let store = match TaskStore::open(cluster.clone(), topic.clone(), create).await {
                 Err(StoreError::Log(LogError::Missing { .. })) => {
                     return Err(format!(
                         "group `{}` has no task store yet (no topic `{topic}`); `kroupier tasks \
@@ -220,7 +226,16 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             let written = match &request {
                 Request::List => {
                     let view = store.read_all().await?;
-                    print_listing(&topic, &view, on.json)?;
+                    // Where each task runs, from DescribeGroups (the group may have no member).
+                    let observer = Observer::new(cluster.clone());
+                    let group = describe::fetch(
+                        &observer,
+                        &on.target.bootstrap,
+                        &on.target.group,
+                        Duration::from_millis(on.timeout_ms),
+                    )
+                    .await?;
+                    print_listing(&topic, &view, &group, on.json)?;
                     return Ok::<(), Box<dyn Error>>(());
                 }
                 Request::Put(id, record) => (id, "put", store.put(id, record.clone()).await?),
@@ -290,12 +305,28 @@ fn record(
     })
 }
 
-/// Prints a store's tasks as a table or as JSON.
-fn print_listing(topic: &str, view: &StoreView, json: bool) -> Result<(), Box<dyn Error>> {
+/// Prints a store's tasks, with where each runs, as a table or as JSON.
+fn print_listing(
+    topic: &str,
+    view: &StoreView,
+    group: &GroupView,
+    json: bool,
+) -> Result<(), Box<dyn Error>> {
+    let placed = placement::place(view, group);
+    if !json {
+        print!("{}", placement::table(&placed));
+        println!(
+            "{} task(s) in `{topic}` up to offset {}",
+            placed.len(),
+            view.offset
+        );
+        return Ok(());
+    }
     let rows: Vec<TaskRow<'_>> = view
         .tasks
         .values()
-        .map(|task| TaskRow {
+        .zip(placed)
+        .map(|(task, placed)| TaskRow {
             id: &task.id,
             kind: &task.record.kind,
             state: task.record.state,
@@ -303,36 +334,16 @@ fn print_listing(topic: &str, view: &StoreView, json: bool) -> Result<(), Box<dy
             restart: task.record.restart,
             version: task.version,
             config: &task.record.config,
+            owner: placed.owner,
+            unplaced: placed.unplaced,
         })
         .collect();
-    if json {
-        let listing = Listing {
-            topic,
-            offset: view.offset,
-            tasks: rows,
-        };
-        println!("{}", serde_json::to_string(&listing)?);
-        return Ok(());
-    }
-    println!(
-        "{:<24} {:<16} {:<8} {:>8} CONFIG",
-        "TASK", "KIND", "STATE", "VERSION"
-    );
-    for row in &rows {
-        let state = match row.state {
-            DesiredState::Running => "running",
-            DesiredState::Paused => "paused",
-        };
-        println!(
-            "{:<24} {:<16} {:<8} {:>8} {}",
-            row.id, row.kind, state, row.version, row.config
-        );
-    }
-    println!(
-        "{} task(s) in `{topic}` up to offset {}",
-        rows.len(),
-        view.offset
-    );
+    let listing = Listing {
+        topic,
+        offset: view.offset,
+        tasks: rows,
+    };
+    println!("{}", serde_json::to_string(&listing)?);
     Ok(())
 }
 

@@ -577,6 +577,7 @@ mod tests {
                     worker_id: Some(id.to_string()),
                 })
                 .collect(),
+            unplaced: Default::default(),
         }
     }
 

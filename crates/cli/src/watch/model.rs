@@ -280,6 +280,7 @@ mod tests {
                 member("m2", None, Some(&["t1"])),
                 member("m3", Some("w3"), None),
             ],
+            unplaced: Default::default(),
         };
         let owners = owners(&view);
         assert_eq!(owners["t0"], vec!["w1".to_string()]);

@@ -245,6 +245,7 @@ mod tests {
                 member("worker-1", &["task-0", "task-1"]),
                 member("worker-2", &["task-2"]),
             ],
+            unplaced: Default::default(),
         };
         let moves = [Move {
             task: "task-1".into(),

@@ -30,6 +30,7 @@ fn view(state: &str, generation: Option<i32>, members: &[(&str, &[&str])]) -> Gr
                 worker_id: Some(id.to_string()),
             })
             .collect(),
+        unplaced: Default::default(),
     }
 }
 

@@ -1,0 +1,163 @@
+//! Where each task of a group's task store runs: the store (what should run, and in which
+//! state) joined with DescribeGroups (which member holds it, or why none does). Shared by
+//! `kroupier tasks list` and `kroupier describe`.
+
+use kroupier_worker::store::{DesiredState, StoreView};
+use serde::Serialize;
+
+use crate::describe::GroupView;
+
+/// One stored task and where it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Placed {
+    /// The task id.
+    pub id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its desired state.
+    pub state: DesiredState,
+    /// Its version (the offset of its record).
+    pub version: i64,
+    /// The worker whose assignment holds it, if any.
+    pub owner: Option<String>,
+    /// Why the leader placed it nowhere (`no_eligible_member`: no worker registers its kind;
+    /// `no_capacity`), when it says so.
+    pub unplaced: Option<String>,
+}
+
+/// Every task of `store`, sorted by id, with its owner in `group` or why it has none.
+pub fn place(store: &StoreView, group: &GroupView) -> Vec<Placed> {
+    store
+        .tasks
+        .values()
+        .map(|task| {
+            let owner = group
+                .members
+                .iter()
+                .find(|m| m.tasks.iter().flatten().any(|t| *t == task.id))
+                .map(|m| m.name().to_owned());
+            let unplaced = group
+                .unplaced
+                .iter()
+                .find(|(_, tasks)| tasks.contains(&task.id))
+                .map(|(reason, _)| reason.clone());
+            Placed {
+                id: task.id.clone(),
+                kind: task.record.kind.clone(),
+                state: task.record.state,
+                version: task.version,
+                owner,
+                unplaced,
+            }
+        })
+        .collect()
+}
+
+/// The table `kroupier describe` and `kroupier tasks list` print.
+pub fn table(placed: &[Placed]) -> String {
+    let mut out = format!(
+        "{:<24} {:<16} {:<8} {:>8} OWNER\n",
+        "TASK", "KIND", "STATE", "VERSION"
+    );
+    for p in placed {
+        let state = match p.state {
+            DesiredState::Running => "running",
+            DesiredState::Paused => "paused",
+        };
+        let owner = match (&p.owner, &p.unplaced) {
+            (Some(owner), _) => owner.clone(),
+            (None, Some(reason)) => format!("(unplaced: {reason})"),
+            (None, None) => "(none yet)".to_owned(),
+        };
+        out.push_str(&format!(
+            "{:<24} {:<16} {:<8} {:>8} {owner}\n",
+            p.id, p.kind, state, p.version
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use kroupier_worker::store::{StoreView, TaskRecord};
+
+    use super::*;
+    use crate::describe::MemberView;
+
+    fn member(worker: &str, tasks: &[&str]) -> MemberView {
+        MemberView {
+            member_id: format!("{worker}-id"),
+            instance_id: None,
+            client_id: worker.to_owned(),
+            host: "/127.0.0.1".to_owned(),
+            tasks: Some(tasks.iter().map(|t| (*t).to_owned()).collect()),
+            worker_id: Some(worker.to_owned()),
+        }
+    }
+
+    #[test]
+    fn tasks_get_their_owner_or_the_reason_they_have_none() {
+        let mut store = StoreView::new();
+        let put = |store: &mut StoreView, offset: i64, id: &str, record: TaskRecord| {
+            let value = record.encode(id).unwrap();
+            store.apply_parts(offset, id.as_bytes(), Some(&value));
+        };
+        put(
+            &mut store,
+            0,
+            "a",
+            TaskRecord::new("beat", serde_json::json!({})),
+        );
+        put(
+            &mut store,
+            1,
+            "b",
+            TaskRecord::new("beat", serde_json::json!({})).with_state(DesiredState::Paused),
+        );
+        put(
+            &mut store,
+            2,
+            "c",
+            TaskRecord::new("mystery", serde_json::json!({})),
+        );
+        put(
+            &mut store,
+            3,
+            "d",
+            TaskRecord::new("beat", serde_json::json!({})),
+        );
+        let group = GroupView {
+            group: "g".into(),
+            state: "Stable".into(),
+            generation: Some(3),
+            protocol_type: Some("kroupier".into()),
+            protocol: Some("cooperative".into()),
+            leader: None,
+            members: vec![member("w1", &["a"]), member("w2", &["b"])],
+            unplaced: BTreeMap::from([(
+                "no_eligible_member".to_owned(),
+                BTreeSet::from(["c".to_owned()]),
+            )]),
+        };
+        let placed = place(&store, &group);
+        let owners: Vec<(&str, Option<&str>, Option<&str>)> = placed
+            .iter()
+            .map(|p| (p.id.as_str(), p.owner.as_deref(), p.unplaced.as_deref()))
+            .collect();
+        assert_eq!(
+            owners,
+            vec![
+                ("a", Some("w1"), None),
+                ("b", Some("w2"), None),
+                ("c", None, Some("no_eligible_member")),
+                ("d", None, None),
+            ]
+        );
+        assert_eq!(placed[1].state, DesiredState::Paused);
+        let table = table(&placed);
+        assert!(table.contains("(unplaced: no_eligible_member)"), "{table}");
+        assert!(table.contains("paused"), "{table}");
+    }
+}
