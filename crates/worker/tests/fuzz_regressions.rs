@@ -57,6 +57,9 @@ fn assignment_just_under_the_decoded_budget_round_trips() {
     uvarint(&mut bytes, 0); // leader's heartbeat interval: unknown
     uvarint(&mut bytes, 0); // leader's status address: null
     uvarint(&mut bytes, 0); // leader's host: null
+    uvarint(&mut bytes, 0); // no task store offset
+    uvarint(&mut bytes, 0); // no unplaced tasks
+    uvarint(&mut bytes, 0); // unplaced count
 
     let assignment = Assignment::decode(&bytes).expect("under the budget, so it decodes");
     assert_eq!(assignment.tasks.len(), 2_048);
@@ -78,6 +81,7 @@ fn metadata_just_under_the_decoded_budget_round_trips() {
     uvarint(&mut bytes, 0); // no heartbeat interval
     uvarint(&mut bytes, 0); // status_addr: null
     uvarint(&mut bytes, 0); // host: null
+    uvarint(&mut bytes, 0); // no task store offset
 
     let metadata = MemberMetadata::decode(&bytes).expect("under the budget, so it decodes");
     assert_eq!(metadata.owned.len(), 2_048);

@@ -11,10 +11,14 @@ use kroupier_coordinator::election::{ElectionAssignment, ElectionMetadata};
 use kroupier_coordinator::codec::Versioned;
 use kroupier_worker::protocol::{Assignment, MemberMetadata};
 
-/// Bytes version 1 of both worker messages appends to version 0 when its new fields are empty:
-/// metadata `leaving`, heartbeat interval, status address, host; assignment `member_id`, the
-/// empty `lost` set (two counts), the hold.
-const V1_EMPTY_TAIL: usize = 4;
+/// Bytes versions 1 and 2 of the member metadata append to version 0 when their new fields are
+/// empty: `leaving`, heartbeat interval, status address, host; the store offset.
+const METADATA_EMPTY_TAIL: usize = 5;
+
+/// Bytes versions 1 and 2 of the assignment append to version 0 when their new fields are
+/// empty: `member_id`, the empty `lost` set (two counts), the hold, the leader's heartbeat
+/// interval, status address and host; the store offset, the unplaced reasons and their count.
+const ASSIGNMENT_EMPTY_TAIL: usize = 10;
 
 /// The same message as a newer build would write it: a higher version, a field appended.
 fn newer(mut bytes: Vec<u8>) -> Vec<u8> {
@@ -23,9 +27,9 @@ fn newer(mut bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
-/// The same message as version 0, if its version 1 fields are all empty.
-fn version_0(mut bytes: Vec<u8>) -> Vec<u8> {
-    bytes.truncate(bytes.len() - V1_EMPTY_TAIL);
+/// The same message as version 0, if its later fields (`tail` bytes) are all empty.
+fn version_0(mut bytes: Vec<u8>, tail: usize) -> Vec<u8> {
+    bytes.truncate(bytes.len() - tail);
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     bytes
 }
@@ -52,11 +56,12 @@ fn metadata_seeds() -> Vec<Vec<u8>> {
     full.heartbeat_interval = Some(Duration::from_secs(3));
     full.status_addr = Some("127.0.0.1:9464".into());
     full.host = Some("host-3".into());
+    full.store_offset = Some(1_234);
     let mut leaving = MemberMetadata::new("worker-4");
     leaving.leaving = true;
     vec![
         empty.encode(),
-        version_0(v0.encode()),
+        version_0(v0.encode(), METADATA_EMPTY_TAIL),
         v0.encode(),
         full.encode(),
         newer(full.encode()),
@@ -79,9 +84,15 @@ fn assignment_seeds() -> Vec<Vec<u8>> {
     full.member_id = Some("member-2".into());
     full.lost = BTreeSet::from(["task-7".into(), "task-107".into()]);
     full.lost_hold = Some(Duration::from_millis(3_500));
+    full.store_offset = Some(1_234);
+    full.unplaced = BTreeMap::from([(
+        "no_eligible_member".into(),
+        BTreeSet::from(["exotic-1".into()]),
+    )]);
+    full.unplaced_count = 1;
     vec![
         empty.encode(),
-        version_0(v0.encode()),
+        version_0(v0.encode(), ASSIGNMENT_EMPTY_TAIL),
         v0.encode(),
         full.encode(),
         newer(full.encode()),
