@@ -5,6 +5,7 @@
 //! in status and logs instead of causing ping-pong.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -86,9 +87,12 @@ pub enum CatalogueError {
 }
 
 /// The set of task instances, sorted by id.
+///
+/// Specs are shared (`Arc`): cloning a catalogue, as the worker does for every change of its
+/// task store, copies no config.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalogue {
-    tasks: BTreeMap<String, TaskSpec>,
+    tasks: BTreeMap<String, Arc<TaskSpec>>,
 }
 
 impl Catalogue {
@@ -114,16 +118,44 @@ impl Catalogue {
         if spec.id.is_empty() {
             return Err(CatalogueError::EmptyId { kind: spec.kind });
         }
-        Ok(self.tasks.insert(spec.id.clone(), spec))
+        let old = self.tasks.insert(spec.id.clone(), Arc::new(spec));
+        Ok(old.map(Arc::unwrap_or_clone))
+    }
+
+    /// A catalogue of shared specs, sorted by id with unique, non-empty ids (the caller's
+    /// promise: a task store view's ids are).
+    pub(crate) fn from_sorted_shared(specs: impl IntoIterator<Item = Arc<TaskSpec>>) -> Self {
+        Catalogue {
+            tasks: specs
+                .into_iter()
+                .map(|spec| (spec.id.clone(), spec))
+                .collect(),
+        }
+    }
+
+    /// Adds a shared spec with a non-empty id, replacing a task with the same id.
+    pub(crate) fn insert_shared(&mut self, spec: Arc<TaskSpec>) {
+        self.tasks.insert(spec.id.clone(), spec);
     }
 
     /// Removes a task.
     pub fn remove(&mut self, task_id: &str) -> Option<TaskSpec> {
-        self.tasks.remove(task_id)
+        self.tasks.remove(task_id).map(Arc::unwrap_or_clone)
     }
 
     /// The task with this id.
     pub fn get(&self, task_id: &str) -> Option<&TaskSpec> {
+        self.tasks.get(task_id).map(Arc::as_ref)
+    }
+
+    /// All tasks' shared specs, sorted by id.
+    pub(crate) fn iter_shared(&self) -> impl Iterator<Item = &Arc<TaskSpec>> {
+        self.tasks.values()
+    }
+
+    /// The shared spec of the task with this id.
+    #[cfg(test)]
+    pub(crate) fn get_shared(&self, task_id: &str) -> Option<&Arc<TaskSpec>> {
         self.tasks.get(task_id)
     }
 
@@ -134,7 +166,7 @@ impl Catalogue {
 
     /// All tasks, sorted by id.
     pub fn iter(&self) -> impl Iterator<Item = &TaskSpec> {
-        self.tasks.values()
+        self.tasks.values().map(Arc::as_ref)
     }
 
     /// Number of tasks.
@@ -180,10 +212,13 @@ impl Catalogue {
 
 impl<'a> IntoIterator for &'a Catalogue {
     type Item = &'a TaskSpec;
-    type IntoIter = std::collections::btree_map::Values<'a, String, TaskSpec>;
+    type IntoIter = std::iter::Map<
+        std::collections::btree_map::Values<'a, String, Arc<TaskSpec>>,
+        fn(&'a Arc<TaskSpec>) -> &'a TaskSpec,
+    >;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.tasks.values()
+        self.tasks.values().map(Arc::as_ref)
     }
 }
 

@@ -278,7 +278,7 @@ impl Runtime {
         metadata.owned = self.owned();
         metadata.kinds = self.kinds.clone();
         let desired = self.desired();
-        metadata.catalogue_fingerprint = desired.catalogue.fingerprint();
+        metadata.catalogue_fingerprint = desired.fingerprint();
         metadata.store_offset = desired.offset;
         metadata.capacity = self.capacity;
         metadata.rack = self.rack.clone();
@@ -402,7 +402,7 @@ impl Runtime {
 
     /// Publishes the new generation on the status board.
     fn complete_rebalance(&self, change: &AssignmentChange, gained_tasks: bool) {
-        let own = self.supervisor.catalogue().fingerprint();
+        let own = self.desired().fingerprint();
         let leader_fingerprint = change.leader_catalogue_fingerprint;
         let mismatch = leader_fingerprint.is_some_and(|leader| leader != own);
         if mismatch {

@@ -60,6 +60,8 @@ pub(crate) struct Desired {
     /// The catalogue's placement fingerprint, computed once (reset it when changing the
     /// catalogue in place).
     pub(crate) placement: OnceLock<u64>,
+    /// The catalogue's fingerprint, computed once when asked (reset it too).
+    pub(crate) fingerprint: OnceLock<u64>,
 }
 
 /// What changed between two [`Desired`]s.
@@ -122,7 +124,16 @@ impl Desired {
             offset: None,
             invalid: BTreeMap::new(),
             placement: OnceLock::new(),
+            fingerprint: OnceLock::new(),
         }
+    }
+
+    /// The catalogue's fingerprint ([`Catalogue::fingerprint`]), computed on first use: it
+    /// hashes every config, so it is not computed for views nobody asks about.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        *self
+            .fingerprint
+            .get_or_init(|| self.catalogue.fingerprint())
     }
 
     /// The catalogue's placement fingerprint (ids, kinds, weights).
@@ -135,13 +146,19 @@ impl Desired {
     /// The tasks defined in code merged with the store's `view`; a store task replaces a code
     /// task with the same id.
     pub(crate) fn merge(code: &Catalogue, view: &StoreView) -> Self {
-        let mut desired = Self::from_code(code);
-        let mut catalogue = code.clone();
+        Self::merge_after(&Desired::default(), code, view)
+    }
+
+    /// [`merge`](Self::merge), reusing the specs of `prev` for the stored tasks whose version
+    /// did not change: a store change costs the worker loop one pass over the ids, not a copy
+    /// (and a comparison, in [`changes_since`](Self::changes_since)) of every config.
+    pub(crate) fn merge_after(prev: &Desired, code: &Catalogue, view: &StoreView) -> Self {
+        let mut specs = Vec::with_capacity(view.tasks.len());
+        let mut entries = Vec::with_capacity(view.tasks.len());
+        // The previous specs and entries, walked in step with the view (all sorted by id).
+        let (prev_specs, prev_entries) = (spec_list(prev), entry_list(prev));
+        let (mut i, mut j) = (0, 0);
         for task in view.tasks.values() {
-            // Ids in a view are valid (non-empty): the reader skips the rest.
-            if catalogue.insert(task.to_spec()).is_err() {
-                continue;
-            }
             let entry = Entry {
                 state: task.record.state,
                 restart: task.record.restart,
@@ -149,16 +166,55 @@ impl Desired {
                     version: task.version,
                 },
             };
-            desired.entries.insert(task.id.clone(), entry);
+            while prev_entries
+                .get(j)
+                .is_some_and(|(id, _)| *id < task.id.as_str())
+            {
+                j += 1;
+            }
+            while prev_specs
+                .get(i)
+                .is_some_and(|(id, _)| *id < task.id.as_str())
+            {
+                i += 1;
+            }
+            let same = prev_entries
+                .get(j)
+                .is_some_and(|(id, e)| *id == task.id && e.source == entry.source);
+            let spec = match prev_specs.get(i).filter(|(id, _)| same && *id == task.id) {
+                Some((_, spec)) => Arc::clone(spec),
+                None => Arc::new(task.to_spec()),
+            };
+            specs.push(spec);
+            entries.push((task.id.clone(), entry));
         }
-        desired.catalogue = Arc::new(catalogue);
-        desired.offset = Some(view.offset);
-        desired.invalid = view
-            .invalid
-            .iter()
-            .map(|(id, invalid)| (id.clone(), invalid.reason.clone()))
-            .collect();
-        desired
+        // Sorted by id already (a view is a sorted map): both maps are built in bulk.
+        let mut catalogue = Catalogue::from_sorted_shared(specs);
+        let mut entries: BTreeMap<String, Entry> = entries.into_iter().collect();
+        for spec in code.iter_shared() {
+            if catalogue.contains(&spec.id) {
+                continue;
+            }
+            catalogue.insert_shared(spec.clone());
+            let entry = Entry {
+                state: DesiredState::Running,
+                restart: 0,
+                source: Source::Code,
+            };
+            entries.insert(spec.id.clone(), entry);
+        }
+        Desired {
+            catalogue: Arc::new(catalogue),
+            entries,
+            offset: Some(view.offset),
+            invalid: view
+                .invalid
+                .iter()
+                .map(|(id, invalid)| (id.clone(), invalid.reason.clone()))
+                .collect(),
+            placement: OnceLock::new(),
+            fingerprint: OnceLock::new(),
+        }
     }
 
     /// The ids whose desired state is paused.
@@ -170,43 +226,88 @@ impl Desired {
             .collect()
     }
 
-    /// What changed from `old` to `self`.
+    /// What changed from `old` to `self`: one ordered pass over both (no lookups).
     pub(crate) fn changes_since(&self, old: &Desired) -> Changes {
         let mut changes = Changes {
             placement: old.placement() != self.placement(),
             ..Changes::default()
         };
-        for spec in old.catalogue.iter() {
-            if !self.catalogue.contains(&spec.id) {
-                changes.removed.insert(spec.id.clone());
+        join(&spec_list(old), &spec_list(self), |id, then, now| {
+            match (then, now) {
+                (Some(_), None) => {
+                    changes.removed.insert(id.to_owned());
+                }
+                (None, Some(_)) => {
+                    changes.added.insert(id.to_owned());
+                }
+                // A spec reused from the last view is the same record: no config to compare.
+                (Some(then), Some(now)) if !Arc::ptr_eq(then, now) && then != now => {
+                    changes.reconfigured.insert(id.to_owned());
+                }
+                _ => {}
             }
-        }
-        for spec in self.catalogue.iter() {
-            let id = &spec.id;
-            let Some(before) = old.catalogue.get(id) else {
-                changes.added.insert(id.clone());
-                continue;
-            };
-            if before != spec {
-                changes.reconfigured.insert(id.clone());
-            }
-            let (Some(now), Some(then)) = (self.entries.get(id), old.entries.get(id)) else {
-                continue;
+        });
+        join(&entry_list(old), &entry_list(self), |id, then, now| {
+            let (Some(then), Some(now)) = (then, now) else {
+                return;
             };
             match (then.state, now.state) {
                 (DesiredState::Running, DesiredState::Paused) => {
-                    changes.paused.insert(id.clone());
+                    changes.paused.insert(id.to_owned());
                 }
                 (DesiredState::Paused, DesiredState::Running) => {
-                    changes.resumed.insert(id.clone());
+                    changes.resumed.insert(id.to_owned());
                 }
                 _ => {}
             }
             if now.restart != then.restart {
-                changes.restarted.insert(id.clone());
+                changes.restarted.insert(id.to_owned());
             }
-        }
+        });
         changes
+    }
+}
+
+fn spec_list(d: &Desired) -> Vec<(&str, &Arc<crate::catalogue::TaskSpec>)> {
+    d.catalogue
+        .iter_shared()
+        .map(|spec| (spec.id.as_str(), spec))
+        .collect()
+}
+
+fn entry_list(d: &Desired) -> Vec<(&str, &Entry)> {
+    d.entries.iter().map(|(id, e)| (id.as_str(), e)).collect()
+}
+
+/// Walks two lists sorted by id together, calling `each` with every id and its value on
+/// either side.
+fn join<T>(
+    old: &[(&str, T)],
+    new: &[(&str, T)],
+    mut each: impl FnMut(&str, Option<&T>, Option<&T>),
+) {
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some((a, x)), Some((b, y))) if a == b => {
+                each(a, Some(x), Some(y));
+                i += 1;
+                j += 1;
+            }
+            (Some((a, x)), Some((b, _))) if a < b => {
+                each(a, Some(x), None);
+                i += 1;
+            }
+            (Some((a, x)), None) => {
+                each(a, Some(x), None);
+                i += 1;
+            }
+            (_, Some((b, y))) => {
+                each(b, None, Some(y));
+                j += 1;
+            }
+            (None, None) => break,
+        }
     }
 }
 
@@ -345,11 +446,78 @@ mod tests {
     }
 
     #[test]
+    fn an_incremental_merge_shares_unchanged_specs_and_sees_every_change() {
+        let code = code();
+        let mut records = vec![("s-0", Some(beat(5))), ("s-1", Some(beat(5)))];
+        let before = Desired::merge(&code, &view(&records));
+        records.push(("s-1", Some(beat(6))));
+        records.push(("s-2", Some(beat(1))));
+        let after = Desired::merge_after(&before, &code, &view(&records));
+        let shared = |id: &str| {
+            Arc::ptr_eq(
+                before.catalogue.get_shared(id).unwrap(),
+                after.catalogue.get_shared(id).unwrap(),
+            )
+        };
+        assert!(shared("s-0") && shared("code-0"));
+        assert!(!shared("s-1"));
+        let changes = after.changes_since(&before);
+        assert_eq!(changes.reconfigured, ids(&["s-1"]));
+        assert_eq!(changes.added, ids(&["s-2"]));
+        // The same as a merge from scratch.
+        let scratch = Desired::merge(&code, &view(&records));
+        assert_eq!(scratch.catalogue, after.catalogue);
+        assert_eq!(scratch.entries, after.entries);
+    }
+
+    #[test]
     fn records_that_are_not_tasks_are_listed_with_why() {
         let mut v = StoreView::new();
         v.apply_parts(0, b"bad", Some(b"not json"));
         let desired = Desired::merge(&code(), &v);
         assert!(!desired.catalogue.contains("bad"));
         assert!(desired.invalid["bad"].contains("not a task record"));
+    }
+}
+
+#[cfg(test)]
+mod scale {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::TaskRecord;
+
+    /// What one store change costs the worker loop with 100,000 stored tasks (run it in
+    /// release: `cargo test --release -p kroupier-worker --lib -- --ignored desired_scale`).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn desired_scale_100k() {
+        let mut view = StoreView::new();
+        for i in 0..100_000i64 {
+            let id = format!("task-{i}");
+            let value = TaskRecord::new("beat", json!({"every_ms": 100, "table": format!("t{i}")}))
+                .encode(&id)
+                .unwrap();
+            view.apply_parts(i, id.as_bytes(), Some(&value));
+        }
+        let code = Catalogue::new();
+        let started = std::time::Instant::now();
+        let before = Desired::merge(&code, &view);
+        let merged = started.elapsed();
+        let value = TaskRecord::new("beat", json!({"every_ms": 50}))
+            .encode("task-7")
+            .unwrap();
+        view.apply_parts(100_000, b"task-7", Some(&value));
+        before.placement();
+        let started = std::time::Instant::now();
+        let after = Desired::merge_after(&before, &code, &view);
+        let merged_again = started.elapsed();
+        let changes = after.changes_since(&before);
+        let changed = started.elapsed();
+        println!("100k tasks: incremental merge {merged_again:?}");
+        assert_eq!(changes.reconfigured.len(), 1);
+        assert_eq!(changes.to_restart().len(), 1);
+        assert!(!changes.placement);
+        println!("100k tasks: first merge {merged:?}; one change (merge + diff) {changed:?}");
     }
 }

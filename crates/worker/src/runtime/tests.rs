@@ -314,6 +314,7 @@ fn desired_with(
     change(&mut catalogue);
     next.catalogue = Arc::new(catalogue);
     next.placement = std::sync::OnceLock::new();
+    next.fingerprint = std::sync::OnceLock::new();
     next.entries.retain(|id, _| next.catalogue.contains(id));
     for spec in next.catalogue.iter() {
         let entry = next

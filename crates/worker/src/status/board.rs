@@ -66,6 +66,8 @@ struct Inner {
     worker_id: String,
     group_id: String,
     catalogue_fingerprint: AtomicU64,
+    /// Whether the fingerprint shown is the desired catalogue's (set once one was published).
+    fingerprint_of_desired: AtomicBool,
     tasks: TaskTable,
     /// The effective catalogue with every task's desired state (code and task store).
     desired: RwLock<Arc<Desired>>,
@@ -97,6 +99,7 @@ impl StatusBoard {
                 worker_id: worker_id.into(),
                 group_id: group_id.into(),
                 catalogue_fingerprint: AtomicU64::new(catalogue_fingerprint),
+                fingerprint_of_desired: AtomicBool::new(false),
                 tasks,
                 desired: RwLock::new(Arc::default()),
                 unplaced: RwLock::new(Arc::default()),
@@ -130,14 +133,24 @@ impl StatusBoard {
 
     /// Publishes a new effective catalogue (and its fingerprint).
     pub(crate) fn set_desired(&self, desired: Arc<Desired>) {
+        // The fingerprint hashes every config: computed when a reader asks for it.
         self.inner
-            .catalogue_fingerprint
-            .store(desired.catalogue.fingerprint(), Ordering::Release);
+            .fingerprint_of_desired
+            .store(true, Ordering::Release);
         *self
             .inner
             .desired
             .write()
             .unwrap_or_else(PoisonError::into_inner) = desired;
+    }
+
+    /// The fingerprint of the catalogue this worker runs from.
+    fn catalogue_fingerprint(&self) -> u64 {
+        if self.inner.fingerprint_of_desired.load(Ordering::Acquire) {
+            self.desired().fingerprint()
+        } else {
+            self.inner.catalogue_fingerprint.load(Ordering::Acquire)
+        }
     }
 
     /// The tasks the last assignment reported unplaced, with why.
@@ -209,10 +222,7 @@ impl StatusBoard {
         WorkerStatus {
             worker_id: owner.clone(),
             group_id: self.inner.group_id.clone(),
-            catalogue_fingerprint: format!(
-                "{:016x}",
-                self.inner.catalogue_fingerprint.load(Ordering::Acquire)
-            ),
+            catalogue_fingerprint: format!("{:016x}", self.catalogue_fingerprint()),
             rebalancing: self.is_rebalancing(),
             shutting_down: self.inner.shutting_down.load(Ordering::Acquire),
             group: self.group(),

@@ -96,7 +96,7 @@ impl Loop {
         if assignment.store_offset != desired.offset {
             // The leader assigned from another point of the task store than this worker's
             // view: their catalogues differ for now, which is not a mismatch to report.
-            assignment.catalogue_fingerprint = catalogue.fingerprint();
+            assignment.catalogue_fingerprint = desired.fingerprint();
         }
         let unknown = if behind && !unknown.is_empty() {
             if let Some(offset) = assignment.store_offset {

@@ -109,7 +109,7 @@ impl Loop {
     /// A new view of the store: install the effective catalogue and let the owner act (the
     /// loop then checks whether, as leader, it must rebalance).
     pub(super) fn store_changed(&self, code: &Catalogue, view: &StoreView) {
-        let desired = Desired::merge(code, view);
+        let desired = Desired::merge_after(&self.runtime.desired(), code, view);
         let offset = desired.offset;
         let changes = self.runtime.set_desired(desired);
         self.caught_up(offset);
