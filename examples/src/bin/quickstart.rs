@@ -83,6 +83,10 @@ struct Args {
     /// Delay before the first restart of a failed task (doubles with each failure).
     #[arg(long, default_value_t = 1_000)]
     restart_backoff_ms: u64,
+    /// How often each task beats, in milliseconds (thousands of tasks beating every 100 ms
+    /// keep a small machine's cores busy; a longer beat measures the group, not the beats).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    beat_ms: u64,
     /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
     /// `ssl.truststore.location`, ...), as Kafka's own tools take them; the flags apply over them.
     #[arg(long, value_name = "FILE")]
@@ -200,7 +204,7 @@ async fn main() -> ExitCode {
             &BEAT,
             id,
             BeatConfig {
-                every_ms: 100,
+                every_ms: args.beat_ms,
                 panic,
                 checkpoint_every: 0,
             },

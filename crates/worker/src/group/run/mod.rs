@@ -184,7 +184,10 @@ impl Loop {
                             change.valid_until.max(Instant::from_std(lease.valid_until));
                     }
                     let run = change.run.clone();
-                    let before: Vec<String> = self.runtime.owned().into_keys().collect();
+                    // A set: with tens of thousands of tasks, a list's `contains` below made
+                    // every assignment quadratic (seconds per rebalance).
+                    let before: std::collections::BTreeSet<String> =
+                        self.runtime.owned().into_keys().collect();
                     let waiting = self
                         .protocol
                         .if_live(generation, &token.member_id, || self.runtime.apply(change));
@@ -200,16 +203,8 @@ impl Loop {
                         generation,
                         member_id: token.member_id.to_string(),
                         leader,
-                        started: run
-                            .iter()
-                            .filter(|t| !before.contains(t))
-                            .cloned()
-                            .collect(),
-                        stopped: before
-                            .iter()
-                            .filter(|t| !run.contains(*t))
-                            .cloned()
-                            .collect(),
+                        started: run.difference(&before).cloned().collect(),
+                        stopped: before.difference(&run).cloned().collect(),
                         tasks: run,
                     });
                     if await_revocations {
