@@ -4,7 +4,7 @@
 //! again without a rebalance, a new config and a restart restart it, a delete stops it
 //! everywhere, an unknown kind is reported unplaced with the reason, a config its kind refuses is
 //! refused by the API (400) and FAILED with serde's message when written past it. Prints the
-//! medians of put → running and delete → stopped over 10 rounds.
+//! medians of put → running, pause → paused and delete → stopped over 10 rounds.
 //!
 //! Skipped (with a printed line) when no broker is configured or it does not serve Produce.
 
@@ -277,10 +277,12 @@ async fn tasks_follow_the_store_without_restarts_of_the_others() {
         workers.iter().all(|w| held(w, "s-0").is_none())
     });
 
-    // Ten rounds of put → running on exactly one worker, delete → stopped everywhere.
+    // Ten rounds: put → running on exactly one worker, pause → PAUSED on its owner, delete →
+    // stopped everywhere.
     let mut puts = Vec::new();
     let mut deletes = Vec::new();
     let mut delete_answers = Vec::new();
+    let mut pauses = Vec::new();
     for round in 0..10 {
         let id = format!("m-{round}");
         let started = Instant::now();
@@ -296,6 +298,14 @@ async fn tasks_follow_the_store_without_restarts_of_the_others() {
         });
         puts.push(started.elapsed());
         let started = Instant::now();
+        let (code, _) = http(api, "POST", &format!("/tasks/{id}/pause"), "");
+        assert_eq!(code, 200);
+        until("a pause stops", || {
+            in_state(&workers, &id, "PAUSED").len() == 1
+                && in_state(&workers, &id, "RUNNING").is_empty()
+        });
+        pauses.push(started.elapsed());
+        let started = Instant::now();
         let (code, _) = http(api, "DELETE", &format!("/tasks/{id}"), "");
         delete_answers.push(started.elapsed());
         assert_eq!(code, 200);
@@ -305,11 +315,17 @@ async fn tasks_follow_the_store_without_restarts_of_the_others() {
         deletes.push(started.elapsed());
     }
     let (put, delete) = (median(puts.clone()), median(deletes.clone()));
+    let pause = median(pauses.clone());
     println!(
         "runtime_tasks on {bootstrap}: put -> running median {put:?} (all {puts:?}); \
+         pause -> paused median {pause:?} (all {pauses:?}); \
          delete -> stopped everywhere median {delete:?} (all {deletes:?}); the DELETE's \
          answer came after a median {:?}",
         median(delete_answers)
+    );
+    assert!(
+        pause < Duration::from_secs(1),
+        "pause -> paused median {pause:?}"
     );
     assert!(
         put < Duration::from_secs(1),
