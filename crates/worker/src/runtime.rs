@@ -107,6 +107,10 @@ pub struct Runtime {
     /// The tasks the last applied assignment asks this worker to run: a task restarted for a
     /// change in the task store starts again only if it is still among them.
     assigned: Arc<Mutex<BTreeSet<String>>>,
+    /// Tasks stopped to be restarted for a task store change, with the generation they were
+    /// granted in: still claimed in the metadata while they stop, so that a rebalance meanwhile
+    /// keeps them here instead of starting them elsewhere before this run has ended.
+    restarting: Arc<Mutex<BTreeMap<String, i32>>>,
 }
 
 impl Runtime {
@@ -126,6 +130,7 @@ impl Runtime {
             rack: None,
             assigned_once: AtomicBool::new(false),
             assigned: Arc::default(),
+            restarting: Arc::default(),
         }
         .with_desired_from_catalogue()
     }
@@ -192,19 +197,22 @@ impl Runtime {
                 paused = self.supervisor.is_paused(id),
                 "task changed in the task store; restarting it"
             );
+            lock(&self.restarting).insert(id.clone(), granted.generation_id);
             let stopping = self.supervisor.revoke([id]);
             let supervisor = self.supervisor.clone();
             let id = id.clone();
             let assigned = self.assigned_handle();
+            let restarting = self.restarting.clone();
             tokio::spawn(async move {
                 let report = stopping.await;
+                // Under the lock `apply` holds: either the task is still assigned here and
+                // starts (a later apply then sees it held), or a later apply took it away.
+                let assigned = lock(&assigned);
+                lock(&restarting).remove(&id);
                 if !report.all_stopped() {
                     tracing::error!(task = %id, "task did not stop in time; not restarted");
                     return;
                 }
-                // Under the lock `apply` holds: either the task is still assigned here and
-                // starts (a later apply then sees it held), or a later apply took it away.
-                let assigned = lock(&assigned);
                 let same_member = supervisor.member_lease().token.member_id == granted.member_id;
                 if assigned.contains(&id) && same_member {
                     supervisor.start(&id, granted);
@@ -226,6 +234,7 @@ impl Runtime {
     /// for a task store change does not start its task again.
     fn unassign_all(&self) {
         lock(&self.assigned).clear();
+        lock(&self.restarting).clear();
     }
 
     /// Adds capacity and rack to the metadata this runtime advertises.
@@ -276,6 +285,15 @@ impl Runtime {
     pub fn metadata(&self) -> MemberMetadata {
         let mut metadata = MemberMetadata::new(self.worker_id.clone());
         metadata.owned = self.owned();
+        {
+            // Tasks between the stop and the start of a restart are still this worker's.
+            let assigned = lock(&self.assigned);
+            for (id, generation) in lock(&self.restarting).iter() {
+                if assigned.contains(id) {
+                    metadata.owned.entry(id.clone()).or_insert(*generation);
+                }
+            }
+        }
         metadata.kinds = self.kinds.clone();
         let desired = self.desired();
         metadata.catalogue_fingerprint = desired.fingerprint();

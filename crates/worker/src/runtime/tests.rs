@@ -473,3 +473,38 @@ async fn a_task_assigned_before_the_store_view_has_it_starts_once_the_view_catch
     assert!(runtime.apply_desired(&changes).started.is_empty());
     assert!(rx.try_recv().is_err());
 }
+
+/// Takes 300 ms to stop after it is cancelled.
+struct SlowStop;
+impl Task for SlowStop {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        ctx.cancelled().await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_restarting_for_a_store_change_stays_claimed_until_it_runs_again() {
+    let mut registry = Registry::new();
+    registry.register_with("slow", |_: &serde_json::Value| Ok::<_, String>(SlowStop));
+    let runtime = WorkerBuilder::new(WorkerConfig {
+        worker_id: "worker-a".into(),
+        ..WorkerConfig::new("orders")
+    })
+    .registry(registry)
+    .task(TaskSpec::new("s", "slow", json!(null)))
+    .build_runtime()
+    .unwrap();
+    runtime.apply(change(4, "m", &["s"], &[])).await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let changes = runtime.set_desired(desired_with(&runtime, |_| {}, &[], &[("s", 1)]));
+    assert_eq!(runtime.apply_desired(&changes).restarted, ["s"]);
+    // Stopping: not held, yet claimed with the generation it was granted in.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(runtime.owned().is_empty());
+    assert_eq!(runtime.metadata().owned, [("s".to_owned(), 4)].into());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(runtime.owned(), [("s".to_owned(), 4)].into());
+    assert_eq!(runtime.board().tasks().state("s"), Some(TaskState::Running));
+}
