@@ -556,6 +556,18 @@ fn the_page_adds_pauses_resumes_and_deletes_a_stored_task() {
         (!page.columns().values().any(|tasks| tasks.contains("web-1"))).then_some(())
     })
     .expect("the deleted task leaves the page");
+    // A task of a kind no worker registers: unplaced, with the leader's reason.
+    submit_task(&mut page, "orphan", "no-such-kind", "{}");
+    let answer = message(&mut page);
+    assert!(answer.starts_with("put orphan: 200"), "{answer}");
+    let tip = poll(Duration::from_secs(15), || {
+        let tip =
+            page.eval("document.querySelector('.unplaced [data-task=\"orphan\"]')?.title ?? ''");
+        let tip = tip.as_str().unwrap_or_default().to_owned();
+        (!tip.is_empty()).then_some(tip)
+    })
+    .expect("the orphan task shows as unplaced");
+    assert!(tip.contains("no worker registers its kind"), "{tip}");
     println!("MEASURE console_put_to_shown_ms={shown_ms}");
     drop(browser);
     drop(console);

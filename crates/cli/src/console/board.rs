@@ -426,7 +426,7 @@ impl Board {
             .unwrap_or_default();
         let names: BTreeSet<&str> = workers.iter().map(|w| w.name.as_str()).collect();
         let rebalancing = view.is_some_and(|v| v.state != "Stable");
-        let unplaced = self
+        let mut unplaced: Vec<Unplaced> = self
             .tracker
             .unowned(now)
             .into_iter()
@@ -453,6 +453,31 @@ impl Board {
                 }
             })
             .collect();
+        // Tasks of the task store the leader could place nowhere (never owned, so the tracker
+        // does not know them), with the leader's reason.
+        if let Some(view) = view {
+            for (code, tasks) in &view.unplaced {
+                let reason = match code.as_str() {
+                    "no_eligible_member" => {
+                        "no worker registers its kind (the leader's reason: no_eligible_member)"
+                            .to_owned()
+                    }
+                    "no_capacity" => {
+                        "no worker has capacity left (the leader's reason: no_capacity)".to_owned()
+                    }
+                    other => format!("the leader placed it nowhere ({other})"),
+                };
+                for id in tasks {
+                    if !unplaced.iter().any(|u| u.id == *id) {
+                        unplaced.push(Unplaced {
+                            id: id.clone(),
+                            unowned_ms: 0,
+                            reason: reason.clone(),
+                        });
+                    }
+                }
+            }
+        }
         let mut timeline: Vec<Rebalance> = self.open.iter().map(|o| o.entry.clone()).collect();
         timeline.extend(self.timeline.iter().rev().cloned());
         let mut failovers: Vec<Failover> = self.pending.iter().map(|p| p.entry.clone()).collect();

@@ -259,6 +259,28 @@ fn a_worker_back_under_the_same_id_ends_its_failover() {
 }
 
 #[test]
+fn tasks_the_leader_could_place_nowhere_are_unplaced_with_its_reason() {
+    let (mut board, clock) = board();
+    let mut group = view("Stable", Some(1), &[("a", &["t0"])]);
+    group.unplaced = BTreeMap::from([(
+        "no_eligible_member".to_owned(),
+        std::collections::BTreeSet::from(["orphan".to_owned()]),
+    )]);
+    board.observe(clock.at(0), group, addrs(&[]));
+    let snap = board.snapshot(clock.at(10));
+    assert_eq!(snap.unplaced.len(), 1);
+    assert_eq!(snap.unplaced[0].id, "orphan");
+    assert!(
+        snap.unplaced[0]
+            .reason
+            .contains("no worker registers its kind"),
+        "{}",
+        snap.unplaced[0].reason
+    );
+    assert_eq!(snap.owned, 1);
+}
+
+#[test]
 fn unplaced_tasks_name_the_owner_that_left() {
     let (mut board, clock) = board();
     board.observe(
