@@ -653,3 +653,100 @@ fn without_a_cluster_the_console_serves_the_page_and_says_why_it_is_empty() {
     );
     drop(console);
 }
+
+/// Runs `kroupier tasks ARGS... --bootstrap B --group G --json`; its JSON.
+fn tasks_json(bootstrap: &str, group: &str, args: &[&str]) -> Value {
+    let output = Command::new(kroupier_integration_tests::process::binary("kroupier"))
+        .arg("tasks")
+        .args(args)
+        .args(["--bootstrap", bootstrap, "--group", group, "--json"])
+        .output()
+        .expect("run kroupier tasks");
+    assert!(
+        output.status.success(),
+        "kroupier tasks {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON")
+}
+
+#[test]
+fn console_task_writes_need_its_header_and_pass_the_workers_token_on() {
+    let dir = TempDir::new("console-token");
+    let (bootstrap, coordinator) = broker();
+    let properties = dir.0.join("worker.properties");
+    std::fs::write(
+        &properties,
+        "tasks.store.enabled=true\nkroupier.status.token=console-secret\n",
+    )
+    .expect("write the properties");
+    let journal = dir.0.join("journals");
+    std::fs::create_dir_all(&journal).expect("journal dir");
+    let mut group = Group::new(&bootstrap, "console-token", 0, &journal);
+    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    let name = group.group.clone();
+    tasks_json(
+        &bootstrap,
+        &name,
+        &[
+            "put",
+            "t",
+            "--kind",
+            "beat",
+            "--config",
+            r#"{"every_ms":100}"#,
+        ],
+    );
+    let worker = group.start("w1");
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            &bootstrap,
+            "--group",
+            &name,
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let console_header = "X-Kroupier-Console: 1\r\n";
+    let with_token = "X-Kroupier-Console: 1\r\nAuthorization: Bearer console-secret\r\n";
+
+    // Without the console's header: refused by the console itself.
+    let (code, _) = http(&addr, "POST", "/api/tasks/t/pause", "", 1 << 16);
+    assert_eq!(code, 403);
+    // Once the console knows the worker's status API: without the token the worker answers 401.
+    let (code, body) = poll(Duration::from_secs(20), || {
+        let answer = http(&addr, "POST", "/api/tasks/t/pause", console_header, 1 << 16);
+        (answer.0 != 503).then_some(answer)
+    })
+    .expect("the console learns the worker's status API");
+    assert_eq!(code, 401, "{body}");
+    assert_eq!(
+        tasks_json(&bootstrap, &name, &["list"])["tasks"][0]["state"],
+        "running"
+    );
+    // With it, the write reaches the store.
+    let (code, body) = http(&addr, "POST", "/api/tasks/t/pause", with_token, 1 << 16);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        tasks_json(&bootstrap, &name, &["list"])["tasks"][0]["state"],
+        "paused"
+    );
+    let (code, _) = http(&addr, "POST", "/api/tasks/t/explode", with_token, 1 << 16);
+    assert_eq!(code, 404);
+    let (code, body) = http(&addr, "DELETE", "/api/tasks/t", with_token, 1 << 16);
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = http(&addr, "DELETE", "/api/tasks/t", with_token, 1 << 16);
+    assert_eq!(code, 404, "a missing task: {body}");
+    drop(console);
+    drop(worker);
+    drop(coordinator);
+}
