@@ -750,3 +750,104 @@ fn console_task_writes_need_its_header_and_pass_the_workers_token_on() {
     drop(worker);
     drop(coordinator);
 }
+
+#[test]
+fn fifty_workers_and_five_thousand_tasks_stay_readable() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = TempDir::new("console-large");
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            "127.0.0.1:1",
+            "--group",
+            "large",
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+    let (browser, mut page) = browse(&chromium, &dir.0, &url);
+    poll(Duration::from_secs(10), || {
+        (page
+            .eval("typeof draw === 'function' && typeof events === 'object'")
+            .as_bool()
+            == Some(true))
+        .then_some(())
+    })
+    .expect("the page's script loaded");
+    // The page draws whatever snapshot it holds: stop the live events and give it a synthetic
+    // group of 50 workers with 100 tasks each (two of them FAILED), in the model's shape.
+    let drawn_ms = page.eval(
+        "(() => { events.close(); \
+           const workers = []; \
+           for (let w = 0; w < 50; w++) { \
+             const tasks = []; \
+             for (let t = 0; t < 100; t++) { \
+               const id = `task-${String(w * 100 + t).padStart(5, '0')}`; \
+               tasks.push({ id, state: t < 2 ? 'FAILED' : 'RUNNING', restarts: t < 2 ? 3 : 0, \
+                            last_error: t < 2 ? 'boom' : null, leaving: false }); \
+             } \
+             workers.push({ name: `w${String(w).padStart(2, '0')}`, member_id: `m${w}`, \
+               host: '/127.0.0.1', status_addr: null, leader: w === 0, probe: 'none', \
+               rebalancing: false, tasks }); \
+           } \
+           view.snapshot = Object.assign({}, view.snapshot, { state: 'Stable', generation: 7, \
+             workers, unplaced: [], owned: 5000 }); \
+           const t0 = performance.now(); draw(); return performance.now() - t0; })()",
+    );
+    let cards = |page: &mut Page| {
+        page.eval("document.querySelectorAll('.worker[data-worker]:not(.hidden)').length")
+            .as_u64()
+    };
+    let chips = |page: &mut Page| {
+        page.eval("document.querySelectorAll('.worker [data-task]').length")
+            .as_u64()
+    };
+    assert_eq!(cards(&mut page), Some(50));
+    // Cards over 60 tasks start collapsed to counts per state, failures first.
+    assert_eq!(
+        chips(&mut page),
+        Some(0),
+        "collapsed cards show counts, not chips"
+    );
+    let counts = page.eval("document.querySelector('[data-worker=\"w07\"] .counts').textContent");
+    assert!(
+        counts
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("2 failed, 98 running"),
+        "{counts}"
+    );
+    // The search keeps only the matching task and its worker.
+    page.eval(
+        "(() => { const s = document.getElementById('search'); s.value = 'task-01234'; \
+           s.dispatchEvent(new Event('input')); })()",
+    );
+    assert_eq!(cards(&mut page), Some(1));
+    assert_eq!(chips(&mut page), Some(1));
+    assert_eq!(
+        page.eval("document.querySelector('.worker:not(.hidden)').dataset.worker"),
+        json!("w12")
+    );
+    // Cleared and expanded, every task is on the page; grouped by state, the labels count them.
+    page.eval(
+        "(() => { const s = document.getElementById('search'); s.value = ''; \
+           s.dispatchEvent(new Event('input')); document.getElementById('expand').click(); })()",
+    );
+    assert_eq!(chips(&mut page), Some(5000));
+    page.eval("document.getElementById('by-state').click()");
+    let label =
+        page.eval("document.querySelector('[data-worker=\"w00\"] .group-label').textContent");
+    assert_eq!(label, json!("failed (2)"));
+    println!(
+        "MEASURE console_draw_50x5000_ms={:.0}",
+        drawn_ms.as_f64().unwrap_or(-1.0)
+    );
+    drop(browser);
+    drop(console);
+}
