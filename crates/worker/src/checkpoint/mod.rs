@@ -28,5 +28,5 @@ mod store;
 mod tests;
 mod view;
 
-pub use store::{CheckpointError, Checkpoints};
+pub use store::{CheckpointError, Checkpoints, MAX_CHECKPOINT_BYTES};
 pub use view::{Checkpoint, CheckpointView};
