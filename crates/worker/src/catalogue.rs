@@ -5,7 +5,7 @@
 //! in status and logs instead of causing ping-pong.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -90,9 +90,21 @@ pub enum CatalogueError {
 ///
 /// Specs are shared (`Arc`): cloning a catalogue, as the worker does for every change of its
 /// task store, copies no config.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// Its two fingerprints are computed once and kept until the catalogue changes: a worker sends
+/// one with every JoinGroup, and hashing 100,000 configs each time was a visible part of a
+/// rebalance.
+#[derive(Debug, Clone, Default)]
 pub struct Catalogue {
     tasks: BTreeMap<String, Arc<TaskSpec>>,
+    fingerprint: OnceLock<u64>,
+    placement: OnceLock<u64>,
+}
+
+impl PartialEq for Catalogue {
+    fn eq(&self, other: &Self) -> bool {
+        self.tasks == other.tasks
+    }
 }
 
 impl Catalogue {
@@ -118,6 +130,7 @@ impl Catalogue {
         if spec.id.is_empty() {
             return Err(CatalogueError::EmptyId { kind: spec.kind });
         }
+        self.changed();
         let old = self.tasks.insert(spec.id.clone(), Arc::new(spec));
         Ok(old.map(Arc::unwrap_or_clone))
     }
@@ -130,16 +143,19 @@ impl Catalogue {
                 .into_iter()
                 .map(|spec| (spec.id.clone(), spec))
                 .collect(),
+            ..Catalogue::default()
         }
     }
 
     /// Adds a shared spec with a non-empty id, replacing a task with the same id.
     pub(crate) fn insert_shared(&mut self, spec: Arc<TaskSpec>) {
+        self.changed();
         self.tasks.insert(spec.id.clone(), spec);
     }
 
     /// Removes a task.
     pub fn remove(&mut self, task_id: &str) -> Option<TaskSpec> {
+        self.changed();
         self.tasks.remove(task_id).map(Arc::unwrap_or_clone)
     }
 
@@ -184,6 +200,10 @@ impl Catalogue {
     /// Deterministic across processes, platforms and versions: JSON objects are hashed with
     /// their keys sorted, whatever the map's own order, and no seeded hasher is involved.
     pub fn fingerprint(&self) -> u64 {
+        *self.fingerprint.get_or_init(|| self.compute_fingerprint())
+    }
+
+    fn compute_fingerprint(&self) -> u64 {
         let mut hash = Fnv1a::new();
         hash.write_len(self.tasks.len());
         for spec in self.tasks.values() {
@@ -199,6 +219,18 @@ impl Catalogue {
     /// entries, configs apart. Two catalogues with the same placement fingerprint are assigned
     /// alike, so a change that keeps it (a new config) needs no rebalance.
     pub fn placement_fingerprint(&self) -> u64 {
+        *self
+            .placement
+            .get_or_init(|| self.compute_placement_fingerprint())
+    }
+
+    /// Forgets the fingerprints: the tasks are about to change.
+    fn changed(&mut self) {
+        self.fingerprint = OnceLock::new();
+        self.placement = OnceLock::new();
+    }
+
+    fn compute_placement_fingerprint(&self) -> u64 {
         let mut hash = Fnv1a::new();
         hash.write_len(self.tasks.len());
         for spec in self.tasks.values() {
@@ -375,6 +407,28 @@ mod tests {
             let other = Catalogue::from_specs([other]).unwrap();
             assert_ne!(base.fingerprint(), other.fingerprint(), "{other:?}");
         }
+    }
+
+    #[test]
+    fn kept_fingerprints_follow_every_change() {
+        let mut catalogue = Catalogue::from_specs([spec("t1", json!({"a": 1}))]).unwrap();
+        let (before, placement_before) =
+            (catalogue.fingerprint(), catalogue.placement_fingerprint());
+        let fresh = |c: &Catalogue| Catalogue::from_specs(c.iter().cloned()).unwrap();
+        catalogue.insert(spec("t2", json!({"b": 2}))).unwrap();
+        assert_ne!(catalogue.fingerprint(), before);
+        assert_eq!(catalogue.fingerprint(), fresh(&catalogue).fingerprint());
+        assert_eq!(
+            catalogue.placement_fingerprint(),
+            fresh(&catalogue).placement_fingerprint()
+        );
+        catalogue.insert(spec("t2", json!({"b": 3}))).unwrap();
+        assert_eq!(catalogue.fingerprint(), fresh(&catalogue).fingerprint());
+        catalogue.remove("t2");
+        assert_eq!(catalogue.fingerprint(), before);
+        assert_eq!(catalogue.placement_fingerprint(), placement_before);
+        // A computed fingerprint does not make two equal catalogues differ.
+        assert_eq!(catalogue, fresh(&catalogue));
     }
 
     #[test]
