@@ -9,6 +9,7 @@ pub mod fault;
 pub mod journal;
 pub mod process;
 pub mod quickstart;
+pub mod topics;
 pub mod wire;
 
 /// The environment variable that names the broker the tests run against.

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
 use kroupier_integration_tests::journal::unix_ms;
-use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::quickstart::*;
+use kroupier_integration_tests::topics::{kafka_script, killable_cluster};
 
 const TASKS: usize = 12;
 
@@ -27,32 +27,6 @@ fn rounds() -> usize {
 /// broker is fenced after the controller's `broker.session.timeout.ms` (9 s), then the group's
 /// offsets partition moves, then the members rejoin.
 const RECOVERY: Duration = Duration::from_secs(60);
-
-/// The bootstrap of a cluster these tests may kill brokers of, or `None` (the test skips).
-fn cluster_bootstrap(test: &str) -> Option<String> {
-    let bootstrap = kafka_bootstrap(test)?;
-    if std::env::var("KROUPIER_KAFKA_CLUSTER").is_ok_and(|v| v.trim() == "1")
-        && bootstrap.split(',').count() >= 3
-    {
-        Some(bootstrap)
-    } else {
-        eprintln!(
-            "SKIP {test}: it kills brokers; set KROUPIER_KAFKA_CLUSTER=1 with a 3-node cluster of \
-             its own (scripts/kafka start --brokers 3)"
-        );
-        None
-    }
-}
-
-/// Runs `scripts/kafka <args>` (kill-node, start-node) on the cluster under test.
-fn kafka_script(args: &[&str]) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka");
-    let status = std::process::Command::new(script)
-        .args(args)
-        .status()
-        .expect("run scripts/kafka");
-    assert!(status.success(), "scripts/kafka {args:?} failed");
-}
 
 /// The node id of the broker that coordinates `group` now, if a broker says.
 fn coordinator_node(bootstrap: &str, group: &str) -> Option<i32> {
@@ -95,7 +69,7 @@ fn longest_unowned(dir: &TempDir, fault_ms: u64) -> u64 {
 
 #[test]
 fn workers_run_every_task_once_through_coordinator_broker_restarts() {
-    let Some(bootstrap) = cluster_bootstrap("broker faults: coordinator restart") else {
+    let Some(bootstrap) = killable_cluster("broker faults: coordinator restart") else {
         return;
     };
     let dir = TempDir::new("broker-restart");
@@ -124,7 +98,7 @@ fn workers_run_every_task_once_through_coordinator_broker_restarts() {
 
 #[test]
 fn workers_run_every_task_once_after_the_coordinator_broker_dies() {
-    let Some(bootstrap) = cluster_bootstrap("broker faults: coordinator killed") else {
+    let Some(bootstrap) = killable_cluster("broker faults: coordinator killed") else {
         return;
     };
     let dir = TempDir::new("broker-kill");

@@ -11,54 +11,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::ApiKey;
-use kroupier_coordinator::connection::{
-    BrokerConnection, Cluster, ClusterConfig, ConnectionConfig,
-};
 use kroupier_coordinator::membership::FencingToken;
 use kroupier_integration_tests::fault::{FaultProxy, Scope};
-use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::topics::{client, log_broker, unique_topic};
 use kroupier_worker::checkpoint::Checkpoints;
-
-/// The broker's address, or `None` (after a skip line) without a broker or without Produce.
-async fn log_broker(test: &str) -> Option<String> {
-    let addr = kafka_bootstrap(test)?;
-    let connection = BrokerConnection::connect(&addr, &ConnectionConfig::default())
-        .await
-        .expect("connect and negotiate");
-    if connection.versions().get(ApiKey::Produce).is_none() {
-        eprintln!("SKIP {test}: the broker at {addr} does not offer Produce (no log APIs)");
-        return None;
-    }
-    Some(addr)
-}
-
-fn cluster(addr: &str) -> Arc<Cluster> {
-    Arc::new(Cluster::new(ClusterConfig::new(addr)).expect("cluster"))
-}
-
-fn unique_topic(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("kroupier-it-{test}-{}-{nanos}", std::process::id())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zombie_checkpoint_landing_late_never_wins() {
     let test = "a_zombie_checkpoint_landing_late_never_wins";
-    let Some(addr) = log_broker(test).await else {
+    let Some((addr, _)) = log_broker(test).await else {
         return;
     };
     let topic = unique_topic("zombie-checkpoint");
     let proxy = FaultProxy::start(&addr).expect("the proxy listens");
 
     // Both owners open the topic while the network is healthy.
-    let new_owner = Checkpoints::open(cluster(&addr), topic.clone())
+    let new_owner = Checkpoints::open(client(&addr), topic.clone())
         .await
         .expect("the new owner opens the checkpoint topic");
     let zombie = Arc::new(
-        Checkpoints::open(cluster(&proxy.bootstrap()), topic.clone())
+        Checkpoints::open(client(&proxy.bootstrap()), topic.clone())
             .await
             .expect("the old owner opens it through the proxy"),
     );
@@ -100,7 +72,7 @@ async fn a_zombie_checkpoint_landing_late_never_wins() {
     );
 
     // Every reader answers with the new owner's state.
-    let fresh = Checkpoints::open(cluster(&addr), topic.clone())
+    let fresh = Checkpoints::open(client(&addr), topic.clone())
         .await
         .expect("a fresh reader");
     for (who, reader) in [
@@ -132,12 +104,12 @@ async fn a_zombie_checkpoint_landing_late_never_wins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoints_of_many_tasks_round_trip_and_bad_ones_are_refused() {
     let test = "checkpoints_of_many_tasks_round_trip_and_bad_ones_are_refused";
-    let Some(addr) = log_broker(test).await else {
+    let Some((addr, _)) = log_broker(test).await else {
         return;
     };
     let topic = unique_topic("many-checkpoints");
     let writer = Arc::new(
-        Checkpoints::open(cluster(&addr), topic.clone())
+        Checkpoints::open(client(&addr), topic.clone())
             .await
             .expect("open"),
     );
@@ -163,7 +135,7 @@ async fn checkpoints_of_many_tasks_round_trip_and_bad_ones_are_refused() {
         "every checkpoint landed at its own offset"
     );
 
-    let reader = Checkpoints::open(cluster(&addr), topic)
+    let reader = Checkpoints::open(client(&addr), topic)
         .await
         .expect("reader");
     assert_eq!(reader.view().len(), 500);

@@ -241,6 +241,25 @@ fn line_after(process: &mut Process, prefix: &str) -> String {
     }
 }
 
+/// `kroupier console` for `group` at `bootstrap`, on a free loopback port; its page's URL.
+fn console(bootstrap: &str, group: &str) -> (Process, String) {
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            bootstrap,
+            "--group",
+            group,
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+    (console, url)
+}
+
 /// The broker of `KROUPIER_KAFKA_BOOTSTRAP`, else a `kroupier coordinator` started here (kept
 /// running while the returned process lives).
 fn broker() -> (String, Option<Process>) {
@@ -294,20 +313,7 @@ fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
     let workers: Vec<_> = (1..=3).map(|n| group.start(&format!("w{n}"))).collect();
     wait_balanced(&journal, TASKS, 3);
 
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            &bootstrap,
-            "--group",
-            &group.group,
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let url = line_after(&mut console, "console=");
+    let (console, url) = console(&bootstrap, &group.group);
 
     let (browser, mut page) = browse(&chromium, &dir.0, &url);
 
@@ -477,20 +483,7 @@ fn the_page_adds_pauses_resumes_and_deletes_a_stored_task() {
     let mut group = Group::new(&bootstrap, "console-tasks", 0, &journal);
     group.extra = vec!["--command-config".into(), properties.display().to_string()];
     let workers: Vec<_> = (1..=2).map(|n| group.start(&format!("w{n}"))).collect();
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            &bootstrap,
-            "--group",
-            &group.group,
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let url = line_after(&mut console, "console=");
+    let (console, url) = console(&bootstrap, &group.group);
     let (browser, mut page) = browse(&chromium, &dir.0, &url);
     poll(Duration::from_secs(30), || {
         (page.columns().len() == 2).then_some(())
@@ -601,20 +594,7 @@ fn http(addr: &str, method: &str, path: &str, headers: &str, limit: u64) -> (u16
 
 #[test]
 fn without_a_cluster_the_console_serves_the_page_and_says_why_it_is_empty() {
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            "127.0.0.1:1",
-            "--group",
-            "nobody",
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let url = line_after(&mut console, "console=");
+    let (console, url) = console("127.0.0.1:1", "nobody");
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches('/')
@@ -698,20 +678,7 @@ fn console_task_writes_need_its_header_and_pass_the_workers_token_on() {
         ],
     );
     let worker = group.start("w1");
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            &bootstrap,
-            "--group",
-            &name,
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let url = line_after(&mut console, "console=");
+    let (console, url) = console(&bootstrap, &name);
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches('/')
@@ -757,20 +724,7 @@ fn fifty_workers_and_five_thousand_tasks_stay_readable() {
         return;
     };
     let dir = TempDir::new("console-large");
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            "127.0.0.1:1",
-            "--group",
-            "large",
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let url = line_after(&mut console, "console=");
+    let (console, url) = console("127.0.0.1:1", "large");
     let (browser, mut page) = browse(&chromium, &dir.0, &url);
     poll(Duration::from_secs(10), || {
         (page

@@ -20,6 +20,7 @@ use kroupier_coordinator::membership::{
     ProtocolMetadata,
 };
 use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::topics::kafka_script;
 use tokio::task::JoinHandle;
 
 const SESSION: Duration = Duration::from_millis(2000);
@@ -514,16 +515,6 @@ fn cluster_tests(test: &str) -> Option<String> {
         );
         None
     }
-}
-
-/// Runs `scripts/kafka <args>` (kill-node, start-node) on the cluster under test.
-fn kafka_script(args: &[&str]) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka");
-    let status = std::process::Command::new(script)
-        .args(args)
-        .status()
-        .expect("run scripts/kafka");
-    assert!(status.success(), "scripts/kafka {args:?} failed");
 }
 
 fn coordinator_node(members: &[&Running]) -> i32 {

@@ -13,19 +13,11 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::ApiKey;
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
-use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::quickstart::{Group, TempDir, Worker};
+use kroupier_integration_tests::topics;
 use kroupier_worker::store::{TaskRecord, TaskStore};
 use serde_json::{Value, json};
-
-/// Whether the broker at `bootstrap` serves Produce (the embedded coordinator may not yet).
-async fn serves_produce(bootstrap: &str) -> bool {
-    let cluster = Cluster::new(ClusterConfig::new(bootstrap)).expect("a cluster client");
-    let broker = cluster.any_broker().await.expect("connect to the broker");
-    broker.version(ApiKey::Produce).is_ok()
-}
 
 /// One HTTP request to a worker's status API: the status code and the body as JSON (or as a
 /// string when it is not JSON).
@@ -101,13 +93,9 @@ fn median(mut values: Vec<Duration>) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_follow_the_store_without_restarts_of_the_others() {
     let test = "tasks_follow_the_store_without_restarts_of_the_others";
-    let Some(bootstrap) = kafka_bootstrap(test) else {
+    let Some((bootstrap, _)) = topics::log_broker(test).await else {
         return;
     };
-    if !serves_produce(&bootstrap).await {
-        eprintln!("SKIP {test}: the broker at {bootstrap} does not serve Produce");
-        return;
-    }
     let dir = TempDir::new("runtime-tasks");
     let properties = dir.0.join("worker.properties");
     std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");

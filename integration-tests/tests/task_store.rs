@@ -5,31 +5,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::ApiKey;
-use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+use kroupier_coordinator::connection::Cluster;
 use kroupier_coordinator::log::LogError;
-use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::topics::{self, unique_topic};
 use kroupier_worker::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore};
 use serde_json::json;
-
-fn unique_topic(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("kroupier-tasks-it-{test}-{}-{nanos}", std::process::id())
-}
 
 /// A cluster client, or `None` (after a skip line) when no broker is configured or the broker
 /// does not serve Produce (a coordinator without the log APIs).
 async fn cluster(test: &str) -> Option<Arc<Cluster>> {
-    let bootstrap = kafka_bootstrap(test)?;
-    let cluster = Arc::new(Cluster::new(ClusterConfig::new(&bootstrap)).unwrap());
-    let broker = cluster.any_broker().await.expect("connect to the broker");
-    if broker.version(ApiKey::Produce).is_err() {
-        eprintln!("SKIP {test}: the broker at {bootstrap} does not serve Produce");
-        return None;
-    }
-    Some(cluster)
+    topics::log_broker(test).await.map(|(_, cluster)| cluster)
 }
 
 fn beat(n: u64) -> TaskRecord {

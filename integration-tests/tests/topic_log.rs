@@ -6,40 +6,23 @@
 //! Runs against any broker that offers Produce; a broker without the log APIs (the embedded
 //! coordinator before it serves them) is skipped with one line.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
-use kroupier_coordinator::connection::{Cluster, ClusterConfig};
+use kroupier_coordinator::connection::Cluster;
 use kroupier_coordinator::log::{LogError, LogRecord, ReadRecord, TopicLog, TopicSpec};
-use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::topics::{
+    self, client, kafka_script, killable_cluster, unique_topic,
+};
 
 /// The broker's address and whether it offers DescribeConfigs, or `None` (after a skip line)
 /// without a broker or without Produce.
 async fn log_broker(test: &str) -> Option<(String, bool)> {
-    let addr = kafka_bootstrap(test)?;
-    let connection = cluster(&addr)
-        .any_broker()
-        .await
-        .expect("connect and negotiate");
-    if connection.versions().get(ApiKey::Produce).is_none() {
-        eprintln!("SKIP {test}: the broker at {addr} does not offer Produce (no log APIs)");
-        return None;
-    }
+    let (addr, cluster) = topics::log_broker(test).await?;
+    let connection = cluster.any_broker().await.expect("connect and negotiate");
     let describes = connection.versions().get(ApiKey::DescribeConfigs).is_some();
     Some((addr, describes))
-}
-
-fn cluster(addr: &str) -> Arc<Cluster> {
-    Arc::new(Cluster::new(ClusterConfig::new(addr)).expect("cluster"))
-}
-
-fn unique_topic(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("kroupier-it-{test}-{}-{nanos}", std::process::id())
 }
 
 /// Record `i`: key `task-{i % 300}`, every seventh a tombstone.
@@ -76,7 +59,7 @@ async fn appends_and_reads_back_a_thousand_records() {
         return;
     };
     let topic = unique_topic("log-1000");
-    let log = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+    let log = TopicLog::open(client(&addr), TopicSpec::new(&topic), true)
         .await
         .expect("create and open");
     assert_eq!(log.topic(), topic);
@@ -125,11 +108,11 @@ async fn appends_and_reads_back_a_thousand_records() {
     assert_eq!((at_end.next_offset, at_end.end_offset), (1_000, 1_000));
 
     // Opening again (create or not) finds the same log.
-    let again = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), false)
+    let again = TopicLog::open(client(&addr), TopicSpec::new(&topic), false)
         .await
         .expect("open the existing topic");
     assert_eq!(again.end_offset().await.expect("end offset"), 1_000);
-    let racing = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+    let racing = TopicLog::open(client(&addr), TopicSpec::new(&topic), true)
         .await
         .expect("open with create = true when it exists");
     assert_eq!(
@@ -145,7 +128,7 @@ async fn a_long_poll_returns_records_appended_while_it_waits() {
         return;
     };
     let topic = unique_topic("log-poll");
-    let log = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+    let log = TopicLog::open(client(&addr), TopicSpec::new(&topic), true)
         .await
         .expect("create and open");
     let reader = log.clone();
@@ -176,7 +159,7 @@ async fn a_missing_topic_without_create_is_missing() {
         return;
     };
     let topic = unique_topic("log-missing");
-    let err = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), false)
+    let err = TopicLog::open(client(&addr), TopicSpec::new(&topic), false)
         .await
         .expect_err("the topic does not exist");
     assert!(
@@ -193,7 +176,7 @@ async fn a_record_over_the_size_limit_is_record_too_large() {
         return;
     };
     let topic = unique_topic("log-large");
-    let log = TopicLog::open(cluster(&addr), TopicSpec::new(&topic), true)
+    let log = TopicLog::open(client(&addr), TopicSpec::new(&topic), true)
         .await
         .expect("create and open");
     // Kafka's default max.message.bytes is 1 MiB + 12 bytes.
@@ -225,33 +208,6 @@ async fn a_record_over_the_size_limit_is_record_too_large() {
     );
 }
 
-/// The bootstrap of a 3-node cluster this test may kill a broker of (`KROUPIER_KAFKA_CLUSTER=1`,
-/// `scripts/kafka start --brokers 3`), or `None` after a skip line.
-fn cluster_bootstrap(test: &str) -> Option<String> {
-    let bootstrap = kafka_bootstrap(test)?;
-    if std::env::var("KROUPIER_KAFKA_CLUSTER").is_ok_and(|v| v.trim() == "1")
-        && bootstrap.split(',').count() >= 3
-    {
-        Some(bootstrap)
-    } else {
-        eprintln!(
-            "SKIP {test}: it kills a broker; set KROUPIER_KAFKA_CLUSTER=1 with a 3-node cluster \
-             of its own (scripts/kafka start --brokers 3)"
-        );
-        None
-    }
-}
-
-/// Runs `scripts/kafka <args>` (kill-node, start-node) on the cluster under test.
-fn kafka_script(args: &[&str]) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka");
-    let status = std::process::Command::new(script)
-        .args(args)
-        .status()
-        .expect("run scripts/kafka");
-    assert!(status.success(), "scripts/kafka {args:?} failed");
-}
-
 /// The node id of partition 0's leader, as Metadata says.
 async fn leader_of(cluster: &Cluster, topic: &str) -> i32 {
     use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -268,10 +224,10 @@ async fn leader_of(cluster: &Cluster, topic: &str) -> i32 {
 
 #[tokio::test]
 async fn appends_and_reads_go_on_when_the_leader_is_killed() {
-    let Some(addr) = cluster_bootstrap("appends_and_reads_go_on_when_the_leader_is_killed") else {
+    let Some(addr) = killable_cluster("appends_and_reads_go_on_when_the_leader_is_killed") else {
         return;
     };
-    let cluster = cluster(&addr);
+    let cluster = client(&addr);
     let topic = unique_topic("log-failover");
     let spec = TopicSpec::new(&topic).with_replication_factor(3);
     let log = TopicLog::open(cluster.clone(), spec, true)

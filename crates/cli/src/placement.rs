@@ -2,6 +2,8 @@
 //! state) joined with DescribeGroups (which member holds it, or why none does). Shared by
 //! `kroupier tasks list` and `kroupier describe`.
 
+use std::collections::HashMap;
+
 use kroupier_worker::store::{DesiredState, StoreView};
 use serde::Serialize;
 
@@ -27,20 +29,25 @@ pub struct Placed {
 
 /// Every task of `store`, sorted by id, with its owner in `group` or why it has none.
 pub fn place(store: &StoreView, group: &GroupView) -> Vec<Placed> {
+    // Looked up once per task: a map, not a scan of every member's tasks.
+    let mut owners: HashMap<&str, &str> = HashMap::new();
+    for member in &group.members {
+        for task in member.tasks.iter().flatten() {
+            owners.entry(task.as_str()).or_insert(member.name());
+        }
+    }
+    let mut reasons: HashMap<&str, &str> = HashMap::new();
+    for (reason, tasks) in &group.unplaced {
+        for task in tasks {
+            reasons.entry(task.as_str()).or_insert(reason.as_str());
+        }
+    }
     store
         .tasks
         .values()
         .map(|task| {
-            let owner = group
-                .members
-                .iter()
-                .find(|m| m.tasks.iter().flatten().any(|t| *t == task.id))
-                .map(|m| m.name().to_owned());
-            let unplaced = group
-                .unplaced
-                .iter()
-                .find(|(_, tasks)| tasks.contains(&task.id))
-                .map(|(reason, _)| reason.clone());
+            let owner = owners.get(task.id.as_str()).map(|o| (*o).to_owned());
+            let unplaced = reasons.get(task.id.as_str()).map(|r| (*r).to_owned());
             Placed {
                 id: task.id.clone(),
                 kind: task.record.kind.clone(),
