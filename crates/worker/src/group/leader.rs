@@ -294,16 +294,25 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         .iter()
         .map(|m| {
             let key = MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id));
-            let bytes = by_key.get(&key).map_or_else(
-                || {
+            // Compressed only for a member whose metadata says it reads the envelope.
+            let compressed = crate::protocol::sender_reads_compressed(&m.metadata);
+            let encode = |a: &Assignment| {
+                if compressed {
+                    a.encode_compressed()
+                } else {
+                    a.encode()
+                }
+            };
+            let bytes = match by_key.get(&key) {
+                Some(assignment) => encode(assignment),
+                None => {
                     let mut empty = Assignment::new(round.leader.clone(), round.generation);
                     empty.catalogue_fingerprint = own_fingerprint;
                     empty.member_id = Some(m.member_id.clone());
                     empty.store_offset = round.store_offset;
-                    empty.encode()
-                },
-                Assignment::encode,
-            );
+                    encode(&empty)
+                }
+            };
             MemberAssignment::new(m.member_id.clone(), Bytes::from(bytes))
         })
         .collect();

@@ -69,6 +69,9 @@ struct State {
     advertised: Option<(String, Option<String>)>,
     /// What the round computed but not yet confirmed was assigned from.
     pending_from: Option<AssignedFrom>,
+    /// The last assignment came from a leader that reads compressed envelopes (version 3 or
+    /// above): this member's metadata may then travel compressed.
+    leader_reads_compressed: bool,
     /// The tasks the last round this member led left unplaced (warned about once).
     unplaced: std::collections::BTreeSet<String>,
     /// What the last round this member led was assigned from: when the effective catalogue's
@@ -263,8 +266,15 @@ impl GroupProtocol for WorkerProtocol {
             metadata.status_addr = Some(addr.clone());
             metadata.host = host.clone();
         }
+        let compressed = state.leader_reads_compressed;
         drop(state);
-        let bytes = Bytes::from(metadata.encode());
+        // Compressed only for a leader known to read it; a member new to the group (or one
+        // that lost its membership) writes plain metadata, which every build reads.
+        let bytes = Bytes::from(if compressed {
+            metadata.encode_compressed()
+        } else {
+            metadata.encode()
+        });
         self.assignors
             .iter()
             .map(|assignor| ProtocolMetadata::new(assignor.name(), bytes.clone()))
@@ -388,8 +398,8 @@ impl GroupProtocol for WorkerProtocol {
         // has applied this assignment and stopped what it revokes.
         // The worker loop decodes and applies `assignment` (and notes its leader), off this
         // callback, which must stay cheap.
-        let _ = assignment;
         let mut state = self.state();
+        state.leader_reads_compressed = crate::protocol::sender_reads_compressed(assignment);
         state.live = Some((generation.generation_id, generation.member_id.clone()));
         state.eager_previous = None;
         if generation.is_leader() {
@@ -431,6 +441,7 @@ impl GroupProtocol for WorkerProtocol {
             state.eager_previous = None;
             state.held_claims.clear();
             state.live = None;
+            state.leader_reads_compressed = false;
             // The loss stops every task within its own bound; nothing to acknowledge.
             state.revocation = None;
         }
@@ -472,12 +483,17 @@ mod tests {
     }
 
     fn protocol(assignors: &[&str]) -> WorkerProtocol {
+        protocol_with(assignors, 3)
+    }
+
+    /// A protocol whose catalogue holds `tasks` idle tasks `t-0..`.
+    fn protocol_with(assignors: &[&str], tasks: usize) -> WorkerProtocol {
         let mut builder = WorkerBuilder::new(WorkerConfig {
             worker_id: "w1".into(),
             ..WorkerConfig::new("g")
         })
         .register::<Idle>("idle");
-        for i in 0..3 {
+        for i in 0..tasks {
             builder = builder.task(TaskSpec::new(
                 format!("t-{i}"),
                 "idle",
@@ -608,6 +624,86 @@ mod tests {
         assert!(owned(&p).is_empty());
         // ... and the loop applies nothing of that generation any more.
         assert_eq!(p.if_live(6, "m1", || ()), None);
+    }
+
+    /// A compressed envelope starts with the version -1.
+    fn is_envelope(bytes: &[u8]) -> bool {
+        bytes.starts_with(&(-1i16).to_be_bytes())
+    }
+
+    /// `message` (plain, version 3) as a sender of version 2 would have written it: version 3
+    /// has version 2's fields.
+    fn as_version_2(message: &[u8]) -> Bytes {
+        assert!(!is_envelope(message));
+        let mut bytes = message.to_vec();
+        bytes[..2].copy_from_slice(&2i16.to_be_bytes());
+        Bytes::from(bytes)
+    }
+
+    #[tokio::test]
+    async fn messages_travel_compressed_only_to_readers_that_said_so() {
+        let p = protocol_with(&["cooperative"], 2_000);
+        let runtime = p.runtime().clone();
+        // New to the group, a member writes plain metadata, which every leader reads.
+        let fresh = p.protocols()[0].metadata.clone();
+        assert!(!is_envelope(&fresh));
+        let members = [
+            GroupMember {
+                member_id: "m1".into(),
+                group_instance_id: None,
+                metadata: fresh.clone(),
+            },
+            GroupMember {
+                member_id: "m-old".into(),
+                group_instance_id: None,
+                metadata: as_version_2(&fresh),
+            },
+        ];
+        let assignments = p
+            .assign(&AssignContext::new(1, "m1", "cooperative"), &members)
+            .unwrap();
+        // The member that wrote version 3 gets its (large) assignment compressed; the one that
+        // wrote version 2 gets it plain.
+        assert!(is_envelope(&assignments[0].assignment));
+        assert!(!is_envelope(&assignments[1].assignment));
+        let mine = Assignment::decode(&assignments[0].assignment).unwrap();
+        let theirs = Assignment::decode(&assignments[1].assignment).unwrap();
+        assert_eq!(mine.tasks.len() + theirs.tasks.len(), 2_000);
+        assert!(mine.tasks.is_disjoint(&theirs.tasks));
+
+        // Assigned by a leader that reads envelopes, the member's metadata may travel
+        // compressed, and says what it owns.
+        p.on_assigned(&generation(1, "cooperative"), &assignments[0].assignment);
+        let _ = runtime
+            .apply(AssignmentChange {
+                token: FencingToken::new(1, "m1"),
+                leader: "m1".into(),
+                valid_until: Instant::now() + Duration::from_secs(30),
+                run: mine.tasks.clone(),
+                revoke: BTreeSet::new(),
+                leader_catalogue_fingerprint: None,
+            })
+            .await;
+        let metadata = p.protocols()[0].metadata.clone();
+        assert!(is_envelope(&metadata));
+        let claimed: BTreeSet<String> = MemberMetadata::decode(&metadata)
+            .unwrap()
+            .owned
+            .into_keys()
+            .collect();
+        assert_eq!(claimed, mine.tasks);
+
+        // A leader of an older build (its assignment is version 2) gets plain metadata.
+        let mut older = mine.clone();
+        older.generation = 2;
+        p.on_assigned(
+            &generation(2, "cooperative"),
+            &as_version_2(&older.encode()),
+        );
+        assert!(!is_envelope(&p.protocols()[0].metadata));
+        // ... and compressed again once the leader reads envelopes.
+        p.on_assigned(&generation(3, "cooperative"), &assignments[0].assignment);
+        assert!(is_envelope(&p.protocols()[0].metadata));
     }
 
     #[test]

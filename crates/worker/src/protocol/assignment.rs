@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kroupier_coordinator::codec::{Reader, Writer};
 
-use super::{ASSIGNMENT_VERSION, DecodeError, decode_offset, encode_offset, task_set};
+use super::{ASSIGNMENT_VERSION, DecodeError, decode_offset, encode_offset, envelope, task_set};
 
 /// The most unplaced task ids one assignment lists (the rest are only counted): the list is
 /// for status pages, and must not multiply a large group's record by its member count.
@@ -105,9 +105,19 @@ impl Assignment {
         w.finish()
     }
 
-    /// Decodes any version; newer versions are read as the newest this build knows.
+    /// Encodes as the current version, in a compressed envelope when that is shorter: only
+    /// for a member that reads it (its metadata is of version 3 or above, see
+    /// [`sender_reads_compressed`](super::sender_reads_compressed)). Older builds refuse the
+    /// envelope with a [`DecodeError`].
+    pub fn encode_compressed(&self) -> Vec<u8> {
+        envelope::wrap(self.encode())
+    }
+
+    /// Decodes any version, plain or in a compressed envelope; newer versions are read as the
+    /// newest this build knows.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::new(bytes);
+        let plain = envelope::unwrap(bytes)?;
+        let mut r = Reader::new(&plain);
         let version = r.version()?;
         let leader = r.string("leader")?;
         let generation = r.i32("generation")?;

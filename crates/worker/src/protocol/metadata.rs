@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kroupier_coordinator::codec::{Reader, Writer};
 
-use super::{DecodeError, METADATA_VERSION, decode_offset, encode_offset, task_set};
+use super::{DecodeError, METADATA_VERSION, decode_offset, encode_offset, envelope, task_set};
 
 /// What a worker sends in JoinGroup (spec: `docs/protocol.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -96,9 +96,19 @@ impl MemberMetadata {
         w.finish()
     }
 
-    /// Decodes any version; newer versions are read as the newest this build knows.
+    /// Encodes as the current version, in a compressed envelope when that is shorter: only
+    /// for a leader that reads it (an assignment of version 3 or above came from it, see
+    /// [`sender_reads_compressed`](super::sender_reads_compressed)). Older builds refuse the
+    /// envelope with a [`DecodeError`].
+    pub fn encode_compressed(&self) -> Vec<u8> {
+        envelope::wrap(self.encode())
+    }
+
+    /// Decodes any version, plain or in a compressed envelope; newer versions are read as the
+    /// newest this build knows.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::new(bytes);
+        let plain = envelope::unwrap(bytes)?;
+        let mut r = Reader::new(&plain);
         let version = r.version()?;
         let worker_id = r.string("worker_id")?;
         let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;

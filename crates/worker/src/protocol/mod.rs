@@ -9,6 +9,10 @@
 //!   the follow-up rebalance delay, the member's full target set, what it must revoke, the task
 //!   store offset the leader assigned from, and the tasks nobody could take.
 //!
+//! Large messages may travel in a compressed envelope (deflate), to readers that said they
+//! read it: at a million tasks the group's record would not fit Kafka's default 1 MiB
+//! otherwise.
+//!
 //! Both are versioned and forward compatible: a decoder reads a newer version as the newest it
 //! knows and ignores the bytes it does not know. Malformed bytes give a [`DecodeError`], never a
 //! panic, and every count is checked against the bytes left before anything is allocated: both
@@ -31,6 +35,7 @@
 //! ```
 
 mod assignment;
+mod envelope;
 mod metadata;
 mod task_set;
 
@@ -41,11 +46,20 @@ pub use metadata::MemberMetadata;
 /// The `protocol_type` of kroupier groups in JoinGroup.
 pub const PROTOCOL_TYPE: &str = "kroupier";
 
-/// The newest member metadata version this build writes and fully reads.
-pub const METADATA_VERSION: i16 = 2;
+/// The newest member metadata version this build writes and fully reads. Version 3 has the
+/// fields of version 2 and says that its sender reads compressed envelopes.
+pub const METADATA_VERSION: i16 = 3;
 
-/// The newest assignment version this build writes and fully reads.
-pub const ASSIGNMENT_VERSION: i16 = 2;
+/// The newest assignment version this build writes and fully reads. Version 3 has the fields
+/// of version 2 and says that its sender (the leader) reads compressed envelopes.
+pub const ASSIGNMENT_VERSION: i16 = 3;
+
+/// Whether the sender of `message` (member metadata or an assignment, as it arrived) reads
+/// the compressed envelope ([`MemberMetadata::encode_compressed`],
+/// [`Assignment::encode_compressed`]): version 3 or above, or an envelope itself.
+pub fn sender_reads_compressed(message: &[u8]) -> bool {
+    envelope::sender_reads_envelopes(message)
+}
 
 /// A task store offset on the wire: 0 = none; n + 1 = offset n (offsets are never negative;
 /// a negative one is written as none).

@@ -1,6 +1,6 @@
 //! Round trips, hostile bytes, forward compatibility, and the size budget of the group record.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -104,6 +104,12 @@ proptest! {
     }
 
     #[test]
+    fn compressed_messages_round_trip(m in metadata(), a in assignment()) {
+        prop_assert_eq!(MemberMetadata::decode(&m.encode_compressed()), Ok(m));
+        prop_assert_eq!(Assignment::decode(&a.encode_compressed()), Ok(a));
+    }
+
+    #[test]
     fn assignment_round_trips(a in assignment()) {
         prop_assert_eq!(Assignment::decode(&a.encode()), Ok(a));
     }
@@ -112,7 +118,7 @@ proptest! {
     fn newer_versions_decode_as_the_newest_known(
         m in metadata(),
         a in assignment(),
-        version in 2i16..,
+        version in (ASSIGNMENT_VERSION + 1)..,
         extra in proptest::collection::vec(any::<u8>(), 0..32),
     ) {
         let decoded = MemberMetadata::decode(&as_newer_version(m.encode(), version, &extra));
@@ -164,7 +170,7 @@ fn trailing_bytes_after_a_known_version_are_refused() {
     assert_eq!(
         Assignment::decode(&bytes),
         Err(DecodeError::TrailingBytes {
-            version: 2,
+            version: ASSIGNMENT_VERSION,
             count: 1
         })
     );
@@ -250,9 +256,17 @@ fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it()
 #[test]
 fn negative_versions_are_refused() {
     assert_eq!(
-        MemberMetadata::decode(&[0xff, 0xff]),
-        Err(DecodeError::NegativeVersion(-1))
+        MemberMetadata::decode(&[0xff, 0xfe]),
+        Err(DecodeError::NegativeVersion(-2))
     );
+    // -1 marks a compressed envelope: a bare marker is a truncated one.
+    assert!(matches!(
+        MemberMetadata::decode(&[0xff, 0xff]),
+        Err(DecodeError::Truncated {
+            field: "envelope.plain_length",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -298,53 +312,226 @@ fn expansion_is_bounded() {
     assert!(matches!(error, DecodeError::TooLarge { .. }), "{error}");
 }
 
-/// Sizes of the group record (all members' metadata plus all assignments), in bytes.
-fn group_record(tasks: usize, workers: usize, owner: impl Fn(usize) -> usize) -> (usize, usize) {
-    let mut owned: Vec<BTreeMap<String, i32>> = vec![BTreeMap::new(); workers];
-    for task in 0..tasks {
-        owned[owner(task)].insert(format!("task-{task}"), 41);
-    }
-    let mut metadata_bytes = 0;
-    let mut assignment_bytes = 0;
-    for (w, owned) in owned.into_iter().enumerate() {
+/// Sizes of the group record (all members' metadata plus all assignments), in bytes, plain
+/// and as sent between builds that read the compressed envelope.
+#[derive(Debug, Clone, Copy)]
+struct RecordSize {
+    plain: usize,
+    compressed: usize,
+}
+
+/// The group record of `owners` (each member's tasks, granted in one generation), plain and
+/// compressed; with `check`, every compressed message is checked to decode back to what was
+/// encoded.
+fn record_of(owners: &[BTreeSet<String>], check: bool) -> RecordSize {
+    let mut size = RecordSize {
+        plain: 0,
+        compressed: 0,
+    };
+    for (w, owned) in owners.iter().enumerate() {
         let mut m = MemberMetadata::new(format!("worker-{w}"));
         m.kinds = BTreeSet::from(["copy".to_owned(), "index".to_owned()]);
         m.catalogue_fingerprint = 0xfeed_beef;
         m.capacity = Some(4);
         m.rack = Some("zone-a".into());
+        m.owned = owned.iter().map(|t| (t.clone(), 41)).collect();
         let mut a = Assignment::new(format!("worker-0-{}", "f".repeat(36)), 42);
         a.catalogue_fingerprint = 0xfeed_beef;
-        a.tasks = owned.keys().cloned().collect();
-        m.owned = owned;
-        metadata_bytes += m.encode().len();
-        assignment_bytes += a.encode().len();
+        a.tasks = owned.clone();
+        let (m_plain, a_plain) = (m.encode(), a.encode());
+        let (m_compressed, a_compressed) = (m.encode_compressed(), a.encode_compressed());
+        if check {
+            assert_eq!(MemberMetadata::decode(&m_compressed).unwrap(), m);
+            assert_eq!(Assignment::decode(&a_compressed).unwrap(), a);
+        }
+        size.plain += m_plain.len() + a_plain.len();
+        size.compressed += m_compressed.len() + a_compressed.len();
     }
-    (metadata_bytes, assignment_bytes)
+    size
+}
+
+/// `tasks` tasks `task-0..` placed on `workers` members by `owner`.
+fn placed(tasks: usize, workers: usize, owner: impl Fn(usize) -> usize) -> Vec<BTreeSet<String>> {
+    named(tasks, workers, owner, |task| format!("task-{task}"))
+}
+
+/// `tasks` tasks named by `id` placed on `workers` members by `owner`.
+fn named(
+    tasks: usize,
+    workers: usize,
+    owner: impl Fn(usize) -> usize,
+    id: impl Fn(usize) -> String,
+) -> Vec<BTreeSet<String>> {
+    let mut owners = vec![BTreeSet::new(); workers];
+    for task in 0..tasks {
+        owners[owner(task)].insert(id(task));
+    }
+    owners
+}
+
+fn scattered(task: usize, workers: usize) -> usize {
+    ((task as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % workers
 }
 
 #[test]
 fn group_record_for_100k_tasks_over_100_workers_fits_in_1_mib() {
     const TASKS: usize = 100_000;
     const WORKERS: usize = 100;
-    // Round-robin: every worker holds every hundredth task.
-    let round_robin = group_record(TASKS, WORKERS, |t| t % WORKERS);
-    // Contiguous ranges, as a range-style assignor would give.
-    let ranges = group_record(TASKS, WORKERS, |t| t / (TASKS / WORKERS));
-    // Scattered by a fixed hash, as after many sticky moves.
-    let scattered = group_record(TASKS, WORKERS, |t| {
-        ((t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % WORKERS
-    });
-    for (name, (metadata, assignments)) in [
-        ("round-robin", round_robin),
-        ("ranges", ranges),
-        ("scattered", scattered),
+    for (name, owner) in [
+        // Round-robin: every worker holds every hundredth task.
+        ("round-robin", placed(TASKS, WORKERS, |t| t % WORKERS)),
+        // Contiguous ranges, as a range-style assignor would give.
+        ("ranges", placed(TASKS, WORKERS, |t| t / (TASKS / WORKERS))),
+        // Scattered by a fixed hash, as after many sticky moves.
+        (
+            "scattered",
+            placed(TASKS, WORKERS, |t| scattered(t, WORKERS)),
+        ),
+        // Zero-padded numbers (`task-0000017`), front-coded, in ranges.
+        (
+            "padded ranges",
+            named(
+                TASKS,
+                WORKERS,
+                |t| t / (TASKS / WORKERS),
+                |t| format!("task-{t:07}"),
+            ),
+        ),
+        // Ids with no structure (16 hex digits of a hash), round robin.
+        (
+            "hashed ids",
+            named(
+                TASKS,
+                WORKERS,
+                |t| t % WORKERS,
+                |t| format!("{:016x}", (t as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            ),
+        ),
     ] {
-        let total = metadata + assignments;
+        let size = record_of(&owner, true);
         println!(
-            "{name}: metadata {metadata} B, assignments {assignments} B, total {total} B, \
-             {:.2} B/task",
-            total as f64 / TASKS as f64
+            "{name}: plain {} B ({:.2} B/task), compressed {} B ({:.3} B/task)",
+            size.plain,
+            size.plain as f64 / TASKS as f64,
+            size.compressed,
+            size.compressed as f64 / TASKS as f64
         );
-        assert!(total < 1 << 20, "{name}: {total} bytes");
+        assert!(size.compressed <= size.plain, "{name}: {size:?}");
+        if name != "hashed ids" {
+            // Builds before the envelope read only plain messages: those must fit too.
+            assert!(size.plain < 1 << 20, "{name}: {size:?}");
+        }
+    }
+}
+
+/// Members owning what `plan` gave them.
+fn owners_of(
+    tasks: &kroupier_assignor::TaskSet,
+    plan: &kroupier_assignor::Plan,
+) -> Vec<BTreeSet<String>> {
+    plan.assignments
+        .iter()
+        .map(|a| {
+            a.assigned
+                .iter()
+                .map(|t| tasks.id(*t).unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// A million tasks on 100 workers, placed by kroupier's cooperative assignor from cold, after a
+/// join and after a leave: the group record Kafka stores must fit a stock broker's 1 MiB
+/// (`message.max.bytes`), which only the compressed envelope achieves (a plain record needs
+/// about 2 bytes per task).
+#[test]
+fn group_record_for_a_million_tasks_fits_in_1_mib_compressed() {
+    use kroupier_assignor::{AssignmentInput, Member, MemberId, TaskSet, by_name};
+    const TASKS: usize = 1_000_000;
+    const WORKERS: usize = 100;
+    let mut tasks = TaskSet::new();
+    for t in 0..TASKS {
+        tasks.push(format!("task-{t}"), "copy", 1).unwrap();
+    }
+    let assignor = by_name("cooperative").unwrap();
+    let id = |i: usize| MemberId::from(format!("worker-{i:03}"));
+    let fresh: Vec<Member> = (0..WORKERS).map(|i| Member::new(id(i))).collect();
+    let cold = assignor
+        .assign(&AssignmentInput::new(&tasks, &fresh))
+        .unwrap();
+    let owning = |plan: &kroupier_assignor::Plan, skip: Option<usize>| -> Vec<Member> {
+        plan.assignments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, a)| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+            .collect()
+    };
+    // One member joins: the first round revokes, the second places what was revoked.
+    let mut joined = owning(&cold, None);
+    joined.push(Member::new(id(WORKERS)));
+    let mut join = assignor
+        .assign(&AssignmentInput::new(&tasks, &joined))
+        .unwrap();
+    for _ in 0..3 {
+        if join.rebalance_delay != Some(Duration::ZERO) {
+            break;
+        }
+        let members = owning(&join, None);
+        let previous = join.to_previous();
+        join = assignor
+            .assign(
+                &AssignmentInput::new(&tasks, &members)
+                    .with_previous(&previous)
+                    .with_state(join.state),
+            )
+            .unwrap();
+    }
+    // The middle member leaves.
+    let left = owning(&cold, Some(WORKERS / 2));
+    let leave = assignor
+        .assign(&AssignmentInput::new(&tasks, &left))
+        .unwrap();
+    for (name, plan) in [("cold", &cold), ("join", &join), ("leave", &leave)] {
+        let owners = owners_of(&tasks, plan);
+        assert_eq!(
+            owners.iter().map(BTreeSet::len).sum::<usize>(),
+            TASKS,
+            "{name}"
+        );
+        // Decoding a million ids is slow in a debug build: checked once.
+        let size = record_of(&owners, name == "leave");
+        println!(
+            "1M tasks, 100 workers, {name}: plain {} B ({:.2} B/task), compressed {} B \
+             ({:.4} B/task)",
+            size.plain,
+            size.plain as f64 / TASKS as f64,
+            size.compressed,
+            size.compressed as f64 / TASKS as f64
+        );
+        assert!(size.compressed < 1 << 20, "{name}: {size:?}");
+    }
+}
+
+#[test]
+fn damaged_envelopes_never_panic() {
+    let mut m = MemberMetadata::new("worker-1");
+    m.owned = (0..5_000).map(|t| (format!("task-{}", t * 3), 7)).collect();
+    let bytes = m.encode_compressed();
+    assert!(bytes.len() < m.encode().len() / 4, "{} bytes", bytes.len());
+    for at in 0..bytes.len() {
+        for flip in [0x01, 0x80, 0xff] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= flip;
+            // Either an error or a message; never a panic.
+            let _ = MemberMetadata::decode(&damaged);
+            let _ = Assignment::decode(&damaged);
+        }
+    }
+    for cut in 0..bytes.len() {
+        assert!(
+            MemberMetadata::decode(&bytes[..cut]).is_err(),
+            "cut at {cut}"
+        );
     }
 }
