@@ -193,6 +193,8 @@ pub struct WorkerHandle {
     events: broadcast::Sender<WorkerEvent>,
     shutdown: CancellationToken,
     server_stop: CancellationToken,
+    /// The status API's task, awaited at the end so that its last words reach the peers.
+    server: Option<JoinHandle<()>>,
     task: JoinHandle<Result<(), WorkerError>>,
 }
 
@@ -246,7 +248,7 @@ impl WorkerHandle {
     pub async fn wait(self) -> Result<(), WorkerError> {
         match self.task.await {
             Ok(result) => {
-                self.server_stop.cancel();
+                failover::end_links(&self.server_stop, self.server).await;
                 result
             }
             // Its tasks may still run until their lease ends: the status API keeps serving
@@ -415,6 +417,7 @@ pub(crate) async fn spawn_with_store(
 
     // The status API serves until the worker has ended, shutdown included.
     let server_stop = CancellationToken::new();
+    let mut server = None;
     if let Some(listener) = listener {
         let access = crate::status::access::Access {
             token: config.status.token.clone(),
@@ -430,13 +433,13 @@ pub(crate) async fn spawn_with_store(
         }
         let router = access.protect(router);
         let stop = server_stop.clone();
-        tokio::spawn(async move {
+        server = Some(tokio::spawn(async move {
             let stopped = async move { stop.cancelled().await };
             let served = crate::status::http::serve(listener, status_tls, router, stopped);
             if let Err(error) = served.await {
                 tracing::error!(%error, "the status API stopped");
             }
-        });
+        }));
     }
 
     let (events, _) = broadcast::channel(64);
@@ -465,6 +468,7 @@ pub(crate) async fn spawn_with_store(
         events,
         shutdown,
         server_stop,
+        server,
         task,
     })
 }

@@ -16,7 +16,9 @@
 //!
 //! A static peer whose worker stopped in order (its `/watch` body says so before it ends) is
 //! not removed: Kafka keeps a static member's place through a restart, and its tasks wait for
-//! it, as they do without fast failover.
+//! it, as they do without fast failover. Nor is a static peer whose orderly stop could not be
+//! heard (see [`keeps_place`]); and a stopping worker holds its process until its `/watch`
+//! bodies have said so ([`end_links`]).
 //!
 //! A paused process (SIGSTOP, a long GC), a partition, a blackholed link or a slow peer never
 //! produces a refused connection on the peer's host, so none of them removes a member early:
@@ -40,7 +42,8 @@ use kroupier_coordinator::driver::MemberHandle;
 use kroupier_coordinator::membership::MemberState;
 use kroupier_coordinator::observer::{GroupState, Observer, Removal};
 use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio_util::sync::CancellationToken;
 
 pub(crate) use link::{LinkMode, STOPPED};
 use peers::Peer;
@@ -52,6 +55,10 @@ const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
 const JOIN_WATCH: Duration = Duration::from_secs(3);
 /// How often a joining worker looks at the group's state meanwhile.
 const JOIN_POLL: Duration = Duration::from_millis(20);
+/// How long a stopping worker waits for its status API to end, so that its peers' links read
+/// [`STOPPED`] before the process exits (a link whose peer does not read still gets the line
+/// into its socket's buffer at once; this bounds a connection that will not close).
+const LINKS_END: Duration = Duration::from_secs(1);
 
 /// What the worker tells fast failover.
 #[derive(Debug)]
@@ -261,25 +268,22 @@ impl Watch {
     }
 
     /// A watched peer's process is gone: remove it, rejoin, and (in a large group) tell the
-    /// others. A static peer that stopped in order, or that ended before its link was open,
-    /// keeps its place: Kafka keeps it through a restart, and its tasks wait for it (its
-    /// shutdown stopped them).
+    /// others. A static peer not seen to crash keeps its place ([`keeps_place`]): Kafka keeps
+    /// it through a restart, and its tasks wait for it (its shutdown stopped them).
     async fn died(&mut self, member_id: &str, gone: link::Gone) {
         self.links.remove(member_id);
         let Some(index) = self.peers.iter().position(|p| p.member_id == member_id) else {
             return;
         };
         let peer = self.peers.remove(index);
-        if peer.group_instance_id.is_some() && (gone.orderly || !gone.linked) {
-            // A static peer that stopped in order keeps its place, as Kafka intends. One that
-            // was never linked may have stopped in order too (its process ended before this
-            // worker's link was open): removing it would undo a restart, so it is left to its
-            // session, as without fast failover.
+        if keeps_place(peer.group_instance_id.is_some(), gone, self.settings.mode) {
             tracing::info!(
                 peer = %peer.member_id,
                 orderly = gone.orderly,
-                "a static peer ended in order or before it was watched: it keeps its place in \
-                 the group until it restarts or its session expires"
+                linked = gone.linked,
+                "a static peer ended in order, or where its end cannot be told from a restart \
+                 (before it was watched, or over HTTPS): it keeps its place in the group until \
+                 it restarts or its session expires"
             );
             return;
         }
@@ -412,6 +416,36 @@ pub(crate) async fn members_before_join(cluster: &ClusterConfig, group: &str) ->
     }
 }
 
+/// Ends this worker's status API, and with it the links its peers keep (`stop` is the API's
+/// stop token, `server` its task): every open `/watch` body gets its last line, [`STOPPED`],
+/// and this waits (at most [`LINKS_END`]) until the server has written it and ended.
+///
+/// The process exits as soon as the worker has ended. Cancelling alone only *asks* the
+/// connections to write their last line: if the process exits first, the links end without
+/// it, and every peer takes an orderly stop for a crash — a static worker's restart then
+/// removes it from the group and starts the rebalance that static membership exists to avoid.
+pub(crate) async fn end_links(stop: &CancellationToken, server: Option<JoinHandle<()>>) {
+    stop.cancel();
+    if let Some(server) = server
+        && tokio::time::timeout(LINKS_END, server).await.is_err()
+    {
+        tracing::debug!("the status API did not end in time; some links may end unannounced");
+    }
+}
+
+/// Whether a peer whose process is gone keeps its place in the group (left to its session)
+/// rather than being removed: a static peer (`is_static`), unless its link saw it crash. A
+/// static peer that stopped in order keeps its place, as Kafka intends. One that was never
+/// linked may have stopped in order too (its process ended before this worker's link was
+/// open), and over HTTPS ([`LinkMode::Bare`]) no link hears the last line of an orderly stop:
+/// removing such a peer could undo a restart, so it is left to its session, as without fast
+/// failover. A dynamic peer never keeps its place: it sent LeaveGroup itself if it stopped
+/// in order, and Kafka gives a new process a new member id anyway.
+fn keeps_place(is_static: bool, gone: link::Gone, mode: LinkMode) -> bool {
+    is_static && (gone.orderly || !gone.linked || mode == LinkMode::Bare)
+}
+
+/// Whether a hint naming `hinted`
 /// Whether a hint naming `hinted` (the sender's generation; none from a joining worker) makes
 /// a member in `state` at `current` rejoin: only a stable member, and only if it has not moved
 /// past the hinted generation (a late hint must not start a rebalance of its own).
@@ -426,7 +460,71 @@ fn should_rejoin(state: MemberState, current: Option<i32>, hinted: Option<i32>) 
 
 #[cfg(test)]
 mod tests {
+    use std::io::Read;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     use super::*;
+
+    /// A static worker that stops in order keeps its place only if its peers read [`STOPPED`]
+    /// before its links end: the process exits as soon as the worker has ended (here: the
+    /// runtime is dropped), so the last line must be out by then.
+    #[test]
+    fn an_orderly_stop_reaches_every_link_before_the_process_ends() {
+        let process = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let stop = CancellationToken::new();
+        let link = process.block_on(async {
+            let listener = crate::status::http::bind("127.0.0.1:0".parse().unwrap())
+                .await
+                .unwrap();
+            let addr = listener.local_addr().unwrap();
+            let router = crate::status::failover::router(FastFailover::off(), stop.clone());
+            let stopped = stop.clone().cancelled_owned();
+            let server = tokio::spawn(async move {
+                let _ = crate::status::http::serve(listener, None, router, stopped).await;
+            });
+            let mut link = tokio::net::TcpStream::connect(addr).await.unwrap();
+            link.write_all(b"GET /watch HTTP/1.1\r\nHost: peer\r\n\r\n")
+                .await
+                .unwrap();
+            let mut head = [0u8; 12];
+            link.read_exact(&mut head).await.unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200");
+            end_links(&stop, Some(server)).await;
+            link.into_std().unwrap()
+        });
+        drop(process);
+        link.set_nonblocking(false).unwrap();
+        link.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut rest = Vec::new();
+        let _ = (&link).read_to_end(&mut rest);
+        let rest = String::from_utf8_lossy(&rest);
+        assert!(
+            rest.contains(STOPPED.trim_end()),
+            "the link ended without saying the worker stopped in order: {rest:?}"
+        );
+    }
+
+    #[test]
+    fn only_a_static_peer_seen_to_crash_is_removed() {
+        let gone = |orderly, linked| link::Gone { orderly, linked };
+        let crashed = gone(false, true);
+        assert!(!keeps_place(true, crashed, LinkMode::Http), "a crash");
+        assert!(keeps_place(true, gone(true, true), LinkMode::Http));
+        assert!(keeps_place(true, gone(false, false), LinkMode::Http));
+        assert!(
+            keeps_place(true, crashed, LinkMode::Bare),
+            "over HTTPS no link hears an orderly stop"
+        );
+        for mode in [LinkMode::Http, LinkMode::Bare] {
+            for (orderly, linked) in [(false, true), (true, true), (false, false)] {
+                assert!(!keeps_place(false, gone(orderly, linked), mode));
+            }
+        }
+    }
 
     #[test]
     fn only_a_stable_member_not_past_the_hinted_generation_rejoins() {
