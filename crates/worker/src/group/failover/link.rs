@@ -251,6 +251,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_blackholed_peer_is_never_a_death() {
+        // The peer's host accepts connections (its kernel does, even for a paused process or
+        // behind a blackhole) and nothing ever comes back; then its links end (a middlebox
+        // drops them) and new ones connect and stay silent.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let watched = peer(addr);
+        let watch =
+            tokio::spawn(async move { until_gone(&watched, Some("here"), LinkMode::Http).await });
+        let (first, _) = listener.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!watch.is_finished(), "a silent link is no death");
+        drop(first);
+        // From now on nothing is accepted: the kernel still completes the handshakes.
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        assert!(
+            !watch.is_finished(),
+            "a link that ends on a silent peer is no death"
+        );
+        watch.abort();
+        drop(listener);
+    }
+
+    #[tokio::test]
+    async fn a_peer_whose_connections_hang_is_never_a_death() {
+        // A listener whose accept queue is full: the kernel drops new handshakes, so
+        // connections hang as they do across a partition or to a host that is down.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(0).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut fillers = Vec::new();
+        for _ in 0..3 {
+            fillers.push(tokio::spawn(async move {
+                let stream = TcpStream::connect(addr).await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                drop(stream);
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let probe = tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr));
+        assert!(probe.await.is_err(), "new connections hang");
+        let watched = peer(addr);
+        let watch =
+            tokio::spawn(async move { until_gone(&watched, Some("here"), LinkMode::Http).await });
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        assert!(!watch.is_finished(), "a connection that hangs is no death");
+        watch.abort();
+        for filler in fillers {
+            filler.abort();
+        }
+        drop(listener);
+    }
+
+    #[tokio::test]
     async fn another_host_s_loopback_is_never_a_death() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
