@@ -13,6 +13,9 @@
 //! - **SIGSTOP a worker past its session**: nothing proves it dead, so nobody removes it early;
 //!   its tasks move only once its session expires, and after SIGCONT no task ran twice.
 //!
+//! More faults — three neighbours of a ring killed together, a worker cut off from Kafka, 100
+//! workers with churn — are in `failover_faults.rs`.
+//!
 //! Every test checks the task journals for overlaps. Runs against Kafka or the embedded
 //! coordinator through `KROUPIER_KAFKA_BOOTSTRAP`; needs the example built (`cargo build -p
 //! kroupier-examples`). Prints `MEASURE name=ms` lines.
