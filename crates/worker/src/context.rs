@@ -310,9 +310,9 @@ impl TaskContext {
             task: self.task_id().to_owned(),
             reason: e.to_string(),
         })?;
-        checkpoints
-            .save(self.task_id(), self.granted(), state)
-            .await
+        // Boxed: a save is a produce, whose future is kilobytes; inline, it would make every
+        // task future that can checkpoint that much larger for all its life.
+        Box::pin(checkpoints.save(self.task_id(), self.granted(), state)).await
     }
 
     /// The newest checkpoint of this task, saved by this or any earlier owner; `None` when
@@ -328,7 +328,8 @@ impl TaskContext {
             .checkpoints
             .as_ref()
             .ok_or(CheckpointError::Disabled)?;
-        checkpoints.newest(self.task_id()).await
+        // Boxed for the same reason as `save_checkpoint`.
+        Box::pin(checkpoints.newest(self.task_id())).await
     }
 
     /// The task's cancellation token; cancelled on revoke and on shutdown.
@@ -368,6 +369,26 @@ mod tests {
 
     fn token(generation: i32, member: &str) -> FencingToken {
         FencingToken::new(generation, member)
+    }
+
+    #[tokio::test]
+    async fn checkpoint_calls_add_little_to_a_task_future() {
+        // A task future holds the largest state of all its await points for its whole life:
+        // the checkpoint calls' own futures must stay small, whatever a produce needs.
+        let (ctx, _cancel, _member) =
+            TaskContext::detached("t", token(3, "m"), Instant::now() + Duration::from_secs(10));
+        let save = ctx.save_checkpoint(&7u64);
+        let last = ctx.last_checkpoint::<u64>();
+        assert!(
+            std::mem::size_of_val(&save) <= 256,
+            "{}",
+            std::mem::size_of_val(&save)
+        );
+        assert!(
+            std::mem::size_of_val(&last) <= 256,
+            "{}",
+            std::mem::size_of_val(&last)
+        );
     }
 
     #[tokio::test(start_paused = true)]
