@@ -4,7 +4,9 @@
 //! travels in each member's metadata, so a mismatch (a rolling upgrade, a stale config file) shows
 //! in status and logs instead of causing ping-pong.
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
@@ -89,21 +91,51 @@ pub enum CatalogueError {
 /// The set of task instances, sorted by id.
 ///
 /// Specs are shared (`Arc`): cloning a catalogue, as the worker does for every change of its
-/// task store, copies no config.
+/// task store, copies no config. They are kept by their own id, not under a copy of it.
 ///
 /// Its two fingerprints are computed once and kept until the catalogue changes: a worker sends
 /// one with every JoinGroup, and hashing 100,000 configs each time was a visible part of a
 /// rebalance.
 #[derive(Debug, Clone, Default)]
 pub struct Catalogue {
-    tasks: BTreeMap<String, Arc<TaskSpec>>,
+    tasks: BTreeSet<ById>,
     fingerprint: OnceLock<u64>,
     placement: OnceLock<u64>,
 }
 
 impl PartialEq for Catalogue {
     fn eq(&self, other: &Self) -> bool {
-        self.tasks == other.tasks
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+/// A shared spec, ordered and looked up by its id.
+#[derive(Debug, Clone)]
+struct ById(Arc<TaskSpec>);
+
+impl Borrow<str> for ById {
+    fn borrow(&self) -> &str {
+        &self.0.id
+    }
+}
+
+impl PartialEq for ById {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for ById {}
+
+impl PartialOrd for ById {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ById {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.id.cmp(&other.0.id)
     }
 }
 
@@ -117,7 +149,7 @@ impl Catalogue {
     pub fn from_specs(specs: impl IntoIterator<Item = TaskSpec>) -> Result<Self, CatalogueError> {
         let mut catalogue = Catalogue::new();
         for spec in specs {
-            if catalogue.tasks.contains_key(&spec.id) {
+            if catalogue.contains(&spec.id) {
                 return Err(CatalogueError::DuplicateId(spec.id));
             }
             catalogue.insert(spec)?;
@@ -131,18 +163,15 @@ impl Catalogue {
             return Err(CatalogueError::EmptyId { kind: spec.kind });
         }
         self.changed();
-        let old = self.tasks.insert(spec.id.clone(), Arc::new(spec));
-        Ok(old.map(Arc::unwrap_or_clone))
+        let old = self.tasks.replace(ById(Arc::new(spec)));
+        Ok(old.map(|old| Arc::unwrap_or_clone(old.0)))
     }
 
     /// A catalogue of shared specs, sorted by id with unique, non-empty ids (the caller's
     /// promise: a task store view's ids are).
     pub(crate) fn from_sorted_shared(specs: impl IntoIterator<Item = Arc<TaskSpec>>) -> Self {
         Catalogue {
-            tasks: specs
-                .into_iter()
-                .map(|spec| (spec.id.clone(), spec))
-                .collect(),
+            tasks: specs.into_iter().map(ById).collect(),
             ..Catalogue::default()
         }
     }
@@ -150,39 +179,40 @@ impl Catalogue {
     /// Adds a shared spec with a non-empty id, replacing a task with the same id.
     pub(crate) fn insert_shared(&mut self, spec: Arc<TaskSpec>) {
         self.changed();
-        self.tasks.insert(spec.id.clone(), spec);
+        self.tasks.replace(ById(spec));
     }
 
     /// Removes a task.
     pub fn remove(&mut self, task_id: &str) -> Option<TaskSpec> {
         self.changed();
-        self.tasks.remove(task_id).map(Arc::unwrap_or_clone)
+        self.tasks
+            .take(task_id)
+            .map(|old| Arc::unwrap_or_clone(old.0))
     }
 
     /// The task with this id.
     pub fn get(&self, task_id: &str) -> Option<&TaskSpec> {
-        self.tasks.get(task_id).map(Arc::as_ref)
+        self.tasks.get(task_id).map(|spec| spec.0.as_ref())
     }
 
     /// All tasks' shared specs, sorted by id.
     pub(crate) fn iter_shared(&self) -> impl Iterator<Item = &Arc<TaskSpec>> {
-        self.tasks.values()
+        self.tasks.iter().map(|spec| &spec.0)
     }
 
     /// The shared spec of the task with this id.
-    #[cfg(test)]
     pub(crate) fn get_shared(&self, task_id: &str) -> Option<&Arc<TaskSpec>> {
-        self.tasks.get(task_id)
+        self.tasks.get(task_id).map(|spec| &spec.0)
     }
 
     /// Whether the catalogue holds `task_id`.
     pub fn contains(&self, task_id: &str) -> bool {
-        self.tasks.contains_key(task_id)
+        self.tasks.contains(task_id)
     }
 
     /// All tasks, sorted by id.
     pub fn iter(&self) -> impl Iterator<Item = &TaskSpec> {
-        self.tasks.values().map(Arc::as_ref)
+        self.tasks.iter().map(|spec| spec.0.as_ref())
     }
 
     /// Number of tasks.
@@ -206,7 +236,7 @@ impl Catalogue {
     fn compute_fingerprint(&self) -> u64 {
         let mut hash = Fnv1a::new();
         hash.write_len(self.tasks.len());
-        for spec in self.tasks.values() {
+        for spec in self.iter() {
             hash.write_str(&spec.id);
             hash.write_str(&spec.kind);
             hash.write_json(&spec.config);
@@ -233,7 +263,7 @@ impl Catalogue {
     fn compute_placement_fingerprint(&self) -> u64 {
         let mut hash = Fnv1a::new();
         hash.write_len(self.tasks.len());
-        for spec in self.tasks.values() {
+        for spec in self.iter() {
             hash.write_str(&spec.id);
             hash.write_str(&spec.kind);
             hash.write(&spec.weight.to_be_bytes());
@@ -244,15 +274,30 @@ impl Catalogue {
 
 impl<'a> IntoIterator for &'a Catalogue {
     type Item = &'a TaskSpec;
-    type IntoIter = std::iter::Map<
-        std::collections::btree_map::Values<'a, String, Arc<TaskSpec>>,
-        fn(&'a Arc<TaskSpec>) -> &'a TaskSpec,
-    >;
+    type IntoIter = Iter<'a>;
 
-    fn into_iter(self) -> Self::IntoIter {
-        self.tasks.values().map(Arc::as_ref)
+    fn into_iter(self) -> Iter<'a> {
+        Iter(self.tasks.iter())
     }
 }
+
+/// The tasks of a [`Catalogue`], sorted by id.
+#[derive(Debug, Clone)]
+pub struct Iter<'a>(std::collections::btree_set::Iter<'a, ById>);
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a TaskSpec;
+
+    fn next(&mut self) -> Option<&'a TaskSpec> {
+        self.0.next().map(|spec| spec.0.as_ref())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
 
 /// FNV-1a, 64 bits, with length-prefixed fields so that ("ab","c") and ("a","bc") differ.
 struct Fnv1a(u64);
@@ -323,6 +368,7 @@ impl Fnv1a {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
     fn spec(id: &str, config: serde_json::Value) -> TaskSpec {
         TaskSpec::new(id, "copy", config)

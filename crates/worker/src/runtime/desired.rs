@@ -51,7 +51,9 @@ pub(crate) struct Entry {
 pub(crate) struct Desired {
     /// Every task, code and store merged.
     pub(crate) catalogue: Arc<Catalogue>,
-    /// Per task id: desired state, restart counter, source.
+    /// Per task id from the task store: desired state, restart counter, source. A task defined
+    /// in code alone has no entry of its own (its entry is [`CODE`]: a worker running only code
+    /// tasks keeps no second copy of every id); see [`entry`](Self::entry).
     pub(crate) entries: BTreeMap<String, Entry>,
     /// The store offset the view was read up to; `None` without a store.
     pub(crate) offset: Option<i64>,
@@ -63,6 +65,13 @@ pub(crate) struct Desired {
     /// The catalogue's fingerprint, computed once when asked (reset it too).
     pub(crate) fingerprint: OnceLock<u64>,
 }
+
+/// The desired state of every task defined in code alone: running, never restarted.
+pub(crate) const CODE: Entry = Entry {
+    state: DesiredState::Running,
+    restart: 0,
+    source: Source::Code,
+};
 
 /// What changed between two [`Desired`]s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,22 +114,11 @@ impl Changes {
 }
 
 impl Desired {
-    /// The tasks defined in code alone (no store).
-    pub(crate) fn from_code(code: &Catalogue) -> Self {
-        let entries = code
-            .iter()
-            .map(|spec| {
-                let entry = Entry {
-                    state: DesiredState::Running,
-                    restart: 0,
-                    source: Source::Code,
-                };
-                (spec.id.clone(), entry)
-            })
-            .collect();
+    /// The tasks defined in code alone (no store), sharing `code`: no copy of its specs or ids.
+    pub(crate) fn from_code(code: &Arc<Catalogue>) -> Self {
         Desired {
-            catalogue: Arc::new(code.clone()),
-            entries,
+            catalogue: Arc::clone(code),
+            entries: BTreeMap::new(),
             offset: None,
             invalid: BTreeMap::new(),
             placement: OnceLock::new(),
@@ -190,18 +188,13 @@ impl Desired {
         }
         // Sorted by id already (a view is a sorted map): both maps are built in bulk.
         let mut catalogue = Catalogue::from_sorted_shared(specs);
-        let mut entries: BTreeMap<String, Entry> = entries.into_iter().collect();
+        let entries: BTreeMap<String, Entry> = entries.into_iter().collect();
         for spec in code.iter_shared() {
             if catalogue.contains(&spec.id) {
                 continue;
             }
+            // Its entry is `CODE`, implied.
             catalogue.insert_shared(spec.clone());
-            let entry = Entry {
-                state: DesiredState::Running,
-                restart: 0,
-                source: Source::Code,
-            };
-            entries.insert(spec.id.clone(), entry);
         }
         Desired {
             catalogue: Arc::new(catalogue),
@@ -214,6 +207,15 @@ impl Desired {
                 .collect(),
             placement: OnceLock::new(),
             fingerprint: OnceLock::new(),
+        }
+    }
+
+    /// The desired state of task `id`: its store entry, [`CODE`] for a task defined in code
+    /// alone, `None` for a task not in the catalogue.
+    pub(crate) fn entry(&self, id: &str) -> Option<Entry> {
+        match self.entries.get(id) {
+            Some(entry) => Some(*entry),
+            None => self.catalogue.contains(id).then_some(CODE),
         }
     }
 
@@ -275,8 +277,21 @@ fn spec_list(d: &Desired) -> Vec<(&str, &Arc<crate::catalogue::TaskSpec>)> {
         .collect()
 }
 
+/// Every task's entry, sorted by id, code tasks' implied ones included: one pass over the
+/// catalogue and the store's entries together (every entry's id is in the catalogue).
 fn entry_list(d: &Desired) -> Vec<(&str, &Entry)> {
-    d.entries.iter().map(|(id, e)| (id.as_str(), e)).collect()
+    let mut stored = d.entries.iter().peekable();
+    d.catalogue
+        .iter()
+        .map(|spec| {
+            let id = spec.id.as_str();
+            while stored.next_if(|(other, _)| other.as_str() < id).is_some() {}
+            match stored.next_if(|(other, _)| other.as_str() == id) {
+                Some((_, entry)) => (id, entry),
+                None => (id, &CODE),
+            }
+        })
+        .collect()
 }
 
 /// Walks two lists sorted by id together, calling `each` with every id and its value on
@@ -358,10 +373,15 @@ mod tests {
             json!({"every_ms": 7})
         );
         assert_eq!(
-            desired.entries["code-1"].source,
-            Source::Store { version: 1 }
+            desired.entry("code-1").map(|e| e.source),
+            Some(Source::Store { version: 1 })
         );
-        assert_eq!(desired.entries["code-0"].source, Source::Code);
+        assert_eq!(
+            desired.entry("code-0").map(|e| e.source),
+            Some(Source::Code)
+        );
+        assert!(!desired.entries.contains_key("code-0"), "implied, not kept");
+        assert_eq!(desired.entry("nowhere"), None);
         assert_eq!(desired.offset, Some(2));
     }
 

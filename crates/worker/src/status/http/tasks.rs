@@ -339,10 +339,7 @@ pub(super) async fn restart_in_store(state: &ApiState, id: &str) -> Option<Respo
     let writes = state.writes.clone()?;
     // A task defined in code alone has no record to count restarts in: restart it here.
     let desired = state.board.desired();
-    let code_only = matches!(
-        desired.entries.get(id).map(|e| e.source),
-        Some(Source::Code)
-    );
+    let code_only = matches!(desired.entry(id).map(|e| e.source), Some(Source::Code));
     if code_only {
         return None;
     }
