@@ -196,8 +196,9 @@ fn to_monotonic(until: std::time::Instant) -> Instant {
 pub(crate) struct ProgressSink {
     pub(crate) table: TaskTable,
     pub(crate) incarnation: u64,
-    /// When progress was last reported, for the supervisor's stall watch.
-    pub(crate) last: watch::Sender<Instant>,
+    /// When progress was last reported, for the supervisor's stall watch (`None` without
+    /// one: a channel per task would cost more than the rest of an idle task).
+    pub(crate) last: Option<watch::Sender<Instant>>,
 }
 
 /// Handed to [`Task::run`](crate::Task::run): everything a task needs from the runtime.
@@ -209,7 +210,6 @@ pub struct TaskContext {
 
 #[derive(Debug)]
 struct ContextInner {
-    task_id: Arc<str>,
     attempt: u32,
     lease: TaskLease,
     progress: Option<ProgressSink>,
@@ -230,7 +230,6 @@ impl TaskContext {
     ) -> Self {
         TaskContext {
             inner: Arc::new(ContextInner {
-                task_id: lease.task_id.clone(),
                 attempt,
                 lease,
                 progress,
@@ -265,7 +264,7 @@ impl TaskContext {
 
     /// The task id.
     pub fn task_id(&self) -> &str {
-        &self.inner.task_id
+        &self.inner.lease.task_id
     }
 
     /// Which run this is: 1 for the first, 2 for the first restart, and so on.
@@ -353,11 +352,14 @@ impl TaskContext {
     pub fn report_progress(&self, note: impl Into<String>) {
         if let Some(sink) = &self.inner.progress {
             let note = note.into();
-            sink.last.send_replace(Instant::now());
+            if let Some(last) = &sink.last {
+                last.send_replace(Instant::now());
+            }
             sink.table
-                .update(&self.inner.task_id, sink.incarnation, |status| {
-                    status.last_progress_ms = Some(unix_ms());
-                    status.progress = Some(note);
+                .update(self.task_id(), sink.incarnation, |status| {
+                    let notes = status.notes_mut();
+                    notes.last_progress_ms = Some(unix_ms());
+                    notes.progress = Some(note);
                 });
         }
     }

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::context::{FencingToken, Lease};
 use crate::protocol::MemberMetadata;
-use crate::status::{GroupView, StatusBoard, TaskState};
+use crate::status::{GroupView, StatusBoard};
 use crate::supervisor::{StartOutcome, StopReport, Supervisor};
 use desired::{Changes, Desired};
 
@@ -467,10 +467,10 @@ impl Runtime {
     pub fn extend_lease(&self, valid_until: Instant) {
         self.supervisor.extend_lease(valid_until);
         let current = self.supervisor.member_lease().token;
-        for id in self.supervisor.held() {
-            if self.board.tasks().state(&id) != Some(TaskState::Stopped) {
-                continue;
-            }
+        // Only the tasks that stopped: a heartbeat must not visit every held task (with
+        // 100,000 of them that cost a tenth of a core at rest).
+        for id in self.board.tasks().stopped() {
+            // `None` for a task no longer held.
             match self.supervisor.granted(&id) {
                 Some(granted) if granted.member_id == current.member_id => {
                     tracing::info!(task = %id, "lease valid again; task resumes");

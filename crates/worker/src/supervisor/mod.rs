@@ -36,7 +36,7 @@ use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, no_lease};
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;
-use run::{RunPlan, supervise};
+use run::{RunPlan, RunShared, supervise};
 
 /// What [`Supervisor::start`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,18 +93,21 @@ struct Slot {
 }
 
 /// Runs tasks under supervision. Methods take `&self`; share it in an `Arc`.
+///
+/// A held task costs a slot here, a record in the [`TaskTable`] and its run's tokio task; the
+/// three share one copy of the task id.
 #[derive(Debug)]
 pub struct Supervisor {
-    registry: Arc<Registry>,
+    /// The registry, the restart policy, the task table and the root token (cancelled when
+    /// the worker shuts down), shared with every run.
+    shared: Arc<RunShared>,
     catalogue: RwLock<Arc<Catalogue>>,
     /// Tasks whose desired state is paused (task store): started as `PAUSED`, never run.
     paused: RwLock<Arc<BTreeSet<String>>>,
     config: SupervisorConfig,
-    table: TaskTable,
     member: watch::Sender<Lease>,
-    root: CancellationToken,
-    slots: Mutex<HashMap<String, Slot>>,
-    stopping: Arc<Mutex<HashSet<String>>>,
+    slots: Mutex<HashMap<Arc<str>, Slot>>,
+    stopping: Arc<Mutex<HashSet<Arc<str>>>>,
     next_incarnation: AtomicU64,
     /// The checkpoint client the tasks' contexts save and read through (with a task store).
     checkpoints: std::sync::OnceLock<Arc<Checkpoints>>,
@@ -137,14 +140,19 @@ impl Supervisor {
         config: SupervisorConfig,
         table: TaskTable,
     ) -> Self {
-        Supervisor {
+        let shared = RunShared::new(
             registry,
+            config.restart.clone(),
+            table,
+            CancellationToken::new(),
+            config.graceful_stop_timeout,
+        );
+        Supervisor {
+            shared: Arc::new(shared),
             catalogue: RwLock::new(catalogue),
             paused: RwLock::new(Arc::new(BTreeSet::new())),
             config,
-            table,
             member: watch::Sender::new(no_lease()),
-            root: CancellationToken::new(),
             slots: Mutex::new(HashMap::new()),
             stopping: Arc::new(Mutex::new(HashSet::new())),
             next_incarnation: AtomicU64::new(1),
@@ -162,12 +170,12 @@ impl Supervisor {
     /// The task statuses this supervisor writes.
     #[cfg(test)]
     pub fn table(&self) -> &TaskTable {
-        &self.table
+        &self.shared.table
     }
 
     /// The task kinds this worker registers.
     pub fn registry(&self) -> &Registry {
-        &self.registry
+        &self.shared.registry
     }
 
     /// The catalogue new runs are built from.
@@ -217,7 +225,7 @@ impl Supervisor {
 
     /// The ids of the tasks held, sorted.
     pub fn held(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.lock().keys().cloned().collect();
+        let mut ids: Vec<String> = self.lock().keys().map(|id| id.to_string()).collect();
         ids.sort();
         ids
     }
@@ -231,45 +239,47 @@ impl Supervisor {
     /// anew; a running, `FAILED` or `COMPLETED` one is left alone. Must be called within a tokio
     /// runtime.
     pub fn start(&self, task_id: &str, granted: FencingToken) -> StartOutcome {
-        if self.root.is_cancelled() {
+        if self.shared.shutdown.is_cancelled() {
             return StartOutcome::ShuttingDown;
         }
         let mut slots = self.lock();
         if lock(&self.stopping).contains(task_id) {
             return StartOutcome::StillStopping;
         }
-        if let Some(slot) = slots.get(task_id) {
-            let restartable =
-                slot.handle.is_finished() && self.table.state(task_id) == Some(TaskState::Stopped);
-            if !restartable {
-                return StartOutcome::AlreadyHeld;
+        // A restart reuses the slot's copy of the id.
+        let task_id: Arc<str> = match slots.get_key_value(task_id) {
+            Some((id, slot)) => {
+                let restartable = slot.handle.is_finished()
+                    && self.shared.table.state(task_id) == Some(TaskState::Stopped);
+                if !restartable {
+                    return StartOutcome::AlreadyHeld;
+                }
+                id.clone()
             }
-        }
-        let slot = self.spawn(task_id, granted);
-        slots.insert(task_id.to_owned(), slot);
+            None => task_id.into(),
+        };
+        let slot = self.spawn(task_id.clone(), granted);
+        slots.insert(task_id, slot);
         StartOutcome::Started
     }
 
-    fn spawn(&self, task_id: &str, granted: FencingToken) -> Slot {
+    fn spawn(&self, task_id: Arc<str>, granted: FencingToken) -> Slot {
         let incarnation = self.next_incarnation.fetch_add(1, Ordering::Relaxed);
-        let spec = self.catalogue().get(task_id).cloned();
-        let kind = spec.as_ref().map(|spec| spec.kind.clone());
-        self.table
-            .begin(task_id, kind, granted.generation_id, incarnation);
-        let cancel = self.root.child_token();
+        let spec = self.catalogue().get_shared(&task_id).cloned();
+        let kind = spec.as_ref().map(|spec| self.shared.kind(&spec.kind));
+        self.shared
+            .table
+            .begin(task_id.clone(), kind, granted.generation_id, incarnation);
+        let cancel = self.shared.shutdown.child_token();
         let plan = RunPlan {
-            task_id: task_id.into(),
+            shared: self.shared.clone(),
+            paused: self.is_paused(&task_id),
+            task_id,
             spec,
-            paused: self.is_paused(task_id),
-            registry: self.registry.clone(),
-            policy: self.config.restart.clone(),
-            table: self.table.clone(),
             incarnation,
             granted: granted.clone(),
             member: self.member.subscribe(),
-            shutdown: self.root.clone(),
             cancel: cancel.clone(),
-            graceful_stop_timeout: self.config.graceful_stop_timeout,
             checkpoints: self.checkpoints.get().cloned(),
         };
         Slot {
@@ -322,7 +332,7 @@ impl Supervisor {
     /// task starts again. Completes by `deadline` (see [`revoke_within`](Self::revoke_within)).
     pub fn stop_all(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
         // Lease checks see the cancelled root as the worker shutting down.
-        self.root.cancel();
+        self.shared.shutdown.cancel();
         let taken = self.take(|slots| slots.drain().collect());
         self.stop_slots(taken, deadline)
     }
@@ -349,8 +359,8 @@ impl Supervisor {
     /// slots lock, so that no `start` can slip a second run in between.
     fn take(
         &self,
-        pick: impl FnOnce(&mut HashMap<String, Slot>) -> Vec<(String, Slot)>,
-    ) -> Vec<(String, Slot)> {
+        pick: impl FnOnce(&mut HashMap<Arc<str>, Slot>) -> Vec<(Arc<str>, Slot)>,
+    ) -> Vec<(Arc<str>, Slot)> {
         let mut slots = self.lock();
         let taken = pick(&mut slots);
         lock(&self.stopping).extend(taken.iter().map(|(id, _)| id.clone()));
@@ -362,7 +372,7 @@ impl Supervisor {
 
     fn stop_slots(
         &self,
-        taken: Vec<(String, Slot)>,
+        taken: Vec<(Arc<str>, Slot)>,
         deadline: Instant,
     ) -> impl Future<Output = StopReport> + Send + 'static {
         let now = Instant::now();
@@ -373,14 +383,14 @@ impl Supervisor {
         let graceful_until = (now + self.config.graceful_stop_timeout).min(latest_graceful);
         let abort_until = graceful_until + self.config.abort_timeout;
         for (id, slot) in &taken {
-            self.table.update(id, slot.incarnation, |status| {
+            self.shared.table.update(id, slot.incarnation, |status| {
                 if status.state.is_active() {
                     status.state = TaskState::Stopping;
                     status.since_ms = crate::status::model::unix_ms();
                 }
             });
         }
-        let table = self.table.clone();
+        let table = self.shared.table.clone();
         let stopping = self.stopping.clone();
         // The stop runs in its own tokio task: dropping the returned future does not leave a
         // task half-stopped (or barred from starting again).
@@ -398,7 +408,7 @@ impl Supervisor {
                         Some(handle) => {
                             tracing::error!(task = %id, "task did not stop after abort");
                             table.update(&id, slot.incarnation, |status| {
-                                status.last_error = Some(
+                                status.notes_mut().last_error = Some(
                                     "did not stop after abort (blocking code?); not started \
                                      again here until it ends"
                                         .into(),
@@ -422,7 +432,7 @@ impl Supervisor {
                     Stopped::Aborted => &mut report.aborted,
                     Stopped::Unresponsive => &mut report.unresponsive,
                 };
-                part.push(id);
+                part.push(id.to_string());
             }
             report.graceful.sort();
             report.aborted.sort();
@@ -437,7 +447,7 @@ impl Supervisor {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Slot>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Slot>> {
         lock(&self.slots)
     }
 }

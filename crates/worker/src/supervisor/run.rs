@@ -1,11 +1,21 @@
 //! One supervised task: build from config, run, catch failures and panics, back off, restart.
+//!
+//! A worker holds one supervised run per assigned task, most of them idle for hours, so a run
+//! keeps little of its own: what every run of the supervisor shares sits behind one pointer
+//! ([`RunShared`]), the spec is the catalogue's shared copy, and the rare paths (the stall
+//! watch, the backoff) live in their own boxed futures, allocated only when taken, instead of
+//! widening every run's future.
 
 use std::any::Any;
+use std::collections::BTreeSet;
+use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::{CatchUnwind, Either};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -15,44 +25,81 @@ use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
-use crate::task::{Registry, TaskConfigError, TaskError};
+use crate::task::{Registry, RunFuture, TaskConfigError, TaskError};
 
-/// Everything one supervised run needs; moved into its tokio task.
-pub(crate) struct RunPlan {
-    pub(crate) task_id: Arc<str>,
-    pub(crate) spec: Option<TaskSpec>,
-    /// The task's desired state is paused: the run only records `PAUSED`.
-    pub(crate) paused: bool,
+/// What every run of one supervisor shares.
+#[derive(Debug)]
+pub(crate) struct RunShared {
     pub(crate) registry: Arc<Registry>,
     pub(crate) policy: RestartPolicy,
     pub(crate) table: TaskTable,
+    /// The supervisor's root token: cancelled when the worker shuts down.
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) graceful_stop_timeout: Duration,
+    /// The registered kinds' names, so that every task's status shares one copy of its kind.
+    kinds: BTreeSet<Arc<str>>,
+}
+
+impl RunShared {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        policy: RestartPolicy,
+        table: TaskTable,
+        shutdown: CancellationToken,
+        graceful_stop_timeout: Duration,
+    ) -> Self {
+        let kinds = registry.kinds().map(Arc::from).collect();
+        RunShared {
+            registry,
+            policy,
+            table,
+            shutdown,
+            graceful_stop_timeout,
+            kinds,
+        }
+    }
+
+    /// The shared name of `kind` (a fresh copy for a kind no one registered here).
+    pub(crate) fn kind(&self, kind: &str) -> Arc<str> {
+        self.kinds.get(kind).cloned().unwrap_or_else(|| kind.into())
+    }
+}
+
+/// Everything one supervised run needs; moved into its tokio task.
+pub(crate) struct RunPlan {
+    pub(crate) shared: Arc<RunShared>,
+    pub(crate) task_id: Arc<str>,
+    pub(crate) spec: Option<Arc<TaskSpec>>,
+    /// The task's desired state is paused: the run only records `PAUSED`.
+    pub(crate) paused: bool,
     pub(crate) incarnation: u64,
     pub(crate) granted: FencingToken,
     pub(crate) member: watch::Receiver<Lease>,
-    /// The supervisor's root token: cancelled when the worker shuts down.
-    pub(crate) shutdown: CancellationToken,
     pub(crate) cancel: CancellationToken,
-    pub(crate) graceful_stop_timeout: Duration,
     /// Where the task's checkpoints go (with a task store).
     pub(crate) checkpoints: Option<Arc<Checkpoints>>,
 }
 
-/// Marks the record `STOPPED` if the run is dropped (aborted) while still active, so the status
-/// never says `RUNNING` for a task whose future is gone.
-struct AbortGuard {
-    table: TaskTable,
-    task_id: Arc<str>,
-    incarnation: u64,
+/// The plan of a run in progress. Marks the record `STOPPED` if the run is dropped (aborted)
+/// while still active, so the status never says `RUNNING` for a task whose future is gone.
+struct Running(RunPlan);
+
+impl Deref for Running {
+    type Target = RunPlan;
+
+    fn deref(&self) -> &RunPlan {
+        &self.0
+    }
 }
 
-impl Drop for AbortGuard {
+impl Drop for Running {
     fn drop(&mut self) {
-        self.table
+        self.table()
             .update(&self.task_id, self.incarnation, |status| {
                 if status.state.is_active() {
                     status.state = TaskState::Stopped;
                     status.since_ms = unix_ms();
-                    status.last_error =
+                    status.notes_mut().last_error =
                         Some("aborted: did not stop within the graceful stop timeout".into());
                 }
             });
@@ -60,154 +107,222 @@ impl Drop for AbortGuard {
 }
 
 impl RunPlan {
+    fn table(&self) -> &TaskTable {
+        &self.shared.table
+    }
+
+    fn policy(&self) -> &RestartPolicy {
+        &self.shared.policy
+    }
+
     fn finish(&self, state: TaskState, error: Option<String>) {
-        self.table
+        self.table()
             .update(&self.task_id, self.incarnation, |status| {
                 status.state = state;
                 status.since_ms = unix_ms();
                 if error.is_some() {
-                    status.last_error = error;
+                    status.notes_mut().last_error = error;
                 }
             });
     }
 }
 
 /// Runs the task until it is cancelled, completes, or fails for good.
-pub(crate) async fn supervise(plan: RunPlan) {
-    let _guard = AbortGuard {
-        table: plan.table.clone(),
-        task_id: plan.task_id.clone(),
-        incarnation: plan.incarnation,
-    };
-    let id = plan.task_id.clone();
-    if plan.paused {
-        // Held (and claimed) but not run: a resume restarts it.
-        tracing::info!(task = %id, "task paused");
-        plan.finish(TaskState::Paused, None);
-        return;
-    }
-    let Some(spec) = plan.spec.as_ref() else {
-        let error = TaskConfigError::NotInCatalogue {
-            task_id: id.to_string(),
-        };
-        tracing::warn!(task = %id, %error, "task not started");
-        plan.finish(TaskState::Failed, Some(error.to_string()));
-        return;
-    };
-    let mut failures = 0u32;
-    let mut attempt = 0u32;
-    loop {
-        if plan.cancel.is_cancelled() {
-            plan.finish(TaskState::Stopped, None);
+pub(crate) fn supervise(plan: RunPlan) -> impl Future<Output = ()> + Send + 'static {
+    // Wrapped here, not in an `async fn`: that would keep a second copy of its argument in
+    // the future of every idle task.
+    let plan = Running(plan);
+    async move { plan.supervise().await }
+}
+
+/// One attempt's future: the task's own, or (with a stall watch) the watch around it, boxed so
+/// that it widens no other run's future.
+type AttemptRun<'a> = Either<
+    CatchUnwind<AssertUnwindSafe<RunFuture>>,
+    Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>,
+>;
+
+impl Running {
+    // Few locals live across an await here: each becomes part of every idle task's future.
+    async fn supervise(&self) {
+        if self.paused {
+            // Held (and claimed) but not run: a resume restarts it.
+            tracing::info!(task = %self.task_id, "task paused");
+            self.finish(TaskState::Paused, None);
             return;
         }
-        attempt += 1;
-        let task = match plan.registry.build(spec) {
-            Ok(task) => task,
-            Err(error) => {
-                tracing::warn!(task = %id, %error, "task config rejected");
-                plan.finish(TaskState::Failed, Some(error.to_string()));
+        if self.spec.is_none() {
+            let error = TaskConfigError::NotInCatalogue {
+                task_id: self.task_id.to_string(),
+            };
+            tracing::warn!(task = %self.task_id, %error, "task not started");
+            self.finish(TaskState::Failed, Some(error.to_string()));
+            return;
+        }
+        let mut failures = 0u32;
+        let mut attempt = 0u32;
+        loop {
+            if self.cancel.is_cancelled() {
+                self.finish(TaskState::Stopped, None);
                 return;
             }
-        };
-        // One token per attempt, so that the stall watch can stop this attempt alone.
-        let attempt_cancel = plan.cancel.child_token();
-        let lease = TaskLease::new(
-            id.clone(),
-            plan.granted.clone(),
-            plan.member.clone(),
-            attempt_cancel.clone(),
-            plan.shutdown.clone(),
-        );
-        let started = Instant::now();
-        let (last_progress, progress_seen) = watch::channel(started);
-        let progress = ProgressSink {
-            table: plan.table.clone(),
-            incarnation: plan.incarnation,
-            last: last_progress,
-        };
-        let ctx =
-            TaskContext::with_checkpoints(lease, attempt, Some(progress), plan.checkpoints.clone());
-        plan.table
-            .set_state(&id, plan.incarnation, TaskState::Running);
-        tracing::debug!(task = %id, attempt, "task running");
-        let run = AssertUnwindSafe(task.run_boxed(ctx)).catch_unwind();
-        let outcome = match plan.policy.stall_timeout {
-            None => run.await,
-            Some(stall) => {
-                tokio::pin!(run);
-                tokio::select! {
-                    outcome = &mut run => outcome,
-                    () = stalled(progress_seen, stall) => {
-                        tracing::warn!(task = %id, ?stall, "task stalled; stopping it");
-                        attempt_cancel.cancel();
-                        plan.table.set_state(&id, plan.incarnation, TaskState::Stopping);
-                        // Whatever it returns while stopping, the attempt failed.
-                        let _ = tokio::time::timeout(plan.graceful_stop_timeout, &mut run).await;
-                        Ok(Err(TaskError::failed(format!(
-                            "stalled: no progress reported for {stall:?}"
-                        ))))
-                    }
+            attempt += 1;
+            let started = Instant::now();
+            let Some(run) = self.start(attempt, started) else {
+                return;
+            };
+            let failure = match run.await {
+                Ok(Ok(())) if self.cancel.is_cancelled() => {
+                    self.finish(TaskState::Stopped, None);
+                    return;
                 }
-            }
-        };
-        let failure = match outcome {
-            Ok(Ok(())) if plan.cancel.is_cancelled() => {
-                plan.finish(TaskState::Stopped, None);
+                Ok(Ok(())) => {
+                    tracing::info!(task = %self.task_id, "task completed");
+                    self.finish(TaskState::Completed, None);
+                    return;
+                }
+                Ok(Err(TaskError::Lease(error))) => {
+                    tracing::info!(task = %self.task_id, %error, "task stopped on its lease check");
+                    self.finish(TaskState::Stopped, Some(error.to_string()));
+                    return;
+                }
+                Ok(Err(error)) => error.to_string(),
+                Err(panic) => format!("panicked: {}", panic_message(panic.as_ref())),
+            };
+            if self.cancel.is_cancelled() {
+                // Failing while being stopped is a stop, not a reason to restart.
+                self.finish(TaskState::Stopped, Some(failure));
                 return;
             }
-            Ok(Ok(())) => {
-                tracing::info!(task = %id, "task completed");
-                plan.finish(TaskState::Completed, None);
+            if started.elapsed() >= self.policy().reset_after {
+                failures = 0;
+            }
+            failures += 1;
+            let Some(delay) = self.failed(failures, failure) else {
+                return;
+            };
+            if Box::pin(cancelled_within(&self.cancel, delay)).await {
+                self.finish(TaskState::Stopped, None);
                 return;
             }
-            Ok(Err(TaskError::Lease(error))) => {
-                tracing::info!(task = %id, %error, "task stopped on its lease check");
-                plan.finish(TaskState::Stopped, Some(error.to_string()));
-                return;
-            }
-            Ok(Err(error)) => error.to_string(),
-            Err(panic) => format!("panicked: {}", panic_message(panic.as_ref())),
-        };
-        if plan.cancel.is_cancelled() {
-            // Failing while being stopped is a stop, not a reason to restart.
-            plan.finish(TaskState::Stopped, Some(failure));
-            return;
         }
-        if started.elapsed() >= plan.policy.reset_after {
-            failures = 0;
-        }
-        failures += 1;
-        if failures >= plan.policy.max_attempts {
+    }
+
+    /// Records the `failures`-th failure in a row; the backoff before the next attempt, or
+    /// `None` when the task failed for good.
+    fn failed(&self, failures: u32, failure: String) -> Option<Duration> {
+        let id: &str = &self.task_id;
+        if failures >= self.policy().max_attempts {
             tracing::error!(task = %id, failures, error = %failure, "task failed for good");
-            plan.table.update(&id, plan.incarnation, |status| {
+            self.table().update(id, self.incarnation, |status| {
                 status.state = TaskState::Failed;
                 status.since_ms = unix_ms();
                 status.consecutive_failures = failures;
-                status.last_error = Some(format!(
+                status.notes_mut().last_error = Some(format!(
                     "failed {failures} time(s) in a row, last: {failure}; fix the cause, then \
                      request a restart"
                 ));
             });
-            return;
+            return None;
         }
-        let delay = plan.policy.backoff(failures);
+        let delay = self.policy().backoff(failures);
         tracing::warn!(task = %id, failures, ?delay, error = %failure, "task failed; restarting");
-        plan.table.update(&id, plan.incarnation, |status| {
+        self.table().update(id, self.incarnation, |status| {
             status.state = TaskState::Restarting;
             status.since_ms = unix_ms();
             status.restarts += 1;
             status.consecutive_failures = failures;
-            status.last_error = Some(failure);
+            status.notes_mut().last_error = Some(failure);
         });
-        tokio::select! {
-            biased;
-            _ = plan.cancel.cancelled() => {
-                plan.finish(TaskState::Stopped, None);
-                return;
+        Some(delay)
+    }
+
+    /// Builds the task and starts attempt number `attempt`, at `started`; `None` when its
+    /// config is rejected (the task is then `FAILED`).
+    fn start(&self, attempt: u32, started: Instant) -> Option<AttemptRun<'_>> {
+        let id: &str = &self.task_id;
+        let spec = self.spec.as_deref()?;
+        let task = match self.shared.registry.build(spec) {
+            Ok(task) => task,
+            Err(error) => {
+                tracing::warn!(task = %id, %error, "task config rejected");
+                self.finish(TaskState::Failed, Some(error.to_string()));
+                return None;
             }
-            _ = tokio::time::sleep(delay) => {}
+        };
+        // One token per attempt, so that the stall watch can stop this attempt alone.
+        let attempt_cancel = self.cancel.child_token();
+        let lease = TaskLease::new(
+            self.task_id.clone(),
+            self.granted.clone(),
+            self.member.clone(),
+            attempt_cancel.clone(),
+            self.shared.shutdown.clone(),
+        );
+        // When progress was last reported: a channel only when the stall watch reads it.
+        let stall = self.policy().stall_timeout;
+        let (last, seen) = match stall {
+            Some(_) => {
+                let (last, seen) = watch::channel(started);
+                (Some(last), Some(seen))
+            }
+            None => (None, None),
+        };
+        let progress = ProgressSink {
+            table: self.table().clone(),
+            incarnation: self.incarnation,
+            last,
+        };
+        let ctx =
+            TaskContext::with_checkpoints(lease, attempt, Some(progress), self.checkpoints.clone());
+        self.table()
+            .set_state(id, self.incarnation, TaskState::Running);
+        tracing::debug!(task = %id, attempt, "task running");
+        let run = AssertUnwindSafe(task.run_boxed(ctx)).catch_unwind();
+        Some(match stall.zip(seen) {
+            None => Either::Left(run),
+            Some((stall, seen)) => {
+                Either::Right(Box::pin(watched(self, run, seen, stall, attempt_cancel)))
+            }
+        })
+    }
+}
+
+/// What one attempt's future returns: the task's result, or its panic.
+type Outcome = std::thread::Result<Result<(), TaskError>>;
+
+/// Runs one attempt under the stall watch: an attempt that reports no progress for `stall` is
+/// cancelled, given the graceful stop timeout, dropped, and counts as failed.
+async fn watched(
+    plan: &RunPlan,
+    run: impl Future<Output = Outcome>,
+    progress_seen: watch::Receiver<Instant>,
+    stall: Duration,
+    attempt_cancel: CancellationToken,
+) -> Outcome {
+    let id: &str = &plan.task_id;
+    tokio::pin!(run);
+    tokio::select! {
+        outcome = &mut run => outcome,
+        () = stalled(progress_seen, stall) => {
+            tracing::warn!(task = %id, ?stall, "task stalled; stopping it");
+            attempt_cancel.cancel();
+            plan.table().set_state(id, plan.incarnation, TaskState::Stopping);
+            // Whatever it returns while stopping, the attempt failed.
+            let _ = tokio::time::timeout(plan.shared.graceful_stop_timeout, &mut run).await;
+            Ok(Err(TaskError::failed(format!(
+                "stalled: no progress reported for {stall:?}"
+            ))))
         }
+    }
+}
+
+/// Waits out a backoff of `delay`; `true` if `cancel` fired first.
+async fn cancelled_within(cancel: &CancellationToken, delay: Duration) -> bool {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => true,
+        _ = tokio::time::sleep(delay) => false,
     }
 }
 
@@ -236,4 +351,10 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
     } else {
         "a panic with a non-string payload".to_owned()
     }
+}
+
+/// The size of a supervised run's future, for the test that keeps it small.
+#[cfg(test)]
+pub(crate) fn future_size(plan: RunPlan) -> usize {
+    std::mem::size_of_val(&supervise(plan))
 }
