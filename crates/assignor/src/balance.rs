@@ -52,12 +52,22 @@ pub(crate) fn place(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32
             }
             continue;
         }
-        let kind = KindTasks {
-            tasks: kind_tasks.iter().map(|t| t.0),
-            eligible,
-        };
         if by_count && mode == Mode::Balance {
-            place_by_count(&kind, target, &mut total, &mut scratch);
+            if kind_tasks.len() == target.len() {
+                // One kind holds every task (index lists are sorted and distinct): walk the
+                // indices without reading the list.
+                let kind = KindTasks {
+                    tasks: 0..target.len() as u32,
+                    eligible,
+                };
+                place_by_count(&kind, target, &mut total, &mut scratch);
+            } else {
+                let kind = KindTasks {
+                    tasks: kind_tasks.iter().map(|t| t.0),
+                    eligible,
+                };
+                place_by_count(&kind, target, &mut total, &mut scratch);
+            }
         } else {
             let keep_all = mode == Mode::Keep;
             weighted::place_by_weight(input, kind_tasks, eligible, target, &mut total, keep_all);
@@ -121,6 +131,19 @@ fn place_by_count<I: Iterator<Item = u32> + Clone>(
         for &m in candidates.iter().take(extra) {
             s.allow[m as usize] += 1;
         }
+    }
+    // Nothing to take or hand out when every placeable task is held within its holder's quota.
+    let held: usize = eligible.iter().map(|&m| s.count[m as usize] as usize).sum();
+    let within = eligible
+        .iter()
+        .all(|&m| s.count[m as usize] <= s.allow[m as usize]);
+    if held == placeable && within {
+        for &m in eligible {
+            let m = m as usize;
+            total[m] += u64::from(s.allow[m]);
+            s.count[m] = 0;
+        }
+        return;
     }
     for &m in eligible {
         s.count[m as usize] = 0;

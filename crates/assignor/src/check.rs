@@ -342,6 +342,38 @@ pub fn cooperative(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Viola
     Ok(())
 }
 
+/// [`cooperative`], first tried on the claims the assignor resolved from the same input:
+/// `owner[t]` is [`prepare`]'s owner of task `t`. `NONE` there means no member claims the task,
+/// and a member index means that member claims it, so a plan that gives each task only to its
+/// resolved owner or to a task nobody claims keeps the rule: one lookup per assigned task,
+/// without rebuilding the claims. Any other plan (it may still be valid: a task given to the
+/// loser of a claim contest) goes through the full check, which gives the verdict.
+pub(crate) fn cooperative_with_owners(
+    input: &AssignmentInput<'_>,
+    plan: &Plan,
+    owner: &[u32],
+) -> Result<(), Violation> {
+    let resolved = owner.len() == input.tasks.len()
+        && plan.assignments.len() == input.members.len()
+        && plan
+            .assignments
+            .iter()
+            .zip(input.members)
+            .enumerate()
+            .all(|(m, (a, member))| {
+                a.member_id == member.id
+                    && a.assigned.iter().all(|t| {
+                        owner
+                            .get(t.get())
+                            .is_some_and(|&o| o == NONE || o == m as u32)
+                    })
+            });
+    if resolved {
+        return Ok(());
+    }
+    cooperative(input, plan)
+}
+
 /// Per task, who holds it before the round: a present member (valid claim), `DOUBLE_CLAIM` /
 /// `INELIGIBLE_CLAIM`, `ABSENT` (a departed previous owner), or `NONE`.
 fn holders(input: &AssignmentInput<'_>) -> Result<Vec<u32>, Violation> {

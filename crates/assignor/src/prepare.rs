@@ -34,10 +34,23 @@ pub(crate) struct Prepared {
     pub eligible: Vec<Vec<u32>>,
     /// Whether any member has a capacity limit.
     pub capacity_limited: bool,
+    /// Whether some claim was ever marked `DOUBLE_CLAIM` or `INELIGIBLE_CLAIM` (when false,
+    /// `owner` holds no such marker).
+    pub invalid_claims: bool,
 }
 
 /// Validates `input` and resolves claims.
 pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignError> {
+    prepare_with(input, true)
+}
+
+/// Validates `input` like [`prepare`] (the same errors, in the same order) but leaves `owner`
+/// empty: for assignors blind to what members own.
+pub(crate) fn prepare_unresolved(input: &AssignmentInput<'_>) -> Result<Prepared, AssignError> {
+    prepare_with(input, false)
+}
+
+fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, AssignError> {
     let members = input.members;
     let tasks = input.tasks;
     if u32::try_from(members.len()).map_or(true, |n| n >= FIRST_MARKER) {
@@ -75,10 +88,22 @@ pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignErr
         }
     }
 
-    let mut owner = vec![NONE; tasks.len()];
+    if !resolve {
+        for member in members {
+            if let Some(task) = member.owned.iter().find(|t| t.get() >= tasks.len()) {
+                return Err(AssignError::TaskOutOfRange {
+                    member: member.id.clone(),
+                    index: task.0,
+                    tasks: tasks.len(),
+                });
+            }
+        }
+    }
+    let mut owner = vec![NONE; if resolve { tasks.len() } else { 0 }];
+    let mut invalid_claims = false;
     // Generation of the members in a same-generation double claim; rare, so a side map.
     let mut double_claims: HashMap<u32, i32> = HashMap::new();
-    for (m, member) in members.iter().enumerate() {
+    for (m, member) in members.iter().enumerate().filter(|_| resolve) {
         let m = m as u32;
         let table = &can_run[m as usize];
         for task in &member.owned {
@@ -97,6 +122,7 @@ pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignErr
             if !eligible {
                 if current == NONE {
                     *slot = INELIGIBLE_CLAIM;
+                    invalid_claims = true;
                 }
                 continue;
             }
@@ -120,6 +146,7 @@ pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignErr
                         o
                     } else {
                         double_claims.insert(task.0, theirs);
+                        invalid_claims = true;
                         DOUBLE_CLAIM
                     }
                 }
@@ -146,6 +173,7 @@ pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignErr
         owner,
         eligible,
         capacity_limited,
+        invalid_claims,
     })
 }
 

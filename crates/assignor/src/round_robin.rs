@@ -2,7 +2,7 @@
 //! that can run them in turn, like Kafka's `RoundRobinAssignor` and Connect's eager assignor.
 
 use crate::assemble::assemble;
-use crate::prepare::{NO_CAPACITY, NO_MEMBER, prepare};
+use crate::prepare::{NO_CAPACITY, NO_MEMBER, prepare_unresolved};
 use crate::{AssignError, AssignmentInput, Assignor, KindIndex, Plan, RebalanceProtocol};
 
 /// The `round-robin` assignor: one circular pass over the members per kind.
@@ -23,7 +23,8 @@ impl Assignor for RoundRobin {
     }
 
     fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
-        let p = prepare(input)?;
+        // Blind to what members own: no need to resolve claims.
+        let p = prepare_unresolved(input)?;
         let tasks = input.tasks;
         let members = input.members;
         let mut target = vec![NO_MEMBER; tasks.len()];
@@ -36,7 +37,21 @@ impl Assignor for RoundRobin {
                 continue;
             }
             let n = eligible.len();
-            for task in tasks.tasks_of_kind(KindIndex(k as u16)) {
+            let kind_tasks = tasks.tasks_of_kind(KindIndex(k as u16));
+            if !p.capacity_limited {
+                // Without capacities the next member in the circle always takes the task.
+                // (The cursor may come from a kind with more members: wrap it first.)
+                cursor %= n;
+                for task in kind_tasks {
+                    target[task.get()] = eligible[cursor];
+                    cursor += 1;
+                    if cursor == n {
+                        cursor = 0;
+                    }
+                }
+                continue;
+            }
+            for task in kind_tasks {
                 let t = task.get();
                 let w = u64::from(tasks.weight_of(t));
                 target[t] = NO_CAPACITY;

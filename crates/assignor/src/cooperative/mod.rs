@@ -104,7 +104,8 @@ impl Assignor for Cooperative {
         }
         // Invalid claims (placed like free tasks, so quotas count them): every claimant
         // revokes, and the task reaches its new owner in the follow-up round.
-        for (t, &o) in p.owner.iter().enumerate() {
+        let invalid = if p.invalid_claims { &p.owner[..] } else { &[] };
+        for (t, &o) in invalid.iter().enumerate() {
             let reason = match o {
                 DOUBLE_CLAIM => HoldReason::DoubleClaim,
                 INELIGIBLE_CLAIM => HoldReason::Revoking,
@@ -139,7 +140,9 @@ impl Assignor for Cooperative {
                 );
             }
         }
-        held.sort_unstable_by_key(|h| h.task);
+        if !held.is_sorted_by_key(|h| h.task) {
+            held.sort_unstable_by_key(|h| h.task);
+        }
 
         let (assignments, unplaced) = assemble(input, &target);
         let plan = Plan {
@@ -151,7 +154,8 @@ impl Assignor for Cooperative {
             state,
         };
         if self.config.validate_plans {
-            check::cooperative(input, &plan).map_err(AssignError::InvalidPlan)?;
+            check::cooperative_with_owners(input, &plan, &p.owner)
+                .map_err(AssignError::InvalidPlan)?;
         }
         Ok(plan)
     }
