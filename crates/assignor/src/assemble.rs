@@ -18,19 +18,25 @@ pub(crate) fn assemble(
     let members = input.members;
     let mut counts = vec![0u32; members.len()];
     let mut unplaced = Vec::new();
-    for (t, &m) in target.iter().enumerate() {
+    // Run by run: targets come in long runs of one member, and one addition per run avoids a
+    // chain of increments on the same counter.
+    let mut start = 0u32;
+    for run in target.chunk_by(|a, b| a == b) {
+        let m = run[0];
         if is_member(m) {
-            counts[m as usize] += 1;
+            counts[m as usize] += run.len() as u32;
         } else if m == NO_MEMBER || m == NO_CAPACITY {
-            unplaced.push(Unplaced {
-                task: TaskIndex(t as u32),
-                reason: if m == NO_MEMBER {
-                    UnplacedReason::NoEligibleMember
-                } else {
-                    UnplacedReason::NoCapacity
-                },
-            });
+            let reason = if m == NO_MEMBER {
+                UnplacedReason::NoEligibleMember
+            } else {
+                UnplacedReason::NoCapacity
+            };
+            unplaced.extend((start..start + run.len() as u32).map(|t| Unplaced {
+                task: TaskIndex(t),
+                reason,
+            }));
         }
+        start += run.len() as u32;
     }
     let mut assignments = Vec::with_capacity(members.len());
     // Members whose target set is built from the scan below (the others copied their claims).

@@ -53,21 +53,14 @@ pub(crate) fn place(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32
             continue;
         }
         if by_count && mode == Mode::Balance {
-            if kind_tasks.len() == target.len() {
-                // One kind holds every task (index lists are sorted and distinct): walk the
-                // indices without reading the list.
-                let kind = KindTasks {
-                    tasks: 0..target.len() as u32,
-                    eligible,
-                };
-                place_by_count(&kind, target, &mut total, &mut scratch);
-            } else {
-                let kind = KindTasks {
-                    tasks: kind_tasks.iter().map(|t| t.0),
-                    eligible,
-                };
-                place_by_count(&kind, target, &mut total, &mut scratch);
-            }
+            let kind = KindTasks {
+                tasks: kind_tasks.iter().map(|t| t.0),
+                // Index lists are sorted and distinct: one kind holding as many tasks as
+                // there are holds them all, and the passes walk `target` itself.
+                all: kind_tasks.len() == target.len(),
+                eligible,
+            };
+            place_by_count(&kind, target, &mut total, &mut scratch);
         } else {
             let keep_all = mode == Mode::Keep;
             weighted::place_by_weight(input, kind_tasks, eligible, target, &mut total, keep_all);
@@ -78,6 +71,8 @@ pub(crate) fn place(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32
 /// The tasks of one kind and the members that can run it.
 struct KindTasks<'a, I> {
     tasks: I,
+    /// Whether `tasks` is every task, `0..target.len()`.
+    all: bool,
     eligible: &'a [u32],
 }
 
@@ -95,17 +90,7 @@ fn place_by_count<I: Iterator<Item = u32> + Clone>(
     s: &mut Scratch,
 ) {
     let eligible = kind.eligible;
-    let mut placeable = 0usize;
-    for t in kind.tasks.clone() {
-        let v = target[t as usize];
-        if v == EXCLUDED {
-            continue;
-        }
-        placeable += 1;
-        if is_member(v) {
-            s.count[v as usize] += 1;
-        }
-    }
+    let placeable = count_held(kind, target, &mut s.count);
     let n = eligible.len();
     let floor = (placeable / n) as u32;
     let mut extra = placeable % n;
@@ -149,18 +134,7 @@ fn place_by_count<I: Iterator<Item = u32> + Clone>(
         s.count[m as usize] = 0;
     }
     s.pool.clear();
-    for t in kind.tasks.clone() {
-        let v = target[t as usize];
-        if v == EXCLUDED {
-            continue;
-        }
-        if is_member(v) && s.count[v as usize] < s.allow[v as usize] {
-            s.count[v as usize] += 1;
-        } else {
-            target[t as usize] = NONE;
-            s.pool.push(t);
-        }
-    }
+    keep_within_quota(kind, target, s);
     let mut next = s.pool.iter();
     for &m in eligible {
         let m = m as usize;
@@ -173,6 +147,88 @@ fn place_by_count<I: Iterator<Item = u32> + Clone>(
         }
         total[m] += u64::from(s.allow[m]);
         s.count[m] = 0;
+    }
+}
+
+/// The kind's tasks not `EXCLUDED`; adds to `count[m]` the number member `m` holds.
+fn count_held<I: Iterator<Item = u32> + Clone>(
+    kind: &KindTasks<'_, I>,
+    target: &[u32],
+    count: &mut [u32],
+) -> usize {
+    let mut placeable = 0usize;
+    if kind.all {
+        // Run by run: holders' tasks come in long runs, and one addition per run avoids a
+        // chain of increments on the same counter.
+        for run in target.chunk_by(|a, b| a == b) {
+            let v = run[0];
+            if v == EXCLUDED {
+                continue;
+            }
+            placeable += run.len();
+            if is_member(v) {
+                count[v as usize] += run.len() as u32;
+            }
+        }
+        return placeable;
+    }
+    for t in kind.tasks.clone() {
+        let v = target[t as usize];
+        if v == EXCLUDED {
+            continue;
+        }
+        placeable += 1;
+        if is_member(v) {
+            count[v as usize] += 1;
+        }
+    }
+    placeable
+}
+
+/// Keeps, in index order, each holder's tasks up to its `allow` (counted in `count`, which
+/// starts at 0); sets the others (and the free ones) to `NONE` and pools them in index order.
+fn keep_within_quota<I: Iterator<Item = u32> + Clone>(
+    kind: &KindTasks<'_, I>,
+    target: &mut [u32],
+    s: &mut Scratch,
+) {
+    if kind.all {
+        let mut start = 0usize;
+        while start < target.len() {
+            let v = target[start];
+            let end = start
+                + target[start..]
+                    .iter()
+                    .position(|&x| x != v)
+                    .unwrap_or(target.len() - start);
+            if v != EXCLUDED {
+                let mut keep = 0usize;
+                if is_member(v) {
+                    let m = v as usize;
+                    let room = s.allow[m].saturating_sub(s.count[m]) as usize;
+                    keep = room.min(end - start);
+                    s.count[m] += keep as u32;
+                }
+                for t in start + keep..end {
+                    target[t] = NONE;
+                    s.pool.push(t as u32);
+                }
+            }
+            start = end;
+        }
+        return;
+    }
+    for t in kind.tasks.clone() {
+        let v = target[t as usize];
+        if v == EXCLUDED {
+            continue;
+        }
+        if is_member(v) && s.count[v as usize] < s.allow[v as usize] {
+            s.count[v as usize] += 1;
+        } else {
+            target[t as usize] = NONE;
+            s.pool.push(t);
+        }
     }
 }
 
@@ -460,6 +516,42 @@ mod tests {
         ];
         // floor 2, one extra: a keeps 3 (it held more), b keeps 2, c gets 1 from a + 1 from b.
         assert_eq!(targets(&tasks, &members), vec![0, 0, 0, 2, 1, 1, 2]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The run-by-run passes over a kind holding every task place exactly as the
+        /// task-by-task passes do.
+        #[test]
+        fn runs_place_like_single_tasks(
+            runs in proptest::collection::vec((0u32..9, 1usize..8), 0..20),
+            eligible in proptest::sample::subsequence(vec![0u32, 1, 2, 3, 4], 1..=5),
+            earlier in proptest::collection::vec(0u64..4, 5),
+        ) {
+            // Runs of 0..5: members; 5, 6: free; 7, 8: excluded.
+            let mut target: Vec<u32> = runs
+                .iter()
+                .flat_map(|&(v, len)| std::iter::repeat_n(v, len))
+                .map(|v| match v {
+                    0..5 if eligible.contains(&v) => v,
+                    0..7 => NONE,
+                    _ => EXCLUDED,
+                })
+                .collect();
+            let mut reference = target.clone();
+            let n = target.len() as u32;
+            let run = |all: bool, target: &mut [u32]| {
+                let mut total = earlier.clone();
+                let mut s = Scratch { count: vec![0; 5], allow: vec![0; 5], pool: Vec::new() };
+                let kind = KindTasks { tasks: 0..n, all, eligible: &eligible };
+                place_by_count(&kind, target, &mut total, &mut s);
+                total
+            };
+            let totals = run(true, &mut target);
+            proptest::prop_assert_eq!(totals, run(false, &mut reference));
+            proptest::prop_assert_eq!(target, reference);
+        }
     }
 
     #[test]
