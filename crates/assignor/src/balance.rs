@@ -209,10 +209,8 @@ fn keep_within_quota<I: Iterator<Item = u32> + Clone>(
                     keep = room.min(end - start);
                     s.count[m] += keep as u32;
                 }
-                for t in start + keep..end {
-                    target[t] = NONE;
-                    s.pool.push(t as u32);
-                }
+                target[start + keep..end].fill(NONE);
+                s.pool.extend((start + keep) as u32..end as u32);
             }
             start = end;
         }
