@@ -64,10 +64,15 @@ pub(crate) fn assemble(
         });
     }
     if to_build {
-        for (t, &m) in target.iter().enumerate() {
+        let mut start = 0u32;
+        for run in target.chunk_by(|a, b| a == b) {
+            let m = run[0];
+            let end = start + run.len() as u32;
             if is_member(m) && build[m as usize] {
-                assignments[m as usize].assigned.push(TaskIndex(t as u32));
+                let assigned = &mut assignments[m as usize].assigned;
+                assigned.extend((start..end).map(TaskIndex));
             }
+            start = end;
         }
     }
     (assignments, unplaced)

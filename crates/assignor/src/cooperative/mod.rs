@@ -163,13 +163,25 @@ impl Assignor for Cooperative {
 
 /// Tasks whose valid owner is not their target.
 fn moving_tasks(owner: &[u32], target: &[u32]) -> Vec<u32> {
-    owner
-        .iter()
-        .zip(target)
-        .enumerate()
-        .filter(|&(_, (&o, &t))| is_member(o) && t != EXCLUDED && t != o)
-        .map(|(i, _)| i as u32)
-        .collect()
+    // Block by block: a block whose targets equal its owners (most of them) has no moving
+    // task, and comparing it whole is much cheaper than task by task.
+    const BLOCK: usize = 256;
+    let mut moving = Vec::new();
+    for (b, (owners, targets)) in owner.chunks(BLOCK).zip(target.chunks(BLOCK)).enumerate() {
+        if owners == targets {
+            continue;
+        }
+        let first = b * BLOCK;
+        moving.extend(
+            owners
+                .iter()
+                .zip(targets)
+                .enumerate()
+                .filter(|&(_, (&o, &t))| is_member(o) && t != EXCLUDED && t != o)
+                .map(|(i, _)| (first + i) as u32),
+        );
+    }
+    moving
 }
 
 /// Tasks left without room because held-back tasks were counted on their next owner: place
@@ -314,9 +326,21 @@ fn find_lost(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32]) -> V
     let graceful: HashSet<&str> = input.left_gracefully.iter().map(|m| m.as_str()).collect();
     let members = input.members;
     let mut lost = Vec::new();
+    // Previous owners usually come in the members' order: try the member after the last one
+    // found before searching.
+    let mut next = 0usize;
     for owner in &previous.owners {
         let id = &owner.member_id;
-        if graceful.contains(id.as_str()) || members.binary_search_by(|m| m.id.cmp(id)).is_ok() {
+        let found = if members.get(next).is_some_and(|m| m.id == *id) {
+            Some(next)
+        } else {
+            members.binary_search_by(|m| m.id.cmp(id)).ok()
+        };
+        if let Some(m) = found {
+            next = m + 1;
+            continue;
+        }
+        if graceful.contains(id.as_str()) {
             continue;
         }
         let tasks: Vec<TaskIndex> = owner
