@@ -106,6 +106,7 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
     for (m, member) in members.iter().enumerate().filter(|_| resolve) {
         let m = m as u32;
         let table = &can_run[m as usize];
+        let all_kinds = table.is_none();
         for task in &member.owned {
             let t = task.get();
             let Some(slot) = owner.get_mut(t) else {
@@ -115,6 +116,11 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
                     tasks: tasks.len(),
                 });
             };
+            // The common case first: a member that runs every kind claims a free task.
+            if all_kinds && *slot == NONE {
+                *slot = m;
+                continue;
+            }
             let eligible = table
                 .as_ref()
                 .is_none_or(|table| table[tasks.kind_of(t).get()]);

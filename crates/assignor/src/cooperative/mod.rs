@@ -63,11 +63,7 @@ impl Assignor for Cooperative {
         let mut state = input.state;
         let mut delay: Option<Duration> = None;
         let mut held: Vec<HeldBack> = Vec::new();
-        let mut target: Vec<u32> = p
-            .owner
-            .iter()
-            .map(|&o| if is_member(o) { o } else { NONE })
-            .collect();
+        let mut target = starting_targets(&p.owner, &[]);
 
         // Lost tasks: owned last round by a member that is gone without a graceful leave.
         let lost = find_lost(input, &p, &mut target);
@@ -83,16 +79,13 @@ impl Assignor for Cooperative {
 
         // The eager sticky plan, then: never hand a task to a new owner in the round it is
         // revoked. Balancing revocations wait while lost tasks wait, and during the backoff.
-        // Only a round that may be refused revocations needs the starting point again.
-        let initial = (hold_lost || state.revoking_rounds > 0).then(|| target.clone());
         place(input, &p, &mut target, Mode::Balance);
         let mut moving = moving_tasks(&p.owner, &target);
         let wanted = !moving.is_empty();
         let mut balancing = wanted;
         if wanted && (hold_lost || !self.may_revoke(&mut state, now, &mut delay)) {
-            if let Some(initial) = initial {
-                target = initial;
-            }
+            // From the starting point again: the valid claims, and the lost tasks that wait.
+            target = starting_targets(&p.owner, if hold_lost { &lost } else { &[] });
             place(input, &p, &mut target, Mode::Keep);
             // What still moves does so because its owner lost capacity: revoke it regardless.
             moving = moving_tasks(&p.owner, &target);
@@ -159,6 +152,20 @@ impl Assignor for Cooperative {
         }
         Ok(plan)
     }
+}
+
+/// Per task: its valid owner, else `NONE`; `EXCLUDED` for the tasks of `waiting`.
+fn starting_targets(owner: &[u32], waiting: &[PreviousOwner]) -> Vec<u32> {
+    let mut target: Vec<u32> = owner
+        .iter()
+        .map(|&o| if is_member(o) { o } else { NONE })
+        .collect();
+    for group in waiting {
+        for task in &group.tasks {
+            target[task.get()] = EXCLUDED;
+        }
+    }
+    target
 }
 
 /// Tasks whose valid owner is not their target.
