@@ -505,3 +505,74 @@ pub fn stable(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Violation>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KindIndex, Kinds, Member, MemberAssignment, TaskIndex, TaskSet};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The check on resolved owners gives the full check's verdict, for plans that keep
+        /// the rule (mostly: tasks go to their resolved owner) and plans that break it.
+        #[test]
+        fn check_on_resolved_owners_agrees_with_the_full_check(
+            tasks in 1u32..20,
+            specs in prop::collection::vec(
+                (0i32..3, prop::collection::vec(0u32..20, 0..8), any::<bool>()),
+                1..5,
+            ),
+            picks in prop::collection::vec((0u32..10, 0u32..5), 20),
+        ) {
+            let mut set = TaskSet::new();
+            for t in 0..tasks {
+                set.push(format!("t{t}"), if t % 4 == 0 { "b" } else { "a" }, 1).unwrap();
+            }
+            let members: Vec<Member> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, (generation, claims, only_a))| {
+                    let owned = claims.iter().map(|&t| TaskIndex(t % tasks)).collect();
+                    let m = Member::new(format!("m{i}")).with_owned(*generation, owned);
+                    if *only_a { m.with_kinds(Kinds::Only(vec![KindIndex(0)])) } else { m }
+                })
+                .collect();
+            let input = AssignmentInput::new(&set, &members);
+            let owner = prepare(&input).unwrap().owner;
+            let mut assigned = vec![Vec::new(); members.len()];
+            for t in 0..tasks {
+                let (how, to) = picks[t as usize];
+                let o = owner[t as usize];
+                let m = match how {
+                    // To its resolved owner, or to a random member when nobody owns it.
+                    0..6 if is_member(o) => Some(o as usize),
+                    0..6 => Some(to as usize % members.len()),
+                    // To anyone, or to no one.
+                    6..8 => Some(to as usize % members.len()),
+                    _ => None,
+                };
+                if let Some(m) = m {
+                    assigned[m].push(TaskIndex(t));
+                }
+            }
+            let plan = Plan {
+                assignments: members
+                    .iter()
+                    .zip(assigned)
+                    .map(|(member, assigned)| MemberAssignment {
+                        member_id: member.id.clone(),
+                        assigned,
+                        revoked: Vec::new(),
+                    })
+                    .collect(),
+                ..Plan::default()
+            };
+            prop_assert_eq!(
+                cooperative_with_owners(&input, &plan, &owner),
+                cooperative(&input, &plan)
+            );
+        }
+    }
+}
