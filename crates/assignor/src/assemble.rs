@@ -6,6 +6,7 @@
 //! of `target`.
 
 use crate::prepare::{NO_CAPACITY, NO_MEMBER, is_member};
+use crate::runs::{LANES, all_equal, consecutive, runs};
 use crate::{AssignmentInput, MemberAssignment, TaskIndex, Unplaced, UnplacedReason};
 
 /// Builds each member's target set (index order) and revoked set (claimed but not targeted),
@@ -20,23 +21,20 @@ pub(crate) fn assemble(
     let mut unplaced = Vec::new();
     // Run by run: targets come in long runs of one member, and one addition per run avoids a
     // chain of increments on the same counter.
-    let mut start = 0u32;
-    for run in target.chunk_by(|a, b| a == b) {
-        let m = run[0];
+    for (start, end, m) in runs(target) {
         if is_member(m) {
-            counts[m as usize] += run.len() as u32;
+            counts[m as usize] += (end - start) as u32;
         } else if m == NO_MEMBER || m == NO_CAPACITY {
             let reason = if m == NO_MEMBER {
                 UnplacedReason::NoEligibleMember
             } else {
                 UnplacedReason::NoCapacity
             };
-            unplaced.extend((start..start + run.len() as u32).map(|t| Unplaced {
+            unplaced.extend((start as u32..end as u32).map(|t| Unplaced {
                 task: TaskIndex(t),
                 reason,
             }));
         }
-        start += run.len() as u32;
     }
     let mut assignments = Vec::with_capacity(members.len());
     // Members whose target set is built from the scan below (the others copied their claims).
@@ -64,15 +62,11 @@ pub(crate) fn assemble(
         });
     }
     if to_build {
-        let mut start = 0u32;
-        for run in target.chunk_by(|a, b| a == b) {
-            let m = run[0];
-            let end = start + run.len() as u32;
+        for (start, end, m) in runs(target) {
             if is_member(m) && build[m as usize] {
                 let assigned = &mut assignments[m as usize].assigned;
-                assigned.extend((start..end).map(TaskIndex));
+                assigned.extend((start as u32..end as u32).map(TaskIndex));
             }
-            start = end;
         }
     }
     (assignments, unplaced)
@@ -81,11 +75,23 @@ pub(crate) fn assemble(
 /// Whether `owned` is strictly increasing and every task in it targets member `m`.
 fn keeps_sorted(owned: &[TaskIndex], target: &[u32], m: u32) -> bool {
     let mut previous: Option<TaskIndex> = None;
-    for &task in owned {
-        if previous.is_some_and(|p| p >= task) || target[task.get()] != m {
+    for block in owned.chunks(LANES) {
+        if previous.is_some_and(|p| p >= block[0]) {
             return false;
         }
-        previous = Some(task);
+        // Consecutive indices (the common case): one slice of `target` to compare.
+        let whole = consecutive(block)
+            .and_then(|first| target.get(first..first + block.len()))
+            .is_some_and(|targets| all_equal(targets, m));
+        if !whole {
+            for &task in block {
+                if previous.is_some_and(|p| p >= task) || target[task.get()] != m {
+                    return false;
+                }
+                previous = Some(task);
+            }
+        }
+        previous = block.last().copied();
     }
     true
 }
@@ -161,23 +167,26 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
-        /// Targets and claims at random, biased towards members keeping what they claim.
+        /// Targets and claims at random, in runs (as at scale), biased towards members
+        /// keeping what they claim.
         #[test]
         fn matches_the_straightforward_assembly(
-            tasks in 0u32..60,
+            spec in prop::collection::vec((0u32..10, 1usize..70), 0..10),
             members in 1usize..6,
-            seed in prop::collection::vec(0u32..100, 0..400),
+            seed in prop::collection::vec(0u32..100, 1..400),
         ) {
+            let markers = [NONE, EXCLUDED, NO_MEMBER, NO_CAPACITY];
+            let target: Vec<u32> = spec
+                .iter()
+                .flat_map(|&(v, len)| {
+                    let v = if v < 6 { v % members as u32 } else { markers[v as usize - 6] };
+                    std::iter::repeat_n(v, len)
+                })
+                .collect();
+            let tasks = target.len() as u32;
             let set = TaskSet::uniform(tasks, "k");
             let mut next = seed.into_iter().cycle();
             let mut pick = move |n: u32| next.next().map_or(0, |v| v % n.max(1));
-            let markers = [NONE, EXCLUDED, NO_MEMBER, NO_CAPACITY];
-            let target: Vec<u32> = (0..tasks)
-                .map(|_| {
-                    let r = pick(10);
-                    if r < 7 { pick(members as u32) } else { markers[pick(4) as usize] }
-                })
-                .collect();
             let list: Vec<Member> = (0..members)
                 .map(|m| {
                     // Mostly: exactly its targets, in order; else some noise on top.

@@ -15,6 +15,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::prepare::{EXCLUDED, NO_CAPACITY, NO_MEMBER, NONE, Prepared, is_member};
+use crate::runs::{run_end, runs};
 use crate::{AssignmentInput, KindIndex};
 
 /// How far placement may go to balance.
@@ -160,14 +161,13 @@ fn count_held<I: Iterator<Item = u32> + Clone>(
     if kind.all {
         // Run by run: holders' tasks come in long runs, and one addition per run avoids a
         // chain of increments on the same counter.
-        for run in target.chunk_by(|a, b| a == b) {
-            let v = run[0];
+        for (start, end, v) in runs(target) {
             if v == EXCLUDED {
                 continue;
             }
-            placeable += run.len();
+            placeable += end - start;
             if is_member(v) {
-                count[v as usize] += run.len() as u32;
+                count[v as usize] += (end - start) as u32;
             }
         }
         return placeable;
@@ -196,11 +196,7 @@ fn keep_within_quota<I: Iterator<Item = u32> + Clone>(
         let mut start = 0usize;
         while start < target.len() {
             let v = target[start];
-            let end = start
-                + target[start..]
-                    .iter()
-                    .position(|&x| x != v)
-                    .unwrap_or(target.len() - start);
+            let end = run_end(target, start);
             if v != EXCLUDED {
                 let mut keep = 0usize;
                 if is_member(v) {

@@ -63,6 +63,7 @@ mod member;
 mod plan;
 mod prepare;
 mod round_robin;
+mod runs;
 mod sticky;
 mod task;
 
