@@ -15,6 +15,7 @@
 //! or of an invalid claim, given to someone): see [`moves`].
 
 use crate::prepare::{DOUBLE_CLAIM, INELIGIBLE_CLAIM, NONE, is_member, prepare};
+use crate::runs::{LANES, consecutive};
 use crate::{AssignmentInput, KindIndex, MemberId, Plan, UnplacedReason};
 
 /// A broken invariant: what is wrong, and where.
@@ -362,10 +363,16 @@ pub(crate) fn cooperative_with_owners(
             .enumerate()
             .all(|(m, (a, member))| {
                 a.member_id == member.id
-                    && a.assigned.iter().all(|t| {
-                        owner
-                            .get(t.get())
-                            .is_some_and(|&o| o == NONE || o == m as u32)
+                    && a.assigned.chunks(LANES).all(|block| {
+                        let m = m as u32;
+                        let fits = |o: u32| o == NONE || o == m;
+                        // Consecutive tasks (the common case): one slice of owners at once.
+                        match consecutive(block).and_then(|f| owner.get(f..f + block.len())) {
+                            Some(owners) => owners.iter().fold(true, |ok, &o| ok & fits(o)),
+                            None => block
+                                .iter()
+                                .all(|t| owner.get(t.get()).is_some_and(|&o| fits(o))),
+                        }
                     })
             });
     if resolved {

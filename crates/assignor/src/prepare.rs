@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::runs::{LANES, all_equal, consecutive};
 use crate::{AssignError, AssignmentInput, KindIndex, Kinds};
 
 /// `owner[t]`: nobody claims the task.
@@ -107,56 +108,68 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
         let m = m as u32;
         let table = &can_run[m as usize];
         let all_kinds = table.is_none();
-        for task in &member.owned {
-            let t = task.get();
-            let Some(slot) = owner.get_mut(t) else {
-                return Err(AssignError::TaskOutOfRange {
-                    member: member.id.clone(),
-                    index: task.0,
-                    tasks: tasks.len(),
-                });
-            };
-            // The common case first: a member that runs every kind claims a free task.
-            if all_kinds && *slot == NONE {
-                *slot = m;
-                continue;
-            }
-            let eligible = table
-                .as_ref()
-                .is_none_or(|table| table[tasks.kind_of(t).get()]);
-            let current = *slot;
-            if !eligible {
-                if current == NONE {
-                    *slot = INELIGIBLE_CLAIM;
-                    invalid_claims = true;
+        for block in member.owned.chunks(LANES) {
+            // A block of consecutive free tasks claimed by a member that runs every kind
+            // (the common case at scale): claimed at once.
+            if all_kinds {
+                let slots =
+                    consecutive(block).and_then(|first| owner.get_mut(first..first + block.len()));
+                if let Some(slots) = slots.filter(|slots| all_equal(slots, NONE)) {
+                    slots.fill(m);
+                    continue;
                 }
-                continue;
             }
-            *slot = match current {
-                NONE | INELIGIBLE_CLAIM => m,
-                DOUBLE_CLAIM => {
-                    let generation = double_claims.get(&task.0).copied().unwrap_or(i32::MAX);
-                    if member.generation > generation {
-                        double_claims.remove(&task.0);
-                        m
-                    } else {
-                        DOUBLE_CLAIM
-                    }
+            for task in block {
+                let t = task.get();
+                let Some(slot) = owner.get_mut(t) else {
+                    return Err(AssignError::TaskOutOfRange {
+                        member: member.id.clone(),
+                        index: task.0,
+                        tasks: tasks.len(),
+                    });
+                };
+                // The common case first: a member that runs every kind claims a free task.
+                if all_kinds && *slot == NONE {
+                    *slot = m;
+                    continue;
                 }
-                o if o == m => m,
-                o => {
-                    let theirs = members[o as usize].generation;
-                    if member.generation > theirs {
-                        m
-                    } else if member.generation < theirs {
-                        o
-                    } else {
-                        double_claims.insert(task.0, theirs);
+                let eligible = table
+                    .as_ref()
+                    .is_none_or(|table| table[tasks.kind_of(t).get()]);
+                let current = *slot;
+                if !eligible {
+                    if current == NONE {
+                        *slot = INELIGIBLE_CLAIM;
                         invalid_claims = true;
-                        DOUBLE_CLAIM
                     }
+                    continue;
                 }
-            };
+                *slot = match current {
+                    NONE | INELIGIBLE_CLAIM => m,
+                    DOUBLE_CLAIM => {
+                        let generation = double_claims.get(&task.0).copied().unwrap_or(i32::MAX);
+                        if member.generation > generation {
+                            double_claims.remove(&task.0);
+                            m
+                        } else {
+                            DOUBLE_CLAIM
+                        }
+                    }
+                    o if o == m => m,
+                    o => {
+                        let theirs = members[o as usize].generation;
+                        if member.generation > theirs {
+                            m
+                        } else if member.generation < theirs {
+                            o
+                        } else {
+                            double_claims.insert(task.0, theirs);
+                            invalid_claims = true;
+                            DOUBLE_CLAIM
+                        }
+                    }
+                };
+            }
         }
     }
 
@@ -213,7 +226,7 @@ pub(crate) fn placement_order(input: &AssignmentInput<'_>) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Member, TaskIndex, TaskSet};
+    use crate::{KindIndex, Member, TaskIndex, TaskSet};
 
     #[test]
     fn double_claims_resolve_by_generation() {
@@ -229,6 +242,55 @@ mod tests {
         let members = &members[..2];
         let p = prepare(&AssignmentInput::new(&tasks, members)).unwrap();
         assert_eq!(p.owner, vec![0, DOUBLE_CLAIM, NONE]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// Claims resolve the same whether a member lists them in ascending runs (claimed a
+        /// block at a time) or in reverse (task by task): a member's claims do not depend on
+        /// their order.
+        #[test]
+        fn block_claims_resolve_like_single_claims(
+            specs in proptest::collection::vec(
+                (0i32..3, proptest::collection::vec((0u32..150, 1u32..80), 0..4), 0u8..4),
+                1..5,
+            ),
+        ) {
+            let tasks = {
+                let mut set = TaskSet::new();
+                for t in 0..200 {
+                    set.push(format!("t{t}"), if t % 50 == 7 { "b" } else { "a" }, 1).unwrap();
+                }
+                set
+            };
+            let members: Vec<Member> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, (generation, ranges, kinds))| {
+                    let owned: Vec<TaskIndex> = ranges
+                        .iter()
+                        .flat_map(|&(first, len)| (first..(first + len).min(200)).map(TaskIndex))
+                        .collect();
+                    let m = Member::new(format!("m{i}")).with_owned(*generation, owned);
+                    match kinds {
+                        0 => m.with_kinds(Kinds::Only(vec![KindIndex(0)])),
+                        _ => m,
+                    }
+                })
+                .collect();
+            let reversed: Vec<Member> = members
+                .iter()
+                .map(|m| Member {
+                    owned: m.owned.iter().rev().copied().collect(),
+                    ..m.clone()
+                })
+                .collect();
+            let blocks = prepare(&AssignmentInput::new(&tasks, &members)).unwrap();
+            let single = prepare(&AssignmentInput::new(&tasks, &reversed)).unwrap();
+            proptest::prop_assert_eq!(blocks.owner, single.owner);
+            proptest::prop_assert!(!single.invalid_claims || blocks.invalid_claims);
+        }
     }
 
     #[test]
