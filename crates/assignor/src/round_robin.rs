@@ -3,7 +3,10 @@
 
 use crate::assemble::assemble;
 use crate::prepare::{NO_CAPACITY, NO_MEMBER, Prepared, prepare_unresolved};
-use crate::{AssignError, AssignmentInput, Assignor, KindIndex, Plan, RebalanceProtocol};
+use crate::{
+    AssignError, AssignmentInput, Assignor, KindIndex, MemberAssignment, Plan, RebalanceProtocol,
+    TaskIndex,
+};
 
 /// The `round-robin` assignor: one circular pass over the members per kind.
 ///
@@ -25,6 +28,13 @@ impl Assignor for RoundRobin {
     fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
         // Blind to what members own: no need to resolve claims.
         let p = prepare_unresolved(input)?;
+        if let Some(assignments) = dealt_in_strides(input, &p) {
+            return Ok(Plan {
+                assignments,
+                state: input.state,
+                ..Plan::default()
+            });
+        }
         let target = deal(input, &p, p.capacity_limited);
         let (assignments, unplaced) = assemble(input, &target);
         Ok(Plan {
@@ -83,6 +93,77 @@ fn deal(input: &AssignmentInput<'_>, p: &Prepared, with_capacities: bool) -> Vec
     target
 }
 
+/// The plan when no member has a capacity and one kind holds every task (`None` otherwise):
+/// the member at position `j` of that kind's circle gets tasks `j, j + n, j + 2n, ..`. Built
+/// member by member (each list written in order) rather than dealt into a per-task array and
+/// gathered back, which scatters a million writes over every member's list. The same plan as
+/// [`deal`] and [`assemble`].
+fn dealt_in_strides(input: &AssignmentInput<'_>, p: &Prepared) -> Option<Vec<MemberAssignment>> {
+    let tasks = input.tasks;
+    if p.capacity_limited || tasks.is_empty() {
+        return None;
+    }
+    let k = (0..tasks.kind_count())
+        .find(|&k| tasks.tasks_of_kind(KindIndex(k as u16)).len() == tasks.len())?;
+    let eligible = &p.eligible[k];
+    let n = eligible.len();
+    if n == 0 {
+        return None;
+    }
+    let mut position = vec![None; input.members.len()];
+    for (j, &m) in eligible.iter().enumerate() {
+        position[m as usize] = Some(j);
+    }
+    let assignments = input
+        .members
+        .iter()
+        .zip(position)
+        .map(|(member, position)| {
+            let assigned = match position {
+                Some(j) => (j..tasks.len())
+                    .step_by(n)
+                    .map(|t| TaskIndex(t as u32))
+                    .collect(),
+                None => Vec::new(),
+            };
+            MemberAssignment {
+                member_id: member.id.clone(),
+                assigned,
+                revoked: revoked_from_stride(&member.owned, position, n),
+            }
+        })
+        .collect();
+    Some(assignments)
+}
+
+/// The tasks of `owned` not in the stride `j, j + n, ..` (`position` = `Some(j)`; all of them
+/// for `None`), sorted, without duplicates.
+fn revoked_from_stride(owned: &[TaskIndex], position: Option<usize>, n: usize) -> Vec<TaskIndex> {
+    let mut revoked: Vec<TaskIndex> = match position {
+        None => owned.to_vec(),
+        Some(j) if owned.is_sorted() => {
+            // Walk the stride alongside the sorted claims: additions only.
+            let mut next = j;
+            owned
+                .iter()
+                .copied()
+                .filter(|t| {
+                    while next < t.get() {
+                        next += n;
+                    }
+                    next != t.get()
+                })
+                .collect()
+        }
+        Some(j) => owned.iter().copied().filter(|t| t.get() % n != j).collect(),
+    };
+    if !revoked.is_sorted() {
+        revoked.sort_unstable();
+    }
+    revoked.dedup();
+    revoked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +203,55 @@ mod tests {
             let input = AssignmentInput::new(&tasks, &members);
             let p = prepare_unresolved(&input).unwrap();
             proptest::prop_assert_eq!(deal(&input, &p, false), deal(&input, &p, true));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// One kind, no capacities: the plan built in strides is the dealt and gathered one,
+        /// whatever members claim (sorted, unsorted, duplicated, ineligible) and whichever of
+        /// them can run the kind.
+        #[test]
+        fn strides_match_dealing(
+            tasks in 1u32..120,
+            specs in proptest::collection::vec(
+                (proptest::collection::vec(0u32..120, 0..30), 0u8..4, proptest::option::of(0u8..3)),
+                0..7,
+            ),
+        ) {
+            let mut set = TaskSet::new();
+            set.intern_kind("other").unwrap();
+            for t in 0..tasks {
+                set.push(format!("t{t}"), "k", 1).unwrap();
+            }
+            let members: Vec<Member> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, (claims, how, rack))| {
+                    let mut owned: Vec<TaskIndex> = claims.iter().map(|&t| TaskIndex(t % tasks)).collect();
+                    if *how != 0 {
+                        owned.sort_unstable();
+                    }
+                    let mut m = Member::new(format!("m{i}")).with_owned(1, owned);
+                    if *how == 1 {
+                        m = m.with_kinds(Kinds::Only(vec![KindIndex(0)]));
+                    }
+                    if let Some(r) = rack {
+                        m = m.with_rack(&format!("r{r}"));
+                    }
+                    m
+                })
+                .collect();
+            let input = AssignmentInput::new(&set, &members);
+            let p = prepare_unresolved(&input).unwrap();
+            if let Some(strides) = dealt_in_strides(&input, &p) {
+                let (dealt, unplaced) = assemble(&input, &deal(&input, &p, false));
+                proptest::prop_assert!(unplaced.is_empty());
+                proptest::prop_assert_eq!(strides, dealt);
+            } else {
+                proptest::prop_assert!(p.eligible[1].is_empty());
+            }
         }
     }
 

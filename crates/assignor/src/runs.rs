@@ -21,6 +21,14 @@ pub(crate) fn all_equal(block: &[u32], v: u32) -> bool {
 pub(crate) fn run_end(values: &[u32], start: usize) -> usize {
     let v = values[start];
     let mut i = start + 1;
+    // Short runs (tasks dealt in turn) end within a few values: look at those one by one.
+    let few = values.len().min(start + 8);
+    while i < few {
+        if values[i] != v {
+            return i;
+        }
+        i += 1;
+    }
     while let Some(block) = values.get(i..i + LANES) {
         if !all_equal(block, v) {
             break;
@@ -50,6 +58,10 @@ pub(crate) fn runs(values: &[u32]) -> impl Iterator<Item = (usize, usize, u32)> 
 /// The first index of `block` when it lists consecutive indices (`first, first + 1, ..`).
 pub(crate) fn consecutive(block: &[TaskIndex]) -> Option<usize> {
     let first = block.first()?.0;
+    // Cheap necessary condition first (lists dealt in turn fail it).
+    if block.last()?.0.wrapping_sub(first) as usize != block.len() - 1 {
+        return None;
+    }
     let ok = block
         .iter()
         .zip(0u32..)
