@@ -136,18 +136,18 @@ fn place_by_count<I: Iterator<Item = u32> + Clone>(
     }
     s.pool.clear();
     keep_within_quota(kind, target, s);
-    let mut next = s.pool.iter();
+    // Each member takes the next tasks of the pool up to its quota.
+    let mut rest = &s.pool[..];
     for &m in eligible {
-        let m = m as usize;
-        while s.count[m] < s.allow[m] {
-            match next.next() {
-                Some(&t) => target[t as usize] = m as u32,
-                None => break,
-            }
-            s.count[m] += 1;
+        let mu = m as usize;
+        let wanted = s.allow[mu].saturating_sub(s.count[mu]) as usize;
+        let (taken, after) = rest.split_at(wanted.min(rest.len()));
+        for &t in taken {
+            target[t as usize] = m;
         }
-        total[m] += u64::from(s.allow[m]);
-        s.count[m] = 0;
+        rest = after;
+        total[mu] += u64::from(s.allow[mu]);
+        s.count[mu] = 0;
     }
 }
 

@@ -170,12 +170,13 @@ fn starting_targets(owner: &[u32], waiting: &[PreviousOwner]) -> Vec<u32> {
 
 /// Tasks whose valid owner is not their target.
 fn moving_tasks(owner: &[u32], target: &[u32]) -> Vec<u32> {
-    // Block by block: a block whose targets equal its owners (most of them) has no moving
-    // task, and comparing it whole is much cheaper than task by task.
+    // Block by block: most blocks have no moving task, and telling so for a whole block is
+    // much cheaper than task by task.
     const BLOCK: usize = 256;
     let mut moving = Vec::new();
     for (b, (owners, targets)) in owner.chunks(BLOCK).zip(target.chunks(BLOCK)).enumerate() {
-        if owners == targets {
+        // Nothing moves in a block whose targets equal its owners, or that no member owns.
+        if owners == targets || owners.iter().fold(true, |free, &o| free & !is_member(o)) {
             continue;
         }
         let first = b * BLOCK;
