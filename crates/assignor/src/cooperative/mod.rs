@@ -375,3 +375,42 @@ fn find_lost(input: &AssignmentInput<'_>, p: &Prepared, target: &mut [u32]) -> V
     }
     lost
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Block by block, the moving tasks are those a task-by-task filter finds.
+        #[test]
+        fn moving_tasks_match_the_filter(
+            runs in prop::collection::vec((0u32..8, 0u32..8, 1usize..300), 0..12),
+        ) {
+            // 0..4: members; 4: NONE; 5: DOUBLE_CLAIM; 6: EXCLUDED; 7: the owner itself.
+            let value = |v: u32| match v {
+                0..4 => v,
+                4 => NONE,
+                5 => DOUBLE_CLAIM,
+                _ => EXCLUDED,
+            };
+            let mut owner = Vec::new();
+            let mut target = Vec::new();
+            for &(o, t, len) in &runs {
+                let o = value(o);
+                let t = if t == 7 { o } else { value(t) };
+                owner.extend(std::iter::repeat_n(o, len));
+                target.extend(std::iter::repeat_n(t, len));
+            }
+            let expected: Vec<u32> = (0..owner.len() as u32)
+                .filter(|&i| {
+                    let (o, t) = (owner[i as usize], target[i as usize]);
+                    is_member(o) && t != EXCLUDED && t != o
+                })
+                .collect();
+            prop_assert_eq!(moving_tasks(&owner, &target), expected);
+        }
+    }
+}
