@@ -78,7 +78,6 @@
 //! # Ok(()) }
 //! ```
 
-mod driver_thread;
 pub(crate) mod failover;
 mod leader;
 mod liveness;
@@ -399,9 +398,7 @@ pub(crate) async fn spawn_with_store(
     };
     let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;
     let member_events = member.events();
-    // On its own thread: a flood of task starts cannot delay a heartbeat (driver_thread.rs).
-    driver_thread::spawn(driver)
-        .map_err(|e| WorkerError::Fatal(format!("cannot start the membership thread: {e}")))?;
+    tokio::spawn(driver);
     if let Some(inbox) = failover_inbox {
         let settings = failover::Settings {
             group_id: config.member.membership.group_id.clone(),

@@ -117,10 +117,6 @@ pub struct WorkerProtocol {
     self_fence_margin: Duration,
     abort_timeout: Duration,
     state: Mutex<State>,
-    /// The runtime the tasks run on (the one the protocol was built on). The membership driver
-    /// calls this protocol from a thread of its own (driver_thread.rs): what the callbacks
-    /// start for the tasks (their stops) must run here, not on the heartbeat's thread.
-    tasks_runtime: Option<tokio::runtime::Handle>,
 }
 
 impl WorkerProtocol {
@@ -137,15 +133,7 @@ impl WorkerProtocol {
             self_fence_margin,
             abort_timeout,
             state: Mutex::new(State::default()),
-            tasks_runtime: tokio::runtime::Handle::try_current().ok(),
         }
-    }
-
-    /// Enters the tasks' runtime for the rest of the caller's scope (see `tasks_runtime`).
-    fn on_tasks_runtime(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
-        self.tasks_runtime
-            .as_ref()
-            .map(tokio::runtime::Handle::enter)
     }
 
     /// The runtime this protocol drives.
@@ -432,7 +420,6 @@ impl GroupProtocol for WorkerProtocol {
     }
 
     fn on_revoked(&self, generation: &Generation) {
-        let _tasks_runtime = self.on_tasks_runtime();
         self.runtime.rebalance_started();
         let mut state = self.state();
         if self.is_eager(&generation.protocol_name) {
@@ -445,7 +432,6 @@ impl GroupProtocol for WorkerProtocol {
     }
 
     fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        let _tasks_runtime = self.on_tasks_runtime();
         {
             let mut state = self.state();
             state.memory = None;
@@ -718,58 +704,6 @@ mod tests {
         // ... and compressed again once the leader reads envelopes.
         p.on_assigned(&generation(3, "cooperative"), &assignments[0].assignment);
         assert!(is_envelope(&p.protocols()[0].metadata));
-    }
-
-    #[test]
-    fn a_loss_reported_from_the_membership_thread_stops_tasks_on_their_runtime() {
-        let tasks = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let p = tasks.block_on(async {
-            let p = Arc::new(protocol(&["cooperative"]));
-            p.on_assigned(&generation(1, "cooperative"), &Bytes::new());
-            let _ = p
-                .runtime()
-                .apply(AssignmentChange {
-                    token: FencingToken::new(1, "m1"),
-                    leader: "m1".into(),
-                    valid_until: Instant::now() + Duration::from_secs(30),
-                    run: ids(&["t-0", "t-1"]),
-                    revoke: BTreeSet::new(),
-                    leader_catalogue_fingerprint: None,
-                })
-                .await;
-            p
-        });
-        assert_eq!(p.runtime().owned().len(), 2);
-        // The driver reports the loss from a thread outside the tasks' runtime (without the
-        // protocol entering that runtime, starting the stop would panic here).
-        let reporter = Arc::clone(&p);
-        std::thread::spawn(move || {
-            reporter.on_lost(
-                Some(&generation(1, "cooperative")),
-                &LostReason::HeartbeatTimeout {
-                    deadline: std::time::Instant::now(),
-                },
-            );
-        })
-        .join()
-        .expect("on_lost runs outside any runtime");
-        assert!(p.runtime().owned().is_empty());
-        tasks.block_on(async {
-            for _ in 0..100 {
-                if p.runtime().supervisor().held().is_empty() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            panic!(
-                "the tasks did not stop: {:?}",
-                p.runtime().supervisor().held()
-            );
-        });
     }
 
     #[test]
