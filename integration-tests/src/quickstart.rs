@@ -300,6 +300,18 @@ pub fn moved_after(dir: &Path, moved: &[String], from: &str, since_ms: u64, boun
     .unwrap_or_else(|| panic!("the tasks of {from} never ran elsewhere: {moved:?}"))
 }
 
+/// [`moved_after`] for several stopped workers at once (each with the tasks it held, which must
+/// not be empty): the slowest of their moves, in ms after `since_ms`.
+pub fn slowest_move(dir: &Path, held: &[(String, Vec<String>)], since_ms: u64, bound: u64) -> u64 {
+    held.iter()
+        .map(|(id, tasks)| {
+            assert!(!tasks.is_empty(), "{id} runs tasks");
+            moved_after(dir, tasks, id, since_ms, bound)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The generations of the recent beats.
 pub fn recent_generations(dir: &Path) -> BTreeSet<i32> {
     let now = unix_ms();

@@ -29,7 +29,7 @@ use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::{
     Group, TempDir, Worker, assert_no_overlap, counts, moved_after, poll, running,
-    settled_generation, tasks_of, wait_balanced, wait_balanced_since,
+    settled_generation, slowest_move, tasks_of, wait_balanced, wait_balanced_since,
 };
 
 /// Kafka's default session timeout.
@@ -88,14 +88,7 @@ fn a_worker_killed_with_the_peers_watching_it_is_still_removed_at_once() {
     for worker in workers.iter().filter(|w| victims.contains(&w.id.as_str())) {
         worker.process.signal(Signal::Kill);
     }
-    let moved = held
-        .iter()
-        .map(|(id, tasks)| {
-            assert!(!tasks.is_empty(), "{id} runs tasks");
-            moved_after(&dir.0, tasks, id, at, RING_BOUND_MS)
-        })
-        .max()
-        .unwrap_or(0);
+    let moved = slowest_move(&dir.0, &held, at, RING_BOUND_MS);
     println!("MEASURE ring_kill_three_neighbours_running_elsewhere_ms={moved}");
     assert!(
         moved < RING_BOUND_MS,

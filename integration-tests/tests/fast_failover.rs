@@ -27,7 +27,7 @@ use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::{
     Group, TempDir, Worker, assert_no_overlap, journals, moved_after, poll, settled_generation,
-    tasks_of, wait_balanced, wait_balanced_since,
+    slowest_move, tasks_of, wait_balanced, wait_balanced_since,
 };
 
 const TASKS: usize = 12;
@@ -101,14 +101,7 @@ fn failover(dir: &TempDir, workers: &mut Vec<Worker>, victims: &[usize], signal:
     for i in victims {
         workers[*i].process.signal(signal);
     }
-    let moved = chosen
-        .iter()
-        .map(|(id, tasks)| {
-            assert!(!tasks.is_empty(), "{id} runs tasks");
-            moved_after(&dir.0, tasks, id, at, FAST_BOUND_MS)
-        })
-        .max()
-        .unwrap_or(0);
+    let moved = slowest_move(&dir.0, &chosen, at, FAST_BOUND_MS);
     let gone: Vec<String> = chosen.into_iter().map(|(id, _)| id).collect();
     workers.retain(|w| !gone.contains(&w.id));
     wait_balanced_since(&dir.0, TASKS, workers.len(), at);

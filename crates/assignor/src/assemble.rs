@@ -98,16 +98,22 @@ fn keeps_sorted(owned: &[TaskIndex], target: &[u32], m: u32) -> bool {
 
 /// The tasks `owned` lists that do not target member `m`, sorted, without duplicates.
 fn revoked(owned: &[TaskIndex], target: &[u32], m: u32) -> Vec<TaskIndex> {
-    let mut revoked: Vec<TaskIndex> = owned
-        .iter()
-        .copied()
-        .filter(|t| target[t.get()] != m)
-        .collect();
-    if !revoked.is_sorted() {
-        revoked.sort_unstable();
+    sorted_unique(
+        owned
+            .iter()
+            .copied()
+            .filter(|t| target[t.get()] != m)
+            .collect(),
+    )
+}
+
+/// `tasks` in index order without repeats (a claim list is usually sorted already).
+pub(crate) fn sorted_unique(mut tasks: Vec<TaskIndex>) -> Vec<TaskIndex> {
+    if !tasks.is_sorted() {
+        tasks.sort_unstable();
     }
-    revoked.dedup();
-    revoked
+    tasks.dedup();
+    tasks
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `round-robin`: eager, not sticky. Tasks, in index order kind by kind, go to the members
 //! that can run them in turn, like Kafka's `RoundRobinAssignor` and Connect's eager assignor.
 
-use crate::assemble::assemble;
+use crate::assemble::{assemble, sorted_unique};
 use crate::prepare::{NO_CAPACITY, NO_MEMBER, Prepared, prepare_unresolved};
 use crate::{
     AssignError, AssignmentInput, Assignor, KindIndex, MemberAssignment, Plan, RebalanceProtocol,
@@ -139,7 +139,7 @@ fn dealt_in_strides(input: &AssignmentInput<'_>, p: &Prepared) -> Option<Vec<Mem
 /// The tasks of `owned` not in the stride `j, j + n, ..` (`position` = `Some(j)`; all of them
 /// for `None`), sorted, without duplicates.
 fn revoked_from_stride(owned: &[TaskIndex], position: Option<usize>, n: usize) -> Vec<TaskIndex> {
-    let mut revoked: Vec<TaskIndex> = match position {
+    let revoked: Vec<TaskIndex> = match position {
         None => owned.to_vec(),
         Some(j) if owned.is_sorted() => {
             // Walk the stride alongside the sorted claims: additions only.
@@ -157,11 +157,7 @@ fn revoked_from_stride(owned: &[TaskIndex], position: Option<usize>, n: usize) -
         }
         Some(j) => owned.iter().copied().filter(|t| t.get() % n != j).collect(),
     };
-    if !revoked.is_sorted() {
-        revoked.sort_unstable();
-    }
-    revoked.dedup();
-    revoked
+    sorted_unique(revoked)
 }
 
 #[cfg(test)]
