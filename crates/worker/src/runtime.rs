@@ -106,7 +106,7 @@ pub struct Runtime {
     assigned_once: AtomicBool,
     /// The tasks the last applied assignment asks this worker to run: a task restarted for a
     /// change in the task store starts again only if it is still among them.
-    assigned: Arc<Mutex<BTreeSet<String>>>,
+    assigned: Arc<Mutex<Assigned>>,
     /// Tasks stopped to be restarted for a task store change, with the generation they were
     /// granted in: still claimed in the metadata while they stop, so that a rebalance meanwhile
     /// keeps them here instead of starting them elsewhere before this run has ended.
@@ -179,7 +179,7 @@ impl Runtime {
         let arrived: Vec<String> = changes
             .added
             .iter()
-            .filter(|id| assigned.contains(*id) && !held.contains(*id))
+            .filter(|id| assigned.contains(id) && !held.contains(*id))
             .cloned()
             .collect();
         for id in &arrived {
@@ -226,7 +226,7 @@ impl Runtime {
         }
     }
 
-    fn assigned_handle(&self) -> Arc<Mutex<BTreeSet<String>>> {
+    fn assigned_handle(&self) -> Arc<Mutex<Assigned>> {
         self.assigned.clone()
     }
 
@@ -318,14 +318,13 @@ impl Runtime {
     /// id) runs in its own tokio task; dropping the returned future only stops waiting.
     pub fn apply(
         &self,
-        change: AssignmentChange,
+        mut change: AssignmentChange,
     ) -> impl Future<Output = ApplyReport> + Send + 'static {
         let member_id = change.token.member_id.clone();
         // Held through the synchronous part: a task store restart finishing meanwhile sees
         // either the old or the new target set, never a half-applied one.
         let assigned = self.assigned_handle();
         let mut assigned = lock(&assigned);
-        *assigned = change.run.difference(&change.revoke).cloned().collect();
         let held = self.supervisor.held();
         // Held under an older membership (another member id): their lease checks fail; they are
         // stopped and, if still assigned, started again under the new token.
@@ -354,6 +353,8 @@ impl Runtime {
         let mut report = ApplyReport::default();
         let mut regranted = Vec::new();
         let catalogue = self.supervisor.catalogue();
+        self.supervisor
+            .reserve(change.run.len().saturating_sub(held.len()));
         let mut unknown = Vec::new();
         for id in change.run.iter().filter(|id| !change.revoke.contains(*id)) {
             if !catalogue.contains(id) {
@@ -373,6 +374,11 @@ impl Runtime {
             }
         }
         self.complete_rebalance(&change, !report.started.is_empty() || !regranted.is_empty());
+        // The change's own sets, not a copy of their ids.
+        *assigned = Assigned {
+            run: std::mem::take(&mut change.run),
+            revoke: std::mem::take(&mut change.revoke),
+        };
         drop(assigned);
         if !unknown.is_empty() {
             tracing::info!(
@@ -507,6 +513,25 @@ impl Runtime {
         self.board.set_shutting_down();
         self.unassign_all();
         self.supervisor.stop_all(deadline)
+    }
+}
+
+/// The tasks an assignment asks this worker to run: its target set less what it revokes.
+/// Kept as the assignment brought them: with 100,000 tasks, a copy of the ids would be
+/// megabytes for every worker.
+#[derive(Debug, Default)]
+struct Assigned {
+    run: BTreeSet<String>,
+    revoke: BTreeSet<String>,
+}
+
+impl Assigned {
+    fn contains(&self, task_id: &str) -> bool {
+        self.run.contains(task_id) && !self.revoke.contains(task_id)
+    }
+
+    fn clear(&mut self) {
+        *self = Assigned::default();
     }
 }
 

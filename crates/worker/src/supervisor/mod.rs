@@ -6,7 +6,10 @@
 //! worker's [`Lease`] current with [`set_member_lease`](Supervisor::set_member_lease).
 //!
 //! - Each task gets a child of the supervisor's root `CancellationToken`; cancelling the root is
-//!   the worker shutting down (lease checks then fail with `ShuttingDown`).
+//!   the worker shutting down (lease checks then fail with `ShuttingDown`). The task sees that
+//!   same token (a worker holds one per task, each 112 bytes plus its place in the root's list);
+//!   only with a stall watch does each attempt get a child of its own, which the watch cancels
+//!   to stop that attempt alone.
 //! - Revoke: cancel at once (the task's lease check fails from that moment), wait up to the
 //!   graceful stop timeout, then abort, then wait up to the abort timeout. The returned future
 //!   completes within that bound even if a task never yields; such a task is not started again
@@ -85,7 +88,10 @@ pub enum RestartError {
     DidNotStop(String),
 }
 
+/// A held task, in the supervisor's slots (see [`RunShared::slots`]).
 struct Slot {
+    /// The run's token: the supervisor cancels it to stop the run (the task's own token too,
+    /// without a stall watch).
     cancel: CancellationToken,
     handle: JoinHandle<()>,
     incarnation: u64,
@@ -106,7 +112,6 @@ pub struct Supervisor {
     paused: RwLock<Arc<BTreeSet<String>>>,
     config: SupervisorConfig,
     member: watch::Sender<Lease>,
-    slots: Mutex<HashMap<Arc<str>, Slot>>,
     stopping: Arc<Mutex<HashSet<Arc<str>>>>,
     next_incarnation: AtomicU64,
     /// The checkpoint client the tasks' contexts save and read through (with a task store).
@@ -153,7 +158,6 @@ impl Supervisor {
             paused: RwLock::new(Arc::new(BTreeSet::new())),
             config,
             member: watch::Sender::new(no_lease()),
-            slots: Mutex::new(HashMap::new()),
             stopping: Arc::new(Mutex::new(HashSet::new())),
             next_incarnation: AtomicU64::new(1),
             checkpoints: std::sync::OnceLock::new(),
@@ -228,6 +232,13 @@ impl Supervisor {
         let mut ids: Vec<String> = self.lock().keys().map(|id| id.to_string()).collect();
         ids.sort();
         ids
+    }
+
+    /// Makes room for `additional` more held tasks at once: an assignment of 100,000 tasks
+    /// would otherwise grow the slots table step by step, leaving each outgrown table behind
+    /// as free memory the allocator keeps.
+    pub(crate) fn reserve(&self, additional: usize) {
+        self.lock().reserve(additional);
     }
 
     /// The token a held task was started with.
@@ -448,7 +459,7 @@ impl Supervisor {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Slot>> {
-        lock(&self.slots)
+        lock(&self.shared.slots)
     }
 }
 

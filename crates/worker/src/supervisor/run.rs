@@ -7,11 +7,11 @@
 //! widening every run's future.
 
 use std::any::Any;
-use std::collections::BTreeSet;
-use std::ops::Deref;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -25,6 +25,7 @@ use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
+use crate::supervisor::{Slot, lock};
 use crate::task::{Registry, RunFuture, TaskConfigError, TaskError};
 
 /// What every run of one supervisor shares.
@@ -36,6 +37,9 @@ pub(crate) struct RunShared {
     /// The supervisor's root token: cancelled when the worker shuts down.
     pub(crate) shutdown: CancellationToken,
     pub(crate) graceful_stop_timeout: Duration,
+    /// The held tasks. A run looks its slot up only when its token fired, to tell the
+    /// supervisor's stop from the task cancelling its own token.
+    pub(super) slots: Mutex<HashMap<Arc<str>, Slot>>,
     /// The registered kinds' names, so that every task's status shares one copy of its kind.
     kinds: BTreeSet<Arc<str>>,
 }
@@ -55,6 +59,7 @@ impl RunShared {
             table,
             shutdown,
             graceful_stop_timeout,
+            slots: Mutex::new(HashMap::new()),
             kinds,
         }
     }
@@ -75,6 +80,8 @@ pub(crate) struct RunPlan {
     pub(crate) incarnation: u64,
     pub(crate) granted: FencingToken,
     pub(crate) member: watch::Receiver<Lease>,
+    /// The run's token, the one in its slot: cancelled by the supervisor to stop the run.
+    /// Without a stall watch it is also the task's own token.
     pub(crate) cancel: CancellationToken,
     /// Where the task's checkpoints go (with a task store).
     pub(crate) checkpoints: Option<Arc<Checkpoints>>,
@@ -89,6 +96,12 @@ impl Deref for Running {
 
     fn deref(&self) -> &RunPlan {
         &self.0
+    }
+}
+
+impl DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut RunPlan {
+        &mut self.0
     }
 }
 
@@ -131,7 +144,7 @@ impl RunPlan {
 pub(crate) fn supervise(plan: RunPlan) -> impl Future<Output = ()> + Send + 'static {
     // Wrapped here, not in an `async fn`: that would keep a second copy of its argument in
     // the future of every idle task.
-    let plan = Running(plan);
+    let mut plan = Running(plan);
     async move { plan.supervise().await }
 }
 
@@ -144,7 +157,7 @@ type AttemptRun<'a> = Either<
 
 impl Running {
     // Few locals live across an await here: each becomes part of every idle task's future.
-    async fn supervise(&self) {
+    async fn supervise(&mut self) {
         if self.paused {
             // Held (and claimed) but not run: a resume restarts it.
             tracing::info!(task = %self.task_id, "task paused");
@@ -171,29 +184,9 @@ impl Running {
             let Some(run) = self.start(attempt, started) else {
                 return;
             };
-            let failure = match run.await {
-                Ok(Ok(())) if self.cancel.is_cancelled() => {
-                    self.finish(TaskState::Stopped, None);
-                    return;
-                }
-                Ok(Ok(())) => {
-                    tracing::info!(task = %self.task_id, "task completed");
-                    self.finish(TaskState::Completed, None);
-                    return;
-                }
-                Ok(Err(TaskError::Lease(error))) => {
-                    tracing::info!(task = %self.task_id, %error, "task stopped on its lease check");
-                    self.finish(TaskState::Stopped, Some(error.to_string()));
-                    return;
-                }
-                Ok(Err(error)) => error.to_string(),
-                Err(panic) => format!("panicked: {}", panic_message(panic.as_ref())),
-            };
-            if self.cancel.is_cancelled() {
-                // Failing while being stopped is a stop, not a reason to restart.
-                self.finish(TaskState::Stopped, Some(failure));
+            let Some(failure) = self.ended(run.await) else {
                 return;
-            }
+            };
             if started.elapsed() >= self.policy().reset_after {
                 failures = 0;
             }
@@ -205,6 +198,58 @@ impl Running {
                 self.finish(TaskState::Stopped, None);
                 return;
             }
+        }
+    }
+
+    /// Records how an attempt ended; the failure to restart after, or `None` when the run is
+    /// over (stopped, completed, stopped on its lease).
+    fn ended(&mut self, outcome: Outcome) -> Option<String> {
+        let stopped = self.cancel.is_cancelled() && self.stop_requested();
+        let failure = match outcome {
+            Ok(Ok(())) if stopped => {
+                self.finish(TaskState::Stopped, None);
+                return None;
+            }
+            Ok(Ok(())) => {
+                tracing::info!(task = %self.task_id, "task completed");
+                self.finish(TaskState::Completed, None);
+                return None;
+            }
+            Ok(Err(TaskError::Lease(error))) => {
+                tracing::info!(task = %self.task_id, %error, "task stopped on its lease check");
+                self.finish(TaskState::Stopped, Some(error.to_string()));
+                return None;
+            }
+            Ok(Err(error)) => error.to_string(),
+            Err(panic) => format!("panicked: {}", panic_message(panic.as_ref())),
+        };
+        if stopped {
+            // Failing while being stopped is a stop, not a reason to restart.
+            self.finish(TaskState::Stopped, Some(failure));
+            return None;
+        }
+        Some(failure)
+    }
+
+    /// Whether the supervisor stopped the run, once its token fired. Without a stall watch the
+    /// task holds the run's token and may cancel it itself: that stops only the attempt, as a
+    /// token of the attempt's own would, so the run takes a fresh token (in its slot too) for
+    /// what follows.
+    fn stop_requested(&mut self) -> bool {
+        if self.shared.shutdown.is_cancelled() {
+            return true;
+        }
+        // The supervisor takes a slot out before it cancels the token (under this lock).
+        let mut slots = lock(&self.shared.slots);
+        match slots.get_mut(&*self.task_id) {
+            Some(slot) if slot.incarnation == self.incarnation => {
+                let fresh = self.shared.shutdown.child_token();
+                slot.cancel = fresh.clone();
+                drop(slots);
+                self.cancel = fresh;
+                false
+            }
+            _ => true,
         }
     }
 
@@ -250,8 +295,13 @@ impl Running {
                 return None;
             }
         };
-        // One token per attempt, so that the stall watch can stop this attempt alone.
-        let attempt_cancel = self.cancel.child_token();
+        // With a stall watch, a token per attempt, so that the watch can stop this attempt
+        // alone; without one, the run's token (see `stop_requested`).
+        let stall = self.policy().stall_timeout;
+        let attempt_cancel = match stall {
+            Some(_) => self.cancel.child_token(),
+            None => self.cancel.clone(),
+        };
         let lease = TaskLease::new(
             self.task_id.clone(),
             self.granted.clone(),
@@ -260,7 +310,6 @@ impl Running {
             self.shared.shutdown.clone(),
         );
         // When progress was last reported: a channel only when the stall watch reads it.
-        let stall = self.policy().stall_timeout;
         let (last, seen) = match stall {
             Some(_) => {
                 let (last, seen) = watch::channel(started);

@@ -713,3 +713,103 @@ fn a_supervised_run_stays_small() {
     let size = run::future_size(plan);
     assert!(size <= 200, "a supervised run's future takes {size} bytes");
 }
+
+/// On its first attempt cancels its own token and fails; later attempts wait to be stopped.
+struct CancelsItself;
+impl Task for CancelsItself {
+    async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
+        if ctx.attempt() == 1 {
+            ctx.cancellation_token().cancel();
+            return Err(TaskError::failed("gave up"));
+        }
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+/// A supervisor with the fixture's kinds plus `cancels-itself`, under `config`.
+fn with_cancels_itself(
+    config: SupervisorConfig,
+) -> (Supervisor, mpsc::UnboundedReceiver<TaskContext>) {
+    let (sender, contexts) = mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry
+        .register_with("exposed", move |_: &serde_json::Value| {
+            Ok::<_, String>(Exposed(sender.clone()))
+        })
+        .register_with("cancels-itself", |_: &serde_json::Value| {
+            Ok::<_, String>(CancelsItself)
+        });
+    let catalogue = Catalogue::from_specs([
+        TaskSpec::new("exposed", "exposed", json!(null)),
+        TaskSpec::new("cancels-itself", "cancels-itself", json!(null)),
+    ])
+    .unwrap();
+    let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
+    supervisor.set_member_lease(member_lease(
+        token(),
+        Instant::now() + Duration::from_secs(3600),
+    ));
+    (supervisor, contexts)
+}
+
+/// Whether the token in `task_id`'s slot fired.
+fn slot_cancelled(supervisor: &Supervisor, task_id: &str) -> bool {
+    supervisor.lock()[task_id].cancel.is_cancelled()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_holds_its_runs_token_unless_a_stall_watch_needs_one_per_attempt() {
+    // Without a stall watch, one token per task: the task's token is its slot's.
+    let (supervisor, mut contexts) = with_cancels_itself(quick_restarts(3));
+    supervisor.start("exposed", token());
+    let ctx = contexts.recv().await.unwrap();
+    ctx.cancellation_token().cancel();
+    assert!(slot_cancelled(&supervisor, "exposed"), "one token per task");
+    // The task cancelled its own token: it returned on its own, so it completed, as it did
+    // with a token of its own.
+    settle().await;
+    assert_eq!(
+        supervisor.table().state("exposed"),
+        Some(TaskState::Completed)
+    );
+    assert!(!slot_cancelled(&supervisor, "exposed"));
+
+    // With a stall watch, each attempt has a child of the run's token.
+    let mut config = quick_restarts(3);
+    config.restart.stall_timeout = Some(Duration::from_secs(600));
+    let (supervisor, mut contexts) = with_cancels_itself(config);
+    supervisor.start("exposed", token());
+    let ctx = contexts.recv().await.unwrap();
+    ctx.cancellation_token().cancel();
+    assert!(
+        !slot_cancelled(&supervisor, "exposed"),
+        "a token per attempt"
+    );
+    settle().await;
+    assert_eq!(
+        supervisor.table().state("exposed"),
+        Some(TaskState::Completed)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_that_cancels_its_own_token_and_fails_is_restarted_and_still_revocable() {
+    let (supervisor, _contexts) = with_cancels_itself(quick_restarts(3));
+    supervisor.start("cancels-itself", token());
+    settle().await;
+    let status = supervisor.table().get("cancels-itself").unwrap();
+    assert_eq!(status.state, TaskState::Restarting);
+    assert_eq!(status.last_error.as_deref(), Some("gave up"));
+    // After the 1 s backoff, attempt 2 runs on a fresh token, the one the supervisor cancels.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(
+        supervisor.table().state("cancels-itself"),
+        Some(TaskState::Running)
+    );
+    assert!(!slot_cancelled(&supervisor, "cancels-itself"));
+    let started = Instant::now();
+    let report = supervisor.revoke(["cancels-itself"]).await;
+    assert_eq!(report.graceful, ["cancels-itself"]);
+    assert_eq!(started.elapsed(), Duration::ZERO);
+}
