@@ -93,7 +93,7 @@ pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
 pub use config::{StatusConfig, TasksConfig, WorkerConfig};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
-pub use group::{WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
+pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
 pub use status::{TaskState, TaskStatus, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};

@@ -9,7 +9,8 @@
 //! Start it several times with the same `--group`: the tasks `task-0` .. `task-{N-1}` spread over
 //! the workers and move when one dies, leaves, joins or restarts. With `--journal-dir`, each
 //! running task appends `<unix_ms> <worker-id> <generation>` to `DIR/<task-id>.log` every 100 ms,
-//! only after its lease check passes. Prints one JSON line per change on stdout; logs go to
+//! only after its lease check passes. Prints one JSON line per change on stdout (an assignment
+//! with where its time went: `join_ms`, the leader's `assign_ms`, `sync_ms`, `apply_ms`); logs go to
 //! stderr (`RUST_LOG`). `--command-config FILE` takes Kafka client properties (TLS, SASL, and
 //! any key of `kroupier::worker::config`, such as `kroupier.status.token`); the flags apply over
 //! them. SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
@@ -27,7 +28,7 @@ use clap::Parser;
 use kroupier::assignor::{Assignor, by_name};
 use kroupier::worker::journal::unix_ms;
 use kroupier::worker::shutdown::{Outcome, two_signals};
-use kroupier::worker::{WorkerBuilder, WorkerConfig, WorkerEvent};
+use kroupier::worker::{AssignedTimes, WorkerBuilder, WorkerConfig, WorkerEvent};
 use kroupier_examples::beat::{BEAT, Beat, BeatConfig, BeatEnv};
 use kroupier_examples::{command_config, os_signals};
 
@@ -101,6 +102,17 @@ fn print(line: serde_json::Value) {
     let _ = out.flush();
 }
 
+/// Where an assignment's time went, in milliseconds (absent: not measured, e.g. `assign_ms`
+/// on a worker that did not lead the round).
+fn times_json(times: &AssignedTimes) -> serde_json::Value {
+    let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
+    serde_json::json!({
+        "rebalance_ms": times.rebalance.map(ms), "join_ms": times.join.map(ms),
+        "assign_ms": times.assign.map(ms), "sync_ms": times.sync.map(ms),
+        "held_ms": ms(times.held), "apply_ms": ms(times.apply),
+    })
+}
+
 fn print_event(worker: &str, event: &WorkerEvent) {
     let line = match event {
         WorkerEvent::Assigned {
@@ -109,11 +121,12 @@ fn print_event(worker: &str, event: &WorkerEvent) {
             tasks,
             started,
             stopped,
+            times,
             ..
         } => serde_json::json!({
             "ts_ms": unix_ms(), "worker": worker, "event": "assigned",
             "generation": generation, "leader": leader, "tasks": tasks,
-            "started": started, "stopped": stopped,
+            "started": started, "stopped": stopped, "times": times_json(times),
         }),
         WorkerEvent::Lost { generation } => serde_json::json!({
             "ts_ms": unix_ms(), "worker": worker, "event": "lost", "generation": generation,

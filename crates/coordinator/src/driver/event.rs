@@ -41,6 +41,8 @@ pub enum MemberEvent {
         token: FencingToken,
         /// The assignment bytes (empty if the leader gave none).
         assignment: Bytes,
+        /// Where the rebalance's time went, as this member saw it.
+        times: RebalanceTimes,
     },
     /// A rebalance started while the generation was stable (or the member is about to leave):
     /// its assignment is no longer final. The protocol's `on_revoked` has run.
@@ -77,6 +79,25 @@ pub enum MemberEvent {
     },
     /// The member left the group. Terminal.
     Left,
+}
+
+/// Where a completed rebalance's time went, as one member saw it: the protocol's waits
+/// (JoinGroup and SyncGroup, Kafka's `join-time` and `sync-time`) and the leader's own work
+/// (computing the assignment), so that a slow rebalance can be told apart from a slow member.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RebalanceTimes {
+    /// From the rebalance's start (this member's rejoin, or its first JoinGroup) to the
+    /// SyncGroup answer that ended it.
+    pub rebalance: Option<Duration>,
+    /// The JoinGroup that succeeded, from its send to its answer: the coordinator waits for
+    /// every member to rejoin (or for the rebalance timeout) before it answers.
+    pub join: Option<Duration>,
+    /// The leader only: how long the protocol's `assign` took (on the blocking pool).
+    pub assign: Option<Duration>,
+    /// The SyncGroup, from its send to its answer: a follower's includes the wait for the
+    /// leader's assignment.
+    pub sync: Option<Duration>,
 }
 
 /// A snapshot of the member, published after every step of its driver (see

@@ -118,7 +118,7 @@ use crate::membership::{GroupProtocol, Membership, MembershipConfig};
 
 pub use config::MemberConfig;
 pub use error::MemberError;
-pub use event::{MemberEvent, MemberStatus};
+pub use event::{MemberEvent, MemberStatus, RebalanceTimes};
 pub use handle::MemberHandle;
 
 use run::Driver;

@@ -2,7 +2,7 @@
 //! sends what it asks for, and turns its events into protocol callbacks and user events.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -18,7 +18,7 @@ use crate::membership::{
 };
 
 use super::error::MemberError;
-use super::event::{MemberEvent, MemberStatus};
+use super::event::{MemberEvent, MemberStatus, RebalanceTimes};
 use super::transport::Transport;
 
 /// The driver's clock: the lease timeline (tokio's time, so that tests on paused time control
@@ -57,6 +57,8 @@ enum Wake {
 
 struct Assigning {
     generation_id: i32,
+    /// When the protocol's `assign` was handed to the blocking pool.
+    started: Instant,
     task: JoinHandle<Assigned>,
 }
 
@@ -70,6 +72,8 @@ pub(crate) struct Driver<P: GroupProtocol, T: Transport> {
     pub(crate) status: watch::Sender<MemberStatus>,
     pub(crate) in_flight: FuturesUnordered<BoxFuture<'static, Sent>>,
     assigning: Option<Assigning>,
+    /// How long the last assignment this member computed took, with its generation.
+    last_assign: Option<(i32, Duration)>,
     leave_waiters: Vec<oneshot::Sender<()>>,
     handles_gone: bool,
     coordinator_known: bool,
@@ -94,6 +98,7 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             status,
             in_flight: FuturesUnordered::new(),
             assigning: None,
+            last_assign: None,
             leave_waiters: Vec::new(),
             handles_gone: false,
             coordinator_known: false,
@@ -123,7 +128,10 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
                 }
                 Wake::Sent(tag, result) => self.on_sent(tag, result),
                 Wake::Assigned(generation_id, result) => {
-                    self.assigning = None;
+                    if let Some(a) = self.assigning.take() {
+                        let took = now().saturating_duration_since(a.started);
+                        self.last_assign = Some((generation_id, took));
+                    }
                     self.on_assigned(generation_id, result);
                 }
                 Wake::Timeout => self.membership.handle_timeout(now()),
@@ -285,6 +293,7 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
                 let task = tokio::task::spawn_blocking(move || protocol.assign(&context, &members));
                 self.assigning = Some(Assigning {
                     generation_id,
+                    started: now(),
                     task,
                 });
             }
@@ -294,9 +303,20 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             } => {
                 self.protocol.on_assigned(&generation, &assignment);
                 self.rebalance = None;
+                let metrics = self.membership.metrics();
+                let times = RebalanceTimes {
+                    rebalance: metrics.last_rebalance_latency,
+                    join: metrics.last_join_time,
+                    assign: self
+                        .last_assign
+                        .filter(|(g, _)| *g == generation.generation_id)
+                        .map(|(_, took)| took),
+                    sync: metrics.last_sync_time,
+                };
                 self.emit(MemberEvent::Assigned {
                     token: generation.token(),
                     assignment,
+                    times,
                 });
             }
             Event::Revoked { generation, reason } => {

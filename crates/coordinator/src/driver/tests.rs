@@ -306,6 +306,23 @@ async fn heartbeats_go_on_while_the_assignor_blocks() {
         "no SyncGroup after the assignment",
     )
     .await;
+    // The assigned event says where the rebalance's time went: the blocked assignor, not the
+    // protocol's waits.
+    let seen = drain(&mut events);
+    let Some(MemberEvent::Assigned { times, .. }) = seen
+        .iter()
+        .find(|e| matches!(e, MemberEvent::Assigned { .. }))
+    else {
+        panic!("no assigned event: {seen:?}");
+    };
+    let assign = times.assign.expect("the leader's assign time");
+    assert!(assign >= SESSION * 3, "{times:?}");
+    let (join, sync) = (times.join.expect("join"), times.sync.expect("sync"));
+    assert!(join < SESSION && sync < SESSION, "{times:?}");
+    assert!(
+        times.rebalance.expect("rebalance") >= join + assign,
+        "{times:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -203,6 +203,12 @@ pub struct Metrics {
     pub rebalances_failed: u64,
     /// How long the last completed rebalance took, from its start to SyncGroup success.
     pub last_rebalance_latency: Option<Duration>,
+    /// How long the last successful JoinGroup took, from its send to its answer (Kafka's
+    /// `join-time`): mostly the coordinator waiting for every member to rejoin.
+    pub last_join_time: Option<Duration>,
+    /// How long the last successful SyncGroup took, from its send to its answer (Kafka's
+    /// `sync-time`): for a follower, mostly the wait for the leader's assignment.
+    pub last_sync_time: Option<Duration>,
     /// When the last heartbeat succeeded (response time).
     pub last_heartbeat_success_at: Option<Instant>,
     /// Heartbeats sent.

@@ -276,6 +276,7 @@ impl Membership {
         };
         self.heartbeat.last_success_sent_at = Some(basis);
         self.heartbeat.failures = 0;
+        self.metrics.last_join_time = Some(now.saturating_duration_since(sent_at));
         self.heartbeat
             .next_at
             .get_or_insert(now + self.config.heartbeat_interval);
@@ -423,6 +424,7 @@ impl Membership {
         self.heartbeat.sync_bound = None;
         self.settled_at(sent_at);
         self.metrics.rebalances_total += 1;
+        self.metrics.last_sync_time = Some(now.saturating_duration_since(sent_at));
         if let Some(started) = self.rebalance_started_at.take() {
             self.metrics.last_rebalance_latency = Some(now.saturating_duration_since(started));
         }

@@ -271,6 +271,10 @@ fn follower_joins_with_member_id_required_and_syncs() {
     assert!(h.member.is_token_valid(&lease.token, h.at(ms(200))));
     assert_eq!(h.member.metrics().rebalances_total, 1);
     assert_eq!(h.member.metrics().last_rebalance_latency, Some(ms(150)));
+    // Kafka's join-time and sync-time: each request's send to its answer (the JoinGroup that
+    // succeeded was sent at 5 ms, after the member id round trip).
+    assert_eq!(h.member.metrics().last_join_time, Some(ms(95)));
+    assert_eq!(h.member.metrics().last_sync_time, Some(ms(50)));
 }
 
 #[test]

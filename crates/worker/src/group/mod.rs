@@ -92,6 +92,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kroupier_assignor::Assignor;
 use kroupier_coordinator::driver::{Member, MemberError, MemberHandle};
@@ -171,6 +172,8 @@ pub enum WorkerEvent {
         started: Vec<String>,
         /// Tasks stopped by this change.
         stopped: Vec<String>,
+        /// Where the time behind this change went.
+        times: AssignedTimes,
     },
     /// The membership was lost (self-fenced or reset): every task was stopped.
     Lost {
@@ -179,6 +182,32 @@ pub enum WorkerEvent {
     },
     /// The worker stopped every task for good (shutdown, fenced, fatal).
     Stopped,
+}
+
+/// Where the time behind a [`WorkerEvent::Assigned`] went: the protocol's waits, the leader's
+/// work and this worker's, so that "why did this take a second" has an answer (the failover
+/// and scale measurements split each step with it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AssignedTimes {
+    /// From the rebalance's start (this worker's rejoin, or its first JoinGroup) to the
+    /// assignment's arrival.
+    pub rebalance: Option<Duration>,
+    /// The JoinGroup that succeeded, from its send to its answer: the coordinator waiting for
+    /// every member to rejoin (Kafka's `join-time`).
+    pub join: Option<Duration>,
+    /// The leader only: computing every member's assignment (decoding their metadata, the
+    /// assignor, encoding).
+    pub assign: Option<Duration>,
+    /// The SyncGroup, from its send to its answer (Kafka's `sync-time`): a follower's includes
+    /// the leader's `assign`.
+    pub sync: Option<Duration>,
+    /// From the assignment's arrival to this change: decoding it, then tasks held back (a
+    /// static takeover's wait, a vanished owner's hold, the task store's catch-up).
+    pub held: Duration,
+    /// Making the change: stopping what it revokes (the signal, not the wait) and spawning
+    /// what it adds.
+    pub apply: Duration,
 }
 
 /// A running worker: its runtime, its group member, and the way to stop it.

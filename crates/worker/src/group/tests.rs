@@ -10,7 +10,9 @@ use kroupier_coordinator::membership::MemberState;
 use kroupier_embedded::EmbeddedCoordinator;
 
 use crate::protocol::Assignment;
-use crate::{Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerHandle};
+use crate::{
+    Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerEvent, WorkerHandle,
+};
 
 #[derive(serde::Deserialize)]
 struct Idle {}
@@ -182,3 +184,42 @@ async fn the_status_port_stays_bound_while_the_loop_holds_it() {
 #[cfg(test)]
 #[path = "store_tests.rs"]
 mod store_tests;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assigned_event_says_where_the_rebalance_time_went() {
+    let coordinator = EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the embedded coordinator starts");
+    let bootstrap = coordinator.bootstrap();
+    let first = worker(&bootstrap, "w1").await;
+    stable(&first).await;
+    let mut events = first.events();
+
+    // A second worker joins: the first one rejoins, leads the round and gives up two tasks.
+    let second = worker(&bootstrap, "w2").await;
+    let mut led = None;
+    while led.is_none() {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("an assignment within 20 s")
+            .expect("the worker's events");
+        let WorkerEvent::Assigned { leader, times, .. } = event else {
+            continue;
+        };
+        let rebalance = times.rebalance.expect("the rebalance's length");
+        let join = times.join.expect("the JoinGroup's round trip");
+        let sync = times.sync.expect("the SyncGroup's round trip");
+        assert!(join + sync <= rebalance, "{times:?}");
+        assert!(times.apply < Duration::from_secs(5), "{times:?}");
+        if leader {
+            let assign = times.assign.expect("the leader's assign time");
+            assert!(join + assign + sync <= rebalance, "{times:?}");
+            led = Some(times);
+        } else {
+            assert_eq!(times.assign, None, "only the leader assigns: {times:?}");
+        }
+    }
+    second.shutdown().await.expect("clean shutdown");
+    first.shutdown().await.expect("clean shutdown");
+}

@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{MemberEvent, MemberHandle, MemberStatus};
+use kroupier_coordinator::driver::{MemberEvent, MemberHandle, MemberStatus, RebalanceTimes};
 use kroupier_coordinator::membership::MemberState;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
@@ -19,7 +19,7 @@ pub(crate) use store::StoreLink;
 
 use super::protocol::Stopping;
 use super::reconciler::{Action, Reconciler, Settings, Takeover};
-use super::{WorkerError, WorkerEvent};
+use super::{AssignedTimes, WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
 use crate::runtime::{ApplyReport, Runtime};
 
@@ -51,6 +51,10 @@ pub(crate) struct Loop {
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
 /// what an eager revocation cancelled.
+/// The last assignment that arrived: its generation, when, and where the rebalance's time
+/// went until then (for [`AssignedTimes`]).
+type Arrival = Option<(i32, Instant, RebalanceTimes)>;
+
 #[derive(Default)]
 struct Stops {
     revoking: Option<(i32, Waiting)>,
@@ -74,8 +78,9 @@ impl Loop {
         });
         let mut held_key = None;
         let mut stops = Stops::default();
+        let mut arrival: Arrival = None;
         loop {
-            self.act(&mut reconciler, &mut stops).await;
+            self.act(&mut reconciler, &mut stops, &arrival).await;
             if store.is_some() {
                 // After every input: an assignment applied, a status change, a new view.
                 self.check_placement().await;
@@ -99,7 +104,8 @@ impl Loop {
                 view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
                 () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),
                 event = member_events.recv() => match event {
-                    Ok(MemberEvent::Assigned { token, assignment }) => {
+                    Ok(MemberEvent::Assigned { token, assignment, times }) => {
+                        arrival = Some((token.generation_id, Instant::now(), times));
                         if let Some(assigned) = self.assigned(&token, &assignment).await {
                             reconciler.handle_assigned(Instant::now(), assigned);
                         }
@@ -168,7 +174,7 @@ impl Loop {
     }
 
     /// Carries out the reconciler's actions, in order.
-    async fn act(&self, reconciler: &mut Reconciler, stops: &mut Stops) {
+    async fn act(&self, reconciler: &mut Reconciler, stops: &mut Stops, arrival: &Arrival) {
         while let Some(action) = reconciler.poll_action() {
             match action {
                 Action::Apply {
@@ -186,11 +192,13 @@ impl Loop {
                     let run = change.run.clone();
                     // A set: with tens of thousands of tasks, a list's `contains` below made
                     // every assignment quadratic (seconds per rebalance).
+                    let applying = Instant::now();
                     let before: std::collections::BTreeSet<String> =
                         self.runtime.owned().into_keys().collect();
                     let waiting = self
                         .protocol
                         .if_live(generation, &token.member_id, || self.runtime.apply(change));
+                    let times = assigned_times(arrival, generation, applying);
                     reconciler.handle_applied(&token, waiting.is_some());
                     let Some(waiting) = waiting else { continue };
                     let leader = self
@@ -206,6 +214,7 @@ impl Loop {
                         started: run.difference(&before).cloned().collect(),
                         stopped: before.difference(&run).cloned().collect(),
                         tasks: run,
+                        times,
                     });
                     if await_revocations {
                         stops.revoking = Some((generation, Box::pin(waiting)));
@@ -259,6 +268,22 @@ impl Loop {
     fn emit(&self, event: WorkerEvent) {
         // Nobody listening is fine.
         let _ = self.events.send(event);
+    }
+}
+
+/// Where the time behind an apply of `generation` that began at `applying` went.
+fn assigned_times(arrival: &Arrival, generation: i32, applying: Instant) -> AssignedTimes {
+    let (arrived, member) = match arrival {
+        Some((g, arrived, times)) if *g == generation => (*arrived, *times),
+        _ => (applying, RebalanceTimes::default()),
+    };
+    AssignedTimes {
+        rebalance: member.rebalance,
+        join: member.join,
+        assign: member.assign,
+        sync: member.sync,
+        held: applying.saturating_duration_since(arrived),
+        apply: applying.elapsed(),
     }
 }
 
