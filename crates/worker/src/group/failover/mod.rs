@@ -50,10 +50,10 @@ use peers::Peer;
 
 /// How long one DescribeGroups for the peer list may take.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
-/// A joining worker waits at most this long for the group to start the rebalance its
-/// JoinGroup asks for, before it tells the members.
+/// A worker that starts a rebalance (joining, or rejoining for a cooperative follow-up round)
+/// waits at most this long for the group to prepare it before it tells the members.
 const JOIN_WATCH: Duration = Duration::from_secs(3);
-/// How often a joining worker looks at the group's state meanwhile.
+/// How often it looks at the group's state meanwhile.
 const JOIN_POLL: Duration = Duration::from_millis(20);
 /// How long a stopping worker waits for its status API to end, so that its peers' links read
 /// [`STOPPED`] before the process exits (a link whose peer does not read still gets the line
@@ -192,8 +192,8 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
             input = inbox.recv() => match input {
                 Some(Input::Assigned) => watch.refresh().await,
                 Some(Input::Hinted { generation, from }) => watch.hinted(generation, from).await,
-                Some(Input::Rebalancing { generation }) => watch.hint_peers(generation),
-                Some(Input::Joining(peers)) => watch.joining(peers).await,
+                Some(Input::Rebalancing { generation }) => watch.rebalancing(generation),
+                Some(Input::Joining(peers)) => watch.joining(peers),
                 None => break,
             },
             Some((member_id, gone)) = dead.recv() => watch.died(&member_id, gone).await,
@@ -356,50 +356,94 @@ impl Watch {
         if self.settings.mode != LinkMode::Http {
             return;
         }
-        let addrs: BTreeSet<&String> = self
-            .peers
+        send_hints(
+            self.hint_targets(),
+            generation,
+            &self.settings.own_addr,
+            self.settings.token.as_ref(),
+        );
+    }
+
+    /// Every peer a hint goes to: the members, and the workers that announced themselves.
+    fn hint_targets(&self) -> BTreeSet<String> {
+        self.peers
             .iter()
             .map(|p| &p.status_addr)
             .chain(&self.announced)
-            .collect();
-        for addr in addrs {
-            let addr = addr.clone();
-            let from = self.settings.own_addr.clone();
-            let token = self.settings.token.clone();
-            tokio::spawn(async move {
-                if !hint::send(&addr, generation, &from, token.as_ref()).await {
-                    tracing::debug!(%addr, "a peer did not take the rebalance hint");
-                }
-            });
-        }
+            .cloned()
+            .collect()
     }
 
-    /// This worker is joining a group of `members`: wait until the group prepares the
-    /// rebalance this worker's JoinGroup starts, and tell them, so that they rejoin at once.
-    async fn joining(&mut self, members: Vec<Peer>) {
-        let Some(observer) = &self.observer else {
-            return;
-        };
-        let group = &self.settings.group_id;
+    /// This worker starts a rebalance from `generation` (a cooperative follow-up round, or a
+    /// hand-over before it leaves): tell the peers once the coordinator has it (see
+    /// [`hint_when_prepared`](Self::hint_when_prepared)).
+    fn rebalancing(&self, generation: Option<i32>) {
+        self.hint_when_prepared(generation);
+    }
+
+    /// This worker is joining a group of `members`: tell them once the group prepares the
+    /// rebalance this worker's JoinGroup starts, so that they rejoin at once.
+    fn joining(&mut self, members: Vec<Peer>) {
         if self.peers.is_empty() {
             self.peers = members;
         }
-        let deadline = tokio::time::Instant::now() + JOIN_WATCH;
-        while tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(JOIN_POLL).await;
-            let state = match observer.describe_group(group).await {
-                Ok(described) => described.state,
-                Err(_) => continue,
-            };
-            if matches!(
-                state,
-                GroupState::PreparingRebalance | GroupState::CompletingRebalance
-            ) {
-                tracing::debug!("the join started a rebalance: telling the members");
-                self.hint_peers(None);
-                return;
-            }
+        self.hint_when_prepared(None);
+    }
+
+    /// Sends the hint for a rebalance from `generation` once the coordinator prepares it (the
+    /// group leaves `Stable`), or after [`JOIN_WATCH`] in any case. Sooner would be too soon:
+    /// this worker's JoinGroup goes out only after its revocations stopped and its metadata
+    /// was built, so a hint could overtake it, and Kafka answers the JoinGroup of a follower
+    /// that finds the group still stable with the current generation, unchanged: that peer
+    /// would then learn of the rebalance only at its next heartbeat. Runs on a task of its
+    /// own, so that deaths and hints are handled meanwhile.
+    fn hint_when_prepared(&self, generation: Option<i32>) {
+        if self.settings.mode != LinkMode::Http {
+            return;
         }
+        let Some(observer) = self.observer.clone() else {
+            return;
+        };
+        let group = self.settings.group_id.clone();
+        let targets = self.hint_targets();
+        let from = self.settings.own_addr.clone();
+        let token = self.settings.token.clone();
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + JOIN_WATCH;
+            while tokio::time::Instant::now() < deadline {
+                let described = tokio::time::timeout(JOIN_WATCH, observer.describe_group(&group));
+                if let Ok(Ok(described)) = described.await
+                    && matches!(
+                        described.state,
+                        GroupState::PreparingRebalance | GroupState::CompletingRebalance
+                    )
+                {
+                    break;
+                }
+                tokio::time::sleep(JOIN_POLL).await;
+            }
+            tracing::debug!(?generation, "the rebalance started: telling the members");
+            send_hints(targets, generation, &from, token.as_ref());
+        });
+    }
+}
+
+/// Sends the hint "a rebalance from `generation` started" to each of `targets`, each on a task
+/// of its own (a slow peer delays no other).
+fn send_hints(
+    targets: BTreeSet<String>,
+    generation: Option<i32>,
+    from: &str,
+    token: Option<&Secret>,
+) {
+    for addr in targets {
+        let from = from.to_owned();
+        let token = token.cloned();
+        tokio::spawn(async move {
+            if !hint::send(&addr, generation, &from, token.as_ref()).await {
+                tracing::debug!(%addr, "a peer did not take the rebalance hint");
+            }
+        });
     }
 }
 
