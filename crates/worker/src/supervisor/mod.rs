@@ -114,8 +114,6 @@ pub struct Supervisor {
     member: watch::Sender<Lease>,
     stopping: Arc<Mutex<HashSet<Arc<str>>>>,
     next_incarnation: AtomicU64,
-    /// The checkpoint client the tasks' contexts save and read through (with a task store).
-    checkpoints: std::sync::OnceLock<Arc<Checkpoints>>,
 }
 
 impl std::fmt::Debug for Slot {
@@ -145,22 +143,23 @@ impl Supervisor {
         config: SupervisorConfig,
         table: TaskTable,
     ) -> Self {
+        let member = watch::Sender::new(no_lease());
         let shared = RunShared::new(
             registry,
             config.restart.clone(),
             table,
             CancellationToken::new(),
             config.graceful_stop_timeout,
+            member.subscribe(),
         );
         Supervisor {
             shared: Arc::new(shared),
             catalogue: RwLock::new(catalogue),
             paused: RwLock::new(Arc::new(BTreeSet::new())),
             config,
-            member: watch::Sender::new(no_lease()),
+            member,
             stopping: Arc::new(Mutex::new(HashSet::new())),
             next_incarnation: AtomicU64::new(1),
-            checkpoints: std::sync::OnceLock::new(),
         }
     }
 
@@ -168,7 +167,7 @@ impl Supervisor {
     /// [`TaskContext::save_checkpoint`](crate::TaskContext::save_checkpoint); set once, before
     /// the first assignment (a second call changes nothing).
     pub(crate) fn set_checkpoints(&self, checkpoints: Arc<Checkpoints>) {
-        let _ = self.checkpoints.set(checkpoints);
+        let _ = self.shared.checkpoints.set(checkpoints);
     }
 
     /// The task statuses this supervisor writes.
@@ -289,9 +288,7 @@ impl Supervisor {
             spec,
             incarnation,
             granted: granted.clone(),
-            member: self.member.subscribe(),
             cancel: cancel.clone(),
-            checkpoints: self.checkpoints.get().cloned(),
         };
         Slot {
             cancel,

@@ -11,11 +11,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::future::{CatchUnwind, Either};
+use futures::future::CatchUnwind;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,13 @@ pub(crate) struct RunShared {
     /// The held tasks. A run looks its slot up only when its token fired, to tell the
     /// supervisor's stop from the task cancelling its own token.
     pub(super) slots: Mutex<HashMap<Arc<str>, Slot>>,
+    /// The worker's lease, for each attempt's [`TaskLease`]: a receiver here rather than in
+    /// every run (the supervisor holds the sender; once it is gone, lease checks fail).
+    member: watch::Receiver<Lease>,
+    /// The checkpoint client the tasks' contexts save and read through (with a task store).
+    pub(crate) checkpoints: OnceLock<Arc<Checkpoints>>,
+    /// When this supervisor was made: runs keep instants as offsets from it.
+    epoch: Instant,
     /// The registered kinds' names, so that every task's status shares one copy of its kind.
     kinds: BTreeSet<Arc<str>>,
 }
@@ -51,6 +58,7 @@ impl RunShared {
         table: TaskTable,
         shutdown: CancellationToken,
         graceful_stop_timeout: Duration,
+        member: watch::Receiver<Lease>,
     ) -> Self {
         let kinds = registry.kinds().map(Arc::from).collect();
         RunShared {
@@ -60,8 +68,16 @@ impl RunShared {
             shutdown,
             graceful_stop_timeout,
             slots: Mutex::new(HashMap::new()),
+            member,
+            checkpoints: OnceLock::new(),
+            epoch: Instant::now(),
             kinds,
         }
+    }
+
+    /// Nanoseconds since the supervisor was made (584 years fit).
+    fn since_epoch(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// The shared name of `kind` (a fresh copy for a kind no one registered here).
@@ -79,12 +95,9 @@ pub(crate) struct RunPlan {
     pub(crate) paused: bool,
     pub(crate) incarnation: u64,
     pub(crate) granted: FencingToken,
-    pub(crate) member: watch::Receiver<Lease>,
     /// The run's token, the one in its slot: cancelled by the supervisor to stop the run.
     /// Without a stall watch it is also the task's own token.
     pub(crate) cancel: CancellationToken,
-    /// Where the task's checkpoints go (with a task store).
-    pub(crate) checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// The plan of a run in progress. Marks the record `STOPPED` if the run is dropped (aborted)
@@ -149,11 +162,9 @@ pub(crate) fn supervise(plan: RunPlan) -> impl Future<Output = ()> + Send + 'sta
 }
 
 /// One attempt's future: the task's own, or (with a stall watch) the watch around it, boxed so
-/// that it widens no other run's future.
-type AttemptRun<'a> = Either<
-    CatchUnwind<AssertUnwindSafe<RunFuture>>,
-    Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>,
->;
+/// that it widens no other run's future; its panics caught.
+type AttemptRun<'a> =
+    CatchUnwind<AssertUnwindSafe<Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send + 'a>>>>;
 
 impl Running {
     // Few locals live across an await here: each becomes part of every idle task's future.
@@ -180,14 +191,17 @@ impl Running {
                 return;
             }
             attempt += 1;
-            let started = Instant::now();
-            let Some(run) = self.start(attempt, started) else {
+            // Kept as an offset from the shared epoch: 8 bytes, not an `Instant`'s 16, in
+            // every idle task's future.
+            let started = self.shared.since_epoch();
+            let Some(run) = self.start(attempt) else {
                 return;
             };
             let Some(failure) = self.ended(run.await) else {
                 return;
             };
-            if started.elapsed() >= self.policy().reset_after {
+            let ran = Duration::from_nanos(self.shared.since_epoch().saturating_sub(started));
+            if ran >= self.policy().reset_after {
                 failures = 0;
             }
             failures += 1;
@@ -282,9 +296,9 @@ impl Running {
         Some(delay)
     }
 
-    /// Builds the task and starts attempt number `attempt`, at `started`; `None` when its
+    /// Builds the task and starts attempt number `attempt`; `None` when its
     /// config is rejected (the task is then `FAILED`).
-    fn start(&self, attempt: u32, started: Instant) -> Option<AttemptRun<'_>> {
+    fn start(&self, attempt: u32) -> Option<AttemptRun<'_>> {
         let id: &str = &self.task_id;
         let spec = self.spec.as_deref()?;
         let task = match self.shared.registry.build(spec) {
@@ -305,14 +319,14 @@ impl Running {
         let lease = TaskLease::new(
             self.task_id.clone(),
             self.granted.clone(),
-            self.member.clone(),
+            self.shared.member.clone(),
             attempt_cancel.clone(),
             self.shared.shutdown.clone(),
         );
         // When progress was last reported: a channel only when the stall watch reads it.
         let (last, seen) = match stall {
             Some(_) => {
-                let (last, seen) = watch::channel(started);
+                let (last, seen) = watch::channel(Instant::now());
                 (Some(last), Some(seen))
             }
             None => (None, None),
@@ -322,18 +336,17 @@ impl Running {
             incarnation: self.incarnation,
             last,
         };
-        let ctx =
-            TaskContext::with_checkpoints(lease, attempt, Some(progress), self.checkpoints.clone());
+        let checkpoints = self.shared.checkpoints.get().cloned();
+        let ctx = TaskContext::with_checkpoints(lease, attempt, Some(progress), checkpoints);
         self.table()
             .set_state(id, self.incarnation, TaskState::Running);
         tracing::debug!(task = %id, attempt, "task running");
-        let run = AssertUnwindSafe(task.run_boxed(ctx)).catch_unwind();
-        Some(match stall.zip(seen) {
-            None => Either::Left(run),
-            Some((stall, seen)) => {
-                Either::Right(Box::pin(watched(self, run, seen, stall, attempt_cancel)))
-            }
-        })
+        let run = task.run_boxed(ctx);
+        let run: Pin<Box<dyn Future<Output = _> + Send + '_>> = match stall.zip(seen) {
+            None => run,
+            Some((stall, seen)) => Box::pin(watched(self, run, seen, stall, attempt_cancel)),
+        };
+        Some(AssertUnwindSafe(run).catch_unwind())
     }
 }
 
@@ -341,27 +354,28 @@ impl Running {
 type Outcome = std::thread::Result<Result<(), TaskError>>;
 
 /// Runs one attempt under the stall watch: an attempt that reports no progress for `stall` is
-/// cancelled, given the graceful stop timeout, dropped, and counts as failed.
+/// cancelled, given the graceful stop timeout, dropped, and counts as failed. A panic of the
+/// task's goes through to the attempt's own catch, except one while it is being stopped.
 async fn watched(
     plan: &RunPlan,
-    run: impl Future<Output = Outcome>,
+    mut run: RunFuture,
     progress_seen: watch::Receiver<Instant>,
     stall: Duration,
     attempt_cancel: CancellationToken,
-) -> Outcome {
+) -> Result<(), TaskError> {
     let id: &str = &plan.task_id;
-    tokio::pin!(run);
     tokio::select! {
         outcome = &mut run => outcome,
         () = stalled(progress_seen, stall) => {
             tracing::warn!(task = %id, ?stall, "task stalled; stopping it");
             attempt_cancel.cancel();
             plan.table().set_state(id, plan.incarnation, TaskState::Stopping);
-            // Whatever it returns while stopping, the attempt failed.
-            let _ = tokio::time::timeout(plan.shared.graceful_stop_timeout, &mut run).await;
-            Ok(Err(TaskError::failed(format!(
+            // Whatever it returns (or panics) while stopping, the attempt failed.
+            let stopping = AssertUnwindSafe(&mut run).catch_unwind();
+            let _ = tokio::time::timeout(plan.shared.graceful_stop_timeout, stopping).await;
+            Err(TaskError::failed(format!(
                 "stalled: no progress reported for {stall:?}"
-            ))))
+            )))
         }
     }
 }
