@@ -44,6 +44,9 @@ pub(crate) struct Memory {
 pub(crate) struct Round<'a> {
     /// The leader's catalogue.
     pub(crate) catalogue: &'a Catalogue,
+    /// The catalogue's tasks as the assignor takes them ([`task_set`]), built once per
+    /// catalogue rather than once per round.
+    pub(crate) tasks: std::sync::Arc<TaskSet>,
     /// The assignor the group selected.
     pub(crate) assignor: &'a dyn Assignor,
     /// The last round's memory, if this member led it.
@@ -131,15 +134,23 @@ struct Decoded {
     metadata: Option<MemberMetadata>,
 }
 
+/// The tasks of `catalogue` as the assignor takes them: pushed in id order with their kind and
+/// weight.
+pub(crate) fn task_set(catalogue: &Catalogue) -> Result<TaskSet, RoundError> {
+    let mut tasks = TaskSet::new();
+    for spec in catalogue.iter() {
+        tasks
+            .push(spec.id.as_str(), &spec.kind, spec.weight.max(1))
+            .map_err(|e| RoundError(e.to_string()))?;
+    }
+    Ok(tasks)
+}
+
 /// Runs one round over `members` (sorted by member id, as the coordinator hands them over).
 pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outcome, RoundError> {
     let fail = |e: kroupier_assignor::AssignError| RoundError(e.to_string());
-    let mut tasks = TaskSet::new();
-    for spec in round.catalogue.iter() {
-        tasks
-            .push(spec.id.as_str(), &spec.kind, spec.weight.max(1))
-            .map_err(fail)?;
-    }
+    // Copied only if a member registers a kind no task of the catalogue has.
+    let mut tasks = std::borrow::Cow::Borrowed(&*round.tasks);
     let own_fingerprint = round.catalogue.fingerprint();
 
     let mut decoded: Vec<Decoded> = members
@@ -186,7 +197,11 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             Some(metadata) => {
                 let mut kinds = Vec::with_capacity(metadata.kinds.len());
                 for kind in &metadata.kinds {
-                    kinds.push(tasks.intern_kind(kind).map_err(fail)?);
+                    let index = match tasks.kind_index(kind) {
+                        Some(index) => index,
+                        None => tasks.to_mut().intern_kind(kind).map_err(fail)?,
+                    };
+                    kinds.push(index);
                 }
                 member.kinds = Kinds::Only(kinds);
                 member.capacity = metadata.capacity;
@@ -439,8 +454,12 @@ pub(crate) fn gone_owners(
 /// Per member (in `decoded` order), the tasks whose claim it keeps: for each task the claims
 /// of the highest generation win; several winners remain a double claim.
 fn resolve_claims(tasks: &TaskSet, decoded: &[Decoded]) -> Vec<Vec<TaskIndex>> {
-    // task -> (best generation, claimants with it)
-    let mut best: BTreeMap<TaskIndex, (i32, Vec<usize>)> = BTreeMap::new();
+    // Per task: the best generation claimed and its first claimant; a tie with another
+    // claimant is a double claim, whose other claimants wait in `ties` (rare). Dense arrays,
+    // not a map: this runs over every claim of every member each round.
+    const NONE: u32 = u32::MAX;
+    let mut best: Vec<(i32, u32)> = vec![(i32::MIN, NONE); tasks.len()];
+    let mut ties: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     let mut unknown = 0usize;
     for (m, d) in decoded.iter().enumerate() {
         let Some(metadata) = &d.metadata else {
@@ -451,11 +470,12 @@ fn resolve_claims(tasks: &TaskSet, decoded: &[Decoded]) -> Vec<Vec<TaskIndex>> {
                 unknown += 1;
                 continue;
             };
-            let entry = best.entry(task).or_insert((generation, Vec::new()));
-            if generation > entry.0 {
-                *entry = (generation, vec![m]);
-            } else if generation == entry.0 {
-                entry.1.push(m);
+            let (claimed, first) = &mut best[task.get()];
+            if *first == NONE || generation > *claimed {
+                (*claimed, *first) = (generation, m as u32);
+                ties.remove(&task.get());
+            } else if generation == *claimed {
+                ties.entry(task.get()).or_default().push(m);
             }
         }
     }
@@ -467,9 +487,14 @@ fn resolve_claims(tasks: &TaskSet, decoded: &[Decoded]) -> Vec<Vec<TaskIndex>> {
         );
     }
     let mut owned = vec![Vec::new(); decoded.len()];
-    for (task, (_, claimants)) in best {
-        for m in claimants {
-            owned[m].push(task);
+    for (task, &(_, first)) in best.iter().enumerate() {
+        if first == NONE {
+            continue;
+        }
+        let index = TaskIndex(task as u32);
+        owned[first as usize].push(index);
+        for &m in ties.get(&task).into_iter().flatten() {
+            owned[m].push(index);
         }
     }
     owned

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use kroupier_assignor::{Assignor, RebalanceProtocol};
+use kroupier_assignor::{Assignor, RebalanceProtocol, TaskSet};
 use kroupier_coordinator::membership::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
@@ -16,6 +16,7 @@ use kroupier_coordinator::membership::{
 use tokio::time::Instant;
 
 use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
+use crate::catalogue::Catalogue;
 use crate::protocol::PROTOCOL_TYPE;
 use crate::runtime::Runtime;
 use crate::supervisor::StopReport;
@@ -74,6 +75,9 @@ struct State {
     leader_reads_compressed: bool,
     /// The tasks the last round this member led left unplaced (warned about once).
     unplaced: std::collections::BTreeSet<String>,
+    /// The assignor's view of the last catalogue this member led a round with (building it
+    /// costs tens of milliseconds at 100,000 tasks; rounds in a row share it).
+    task_set: Option<(std::sync::Weak<Catalogue>, Arc<TaskSet>)>,
     /// What the last round this member led was assigned from: when the effective catalogue's
     /// placement moves away from it (a task added or deleted in the task store), this leader
     /// starts a rebalance.
@@ -140,6 +144,20 @@ impl WorkerProtocol {
     #[cfg(test)]
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// The assignor's view of `catalogue`: the last one if it was built from this very
+    /// catalogue, else built now (and kept for the next round).
+    fn task_set(&self, catalogue: &Arc<Catalogue>) -> Result<Arc<TaskSet>, leader::RoundError> {
+        let cached = self.state().task_set.clone();
+        if let Some((built_from, tasks)) = cached
+            && std::sync::Weak::ptr_eq(&built_from, &Arc::downgrade(catalogue))
+        {
+            return Ok(tasks);
+        }
+        let tasks = Arc::new(leader::task_set(catalogue)?);
+        self.state().task_set = Some((Arc::downgrade(catalogue), tasks.clone()));
+        Ok(tasks)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -323,11 +341,15 @@ impl GroupProtocol for WorkerProtocol {
         // The catalogue and the store offset it was read at, taken together.
         let desired = self.runtime.desired();
         let catalogue = desired.catalogue.clone();
+        let tasks = self
+            .task_set(&catalogue)
+            .map_err(|e| AssignError::Failed(e.to_string()))?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let round = Round {
             catalogue: &catalogue,
+            tasks,
             assignor,
             memory: memory.as_ref(),
             now,

@@ -42,6 +42,7 @@ static NO_CONTACT: LeaderContact = LeaderContact {
 fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> {
     Round {
         catalogue,
+        tasks: std::sync::Arc::new(task_set(catalogue).unwrap()),
         assignor,
         memory: None,
         now: Duration::from_secs(1_000),
@@ -427,4 +428,41 @@ fn assignments_carry_the_store_offset_and_the_tasks_nobody_can_take() {
     let outcome = assign(&r, &members).unwrap();
     assert_eq!(outcome.ahead, Some(9));
     assert_eq!(outcome.mismatched, [("worker-c".to_owned(), 0xbeef)]);
+}
+
+proptest::proptest! {
+    /// Claims resolve as a map from task to its best generation's claimants would: the highest
+    /// generation wins, every claimant tied at it keeps the claim, unknown ids are dropped.
+    #[test]
+    fn claims_resolve_to_the_best_generation_s_claimants(
+        claims in proptest::collection::vec(
+            proptest::collection::btree_map(0usize..12, 0i32..4, 0..12),
+            0..5,
+        ),
+    ) {
+        let cat = beats(10); // task-10 and task-11 are unknown to the leader
+        let decoded: Vec<Decoded> = claims
+            .iter()
+            .enumerate()
+            .map(|(m, owned)| {
+                let mut metadata = MemberMetadata::new(format!("w{m}"));
+                metadata.owned = owned.iter().map(|(t, g)| (format!("task-{t}"), *g)).collect();
+                Decoded { key: MemberId::from(format!("m{m}").as_str()), metadata: Some(metadata) }
+            })
+            .collect();
+        let tasks = task_set(&cat).unwrap();
+        let mut expected = vec![Vec::new(); claims.len()];
+        for task in 0..10 {
+            let best = claims.iter().filter_map(|owned| owned.get(&task)).max();
+            for (m, owned) in claims.iter().enumerate() {
+                if best.is_some() && owned.get(&task) == best {
+                    expected[m].push(tasks.index_of(&format!("task-{task}")).unwrap());
+                }
+            }
+        }
+        for list in &mut expected {
+            list.sort();
+        }
+        proptest::prop_assert_eq!(resolve_claims(&tasks, &decoded), expected);
+    }
 }
