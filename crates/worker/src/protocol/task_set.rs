@@ -6,6 +6,7 @@
 //! sorted order (bytes shared with the previous id, then the rest).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use kroupier_coordinator::codec::{MAX_STRING, Reader, Writer};
 
@@ -65,6 +66,21 @@ pub(crate) fn decode(
     r: &mut Reader<'_>,
     mut each: impl FnMut(&Reader<'_>, String) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
+    walk(r, |r, id| each(r, id.to_owned()))
+}
+
+/// Reads past a set of ids, checking it as [`decode`] does, without keeping them.
+pub(crate) fn skip(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+    walk(r, |_, _| Ok(()))
+}
+
+/// Reads a set of ids, lending `each` one id at a time (built in one reused buffer: no
+/// allocation per id).
+fn walk(
+    r: &mut Reader<'_>,
+    mut each: impl FnMut(&Reader<'_>, &str) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let mut numbered = String::new();
     let groups = r.count("task_set.groups", 2)?;
     for _ in 0..groups {
         // Not charged itself: every id of the group is charged its whole length below, as a
@@ -92,7 +108,11 @@ pub(crate) fn decode(
             // way costs the same.
             let digits = number.checked_ilog10().map_or(1, |d| d as usize + 1);
             r.charge("task_set.numbers", prefix.len() + digits)?;
-            each(r, format!("{prefix}{number}"))?;
+            numbered.clear();
+            numbered.push_str(&prefix);
+            // Writing to a String cannot fail.
+            let _ = write!(numbered, "{number}");
+            each(r, &numbered)?;
         }
     }
     let others = r.count("task_set.others", 2)?;
@@ -112,7 +132,7 @@ pub(crate) fn decode(
         previous.extend_from_slice(suffix);
         let id = std::str::from_utf8(&previous)
             .map_err(|_| r.invalid("task_set.suffix", "task id is not UTF-8"))?;
-        each(r, id.to_owned())?;
+        each(r, id)?;
     }
     Ok(())
 }

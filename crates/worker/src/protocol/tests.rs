@@ -104,6 +104,16 @@ proptest! {
     }
 
     #[test]
+    fn metadata_without_tasks_is_the_metadata_less_its_tasks(m in metadata(), compressed: bool) {
+        let bytes = if compressed { m.encode_compressed() } else { m.encode() };
+        let without = MemberMetadata::decode_without_tasks(&bytes);
+        prop_assert_eq!(without, Ok(MemberMetadata { owned: Default::default(), ..m }));
+        for end in 0..bytes.len() {
+            prop_assert!(MemberMetadata::decode_without_tasks(&bytes[..end]).is_err());
+        }
+    }
+
+    #[test]
     fn compressed_messages_round_trip(m in metadata(), a in assignment()) {
         prop_assert_eq!(MemberMetadata::decode(&m.encode_compressed()), Ok(m));
         prop_assert_eq!(Assignment::decode(&a.encode_compressed()), Ok(a));

@@ -35,7 +35,7 @@ pub(crate) fn from_description(group: &GroupDescription, own_member_id: &str) ->
         .iter()
         .filter(|m| m.member_id != own_member_id)
         .filter_map(|m| {
-            let metadata = MemberMetadata::decode(&m.metadata).ok()?;
+            let metadata = MemberMetadata::decode_without_tasks(&m.metadata).ok()?;
             Some(Peer {
                 member_id: m.member_id.clone(),
                 group_instance_id: m.group_instance_id.clone(),
