@@ -140,8 +140,11 @@ impl Loop {
         }
         // A revocation of a task this worker does not run asks nothing of it (and must not
         // start a follow-up round that a leader repeating itself would turn into a loop).
-        let owned = self.runtime.owned();
-        assignment.revoked.retain(|task| owned.contains_key(task));
+        // Looked up one by one: revocations are few, and this worker may hold 100,000 tasks.
+        let supervisor = self.runtime.supervisor();
+        assignment
+            .revoked
+            .retain(|task| supervisor.granted(task).is_some());
         if assignment.generation != token.generation_id {
             tracing::warn!(
                 sync_group = token.generation_id,

@@ -190,11 +190,12 @@ impl Loop {
                             change.valid_until.max(Instant::from_std(lease.valid_until));
                     }
                     let run = change.run.clone();
-                    // A set: with tens of thousands of tasks, a list's `contains` below made
-                    // every assignment quadratic (seconds per rebalance).
                     let applying = Instant::now();
-                    let before: std::collections::BTreeSet<String> =
-                        self.runtime.owned().into_keys().collect();
+                    // Sorted ids, searched by halving: with tens of thousands of tasks, a
+                    // list's `contains` below made every assignment quadratic (seconds per
+                    // rebalance), and a map of what is held, with each task's grant, cost a
+                    // lookup per task.
+                    let before = self.runtime.supervisor().held();
                     let waiting = self
                         .protocol
                         .if_live(generation, &token.member_id, || self.runtime.apply(change));
@@ -211,8 +212,12 @@ impl Loop {
                         generation,
                         member_id: token.member_id.to_string(),
                         leader,
-                        started: run.difference(&before).cloned().collect(),
-                        stopped: before.difference(&run).cloned().collect(),
+                        started: run
+                            .iter()
+                            .filter(|t| before.binary_search(t).is_err())
+                            .cloned()
+                            .collect(),
+                        stopped: before.into_iter().filter(|t| !run.contains(t)).collect(),
                         tasks: run,
                         times,
                     });
