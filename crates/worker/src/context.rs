@@ -35,7 +35,8 @@ use crate::checkpoint::{CheckpointError, Checkpoints};
 
 pub use kroupier_coordinator::membership::{FencingToken, Lease};
 
-use crate::status::model::{TaskTable, unix_ms};
+use crate::status::model::unix_ms;
+use crate::supervisor::RunShared;
 
 /// The lease before the first assignment: generation -1, no member id, already expired.
 pub(crate) fn no_lease() -> Lease {
@@ -191,10 +192,12 @@ fn to_monotonic(until: std::time::Instant) -> Instant {
     Instant::from_std(kroupier_coordinator::clock::to_monotonic(until))
 }
 
-/// Where progress reports go.
+/// Where progress reports go, and what else of the supervisor's a task reaches (the task
+/// table, the checkpoint client): one pointer to what all its runs share, not one per part, in
+/// every task's context.
 #[derive(Debug, Clone)]
 pub(crate) struct ProgressSink {
-    pub(crate) table: TaskTable,
+    pub(crate) shared: Arc<RunShared>,
     pub(crate) incarnation: u64,
     /// When progress was last reported, for the supervisor's stall watch (`None` without
     /// one: a channel per task would cost more than the rest of an idle task).
@@ -208,34 +211,32 @@ pub struct TaskContext {
     inner: Arc<ContextInner>,
 }
 
+/// One allocation per attempt of every task: 120 bytes with its counts, so that the
+/// allocator gives it 128 (see the test `a_context_is_one_small_allocation`).
 #[derive(Debug)]
 struct ContextInner {
     attempt: u32,
     lease: TaskLease,
+    /// `None` outside a worker ([`TaskContext::detached`]).
     progress: Option<ProgressSink>,
-    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 impl TaskContext {
+    /// A context whose progress reports, and checkpoints (with a task store), go to the
+    /// supervisor's `progress` points to.
     pub(crate) fn new(lease: TaskLease, attempt: u32, progress: Option<ProgressSink>) -> Self {
-        Self::with_checkpoints(lease, attempt, progress, None)
-    }
-
-    /// A context whose task saves and reads checkpoints through `checkpoints`.
-    pub(crate) fn with_checkpoints(
-        lease: TaskLease,
-        attempt: u32,
-        progress: Option<ProgressSink>,
-        checkpoints: Option<Arc<Checkpoints>>,
-    ) -> Self {
         TaskContext {
             inner: Arc::new(ContextInner {
                 attempt,
                 lease,
                 progress,
-                checkpoints,
             }),
         }
+    }
+
+    /// The checkpoint client, with a task store.
+    fn checkpoints(&self) -> Option<&Arc<Checkpoints>> {
+        self.inner.progress.as_ref()?.shared.checkpoints.get()
     }
 
     /// A context outside any worker, for testing a task on its own: the lease is valid until
@@ -300,11 +301,7 @@ impl TaskContext {
     /// when the worker has no task store, and the serialization, size and topic errors of
     /// [`Checkpoints::save`].
     pub async fn save_checkpoint<T: Serialize>(&self, state: &T) -> Result<i64, CheckpointError> {
-        let checkpoints = self
-            .inner
-            .checkpoints
-            .as_ref()
-            .ok_or(CheckpointError::Disabled)?;
+        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
         self.check_lease().map_err(|e| CheckpointError::Fenced {
             task: self.task_id().to_owned(),
             reason: e.to_string(),
@@ -322,11 +319,7 @@ impl TaskContext {
     /// [`CheckpointError::Disabled`] when the worker has no task store,
     /// [`CheckpointError::Serde`] when the saved state does not deserialize into `T`.
     pub async fn last_checkpoint<T: DeserializeOwned>(&self) -> Result<Option<T>, CheckpointError> {
-        let checkpoints = self
-            .inner
-            .checkpoints
-            .as_ref()
-            .ok_or(CheckpointError::Disabled)?;
+        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
         // Boxed for the same reason as `save_checkpoint`.
         Box::pin(checkpoints.newest(self.task_id())).await
     }
@@ -355,7 +348,8 @@ impl TaskContext {
             if let Some(last) = &sink.last {
                 last.send_replace(Instant::now());
             }
-            sink.table
+            sink.shared
+                .table
                 .update(self.task_id(), sink.incarnation, |status| {
                     let notes = status.notes_mut();
                     notes.last_progress_ms = Some(unix_ms());
@@ -371,6 +365,14 @@ mod tests {
 
     fn token(generation: i32, member: &str) -> FencingToken {
         FencingToken::new(generation, member)
+    }
+
+    #[test]
+    fn a_context_is_one_small_allocation() {
+        // Every task holds one per attempt: with `Arc`'s two counts 120 bytes, a 128-byte
+        // chunk from glibc (with the task table and the checkpoint client as fields of their
+        // own it was 128 bytes, a 144-byte chunk).
+        assert_eq!(std::mem::size_of::<ContextInner>(), 104);
     }
 
     #[tokio::test]

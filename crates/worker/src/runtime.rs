@@ -318,7 +318,7 @@ impl Runtime {
     /// id) runs in its own tokio task; dropping the returned future only stops waiting.
     pub fn apply(
         &self,
-        mut change: AssignmentChange,
+        change: AssignmentChange,
     ) -> impl Future<Output = ApplyReport> + Send + 'static {
         let member_id = change.token.member_id.clone();
         // Held through the synchronous part: a task store restart finishing meanwhile sees
@@ -356,32 +356,33 @@ impl Runtime {
         self.supervisor
             .reserve(change.run.len().saturating_sub(held.len()));
         let mut unknown = Vec::new();
+        // The ids of the new target set, sorted: the supervisor's copies where it holds the
+        // task, so that the set kept below copies no id of a task held here.
+        let mut target: Vec<Arc<str>> = Vec::with_capacity(change.run.len());
         for id in change.run.iter().filter(|id| !change.revoke.contains(*id)) {
             if !catalogue.contains(id) {
+                target.push(id.as_str().into());
                 // Assigned from a task store offset this worker has not read yet: it starts
                 // when the store's view brings the task (see `apply_desired`).
                 unknown.push(id.clone());
                 continue;
             }
             if stale.contains(id) {
+                target.push(id.as_str().into());
                 regranted.push(id.clone());
                 continue;
             }
-            match self.supervisor.start(id, change.token.clone()) {
+            let (outcome, shared) = self.supervisor.start_shared(id, change.token.clone());
+            target.push(shared.unwrap_or_else(|| id.as_str().into()));
+            match outcome {
                 StartOutcome::Started => report.started.push(id.clone()),
                 StartOutcome::StillStopping => report.still_stopping.push(id.clone()),
                 _ => report.kept.push(id.clone()),
             }
         }
         self.complete_rebalance(&change, !report.started.is_empty() || !regranted.is_empty());
-        // The change's own ids, moved, not copied; the set built anew (in bulk, sorted) is
-        // denser than the change's.
-        *assigned = Assigned(
-            std::mem::take(&mut change.run)
-                .into_iter()
-                .filter(|id| !change.revoke.contains(id))
-                .collect(),
-        );
+        // Built in bulk from sorted ids: denser than one insert at a time.
+        *assigned = Assigned(target.into_iter().collect());
         drop(assigned);
         if !unknown.is_empty() {
             tracing::info!(
@@ -519,10 +520,11 @@ impl Runtime {
     }
 }
 
-/// The tasks an assignment asks this worker to run: its target set less what it revokes,
-/// made of the assignment's own ids (with 100,000 tasks, a copy of them would be megabytes).
+/// The tasks an assignment asks this worker to run: its target set less what it revokes. The
+/// ids are the supervisor's copies, for the tasks it holds: with 100,000 tasks, a copy of
+/// every id would be megabytes.
 #[derive(Debug, Default)]
-struct Assigned(BTreeSet<String>);
+struct Assigned(BTreeSet<Arc<str>>);
 
 impl Assigned {
     fn contains(&self, task_id: &str) -> bool {

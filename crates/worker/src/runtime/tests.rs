@@ -508,3 +508,26 @@ async fn a_task_restarting_for_a_store_change_stays_claimed_until_it_runs_again(
     assert_eq!(runtime.owned(), [("s".to_owned(), 4)].into());
     assert_eq!(runtime.board().tasks().state("s"), Some(TaskState::Running));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_assigned_set_shares_the_supervisors_ids() {
+    let (runtime, mut rx) = runtime();
+    runtime
+        .apply(change(
+            1,
+            "m",
+            &["task-0", "task-1", "not-here"],
+            &["task-1"],
+        ))
+        .await;
+    let _ctxs = contexts(&mut rx, 1).await;
+    let assigned = lock(&runtime.assigned);
+    let ids: Vec<&str> = assigned.0.iter().map(|id| &**id).collect();
+    assert_eq!(ids, ["not-here", "task-0"]);
+    // A held task's id is one allocation, shared by the supervisor's slot, the task table,
+    // the run, its lease and this set: no copy per place.
+    let held = assigned.0.get("task-0").unwrap();
+    assert!(Arc::strong_count(held) >= 5, "{}", Arc::strong_count(held));
+    // An id not held here (not in the catalogue yet) is this set's own.
+    assert_eq!(Arc::strong_count(assigned.0.get("not-here").unwrap()), 1);
+}

@@ -39,7 +39,8 @@ use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, no_lease};
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;
-use run::{RunPlan, RunShared, supervise};
+pub(crate) use run::RunShared;
+use run::{RunPlan, supervise};
 
 /// What [`Supervisor::start`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,12 +250,22 @@ impl Supervisor {
     /// anew; a running, `FAILED` or `COMPLETED` one is left alone. Must be called within a tokio
     /// runtime.
     pub fn start(&self, task_id: &str, granted: FencingToken) -> StartOutcome {
+        self.start_shared(task_id, granted).0
+    }
+
+    /// Like [`start`](Self::start), and hands back the supervisor's copy of the id when the
+    /// task is held (started or already held), for the caller to share rather than copy.
+    pub(crate) fn start_shared(
+        &self,
+        task_id: &str,
+        granted: FencingToken,
+    ) -> (StartOutcome, Option<Arc<str>>) {
         if self.shared.shutdown.is_cancelled() {
-            return StartOutcome::ShuttingDown;
+            return (StartOutcome::ShuttingDown, None);
         }
         let mut slots = self.lock();
         if lock(&self.stopping).contains(task_id) {
-            return StartOutcome::StillStopping;
+            return (StartOutcome::StillStopping, None);
         }
         // A restart reuses the slot's copy of the id.
         let task_id: Arc<str> = match slots.get_key_value(task_id) {
@@ -262,15 +273,15 @@ impl Supervisor {
                 let restartable = slot.handle.is_finished()
                     && self.shared.table.state(task_id) == Some(TaskState::Stopped);
                 if !restartable {
-                    return StartOutcome::AlreadyHeld;
+                    return (StartOutcome::AlreadyHeld, Some(id.clone()));
                 }
                 id.clone()
             }
             None => task_id.into(),
         };
         let slot = self.spawn(task_id.clone(), granted);
-        slots.insert(task_id, slot);
-        StartOutcome::Started
+        slots.insert(task_id.clone(), slot);
+        (StartOutcome::Started, Some(task_id))
     }
 
     fn spawn(&self, task_id: Arc<str>, granted: FencingToken) -> Slot {

@@ -332,12 +332,11 @@ impl Running {
             None => (None, None),
         };
         let progress = ProgressSink {
-            table: self.table().clone(),
+            shared: self.shared.clone(),
             incarnation: self.incarnation,
             last,
         };
-        let checkpoints = self.shared.checkpoints.get().cloned();
-        let ctx = TaskContext::with_checkpoints(lease, attempt, Some(progress), checkpoints);
+        let ctx = TaskContext::new(lease, attempt, Some(progress));
         self.table()
             .set_state(id, self.incarnation, TaskState::Running);
         tracing::debug!(task = %id, attempt, "task running");
