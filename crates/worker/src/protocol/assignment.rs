@@ -123,16 +123,8 @@ impl Assignment {
         let generation = r.i32("generation")?;
         let catalogue_fingerprint = r.u64("catalogue_fingerprint")?;
         let rebalance_delay = decode_delay(r.uvarint("rebalance_delay_ms")?);
-        let mut tasks = BTreeSet::new();
-        task_set::decode(&mut r, |_, task| {
-            tasks.insert(task);
-            Ok(())
-        })?;
-        let mut revoked = BTreeSet::new();
-        task_set::decode(&mut r, |_, task| {
-            revoked.insert(task);
-            Ok(())
-        })?;
+        let tasks = task_set::decode_set(&mut r)?;
+        let revoked = task_set::decode_set(&mut r)?;
         let mut member_id = None;
         let mut lost = BTreeSet::new();
         let mut lost_hold = None;
@@ -141,10 +133,7 @@ impl Assignment {
         let mut leader_host = None;
         if version >= 1 {
             member_id = r.nullable_string("member_id")?;
-            task_set::decode(&mut r, |_, task| {
-                lost.insert(task);
-                Ok(())
-            })?;
+            lost = task_set::decode_set(&mut r)?;
             lost_hold = decode_delay(r.uvarint("lost_hold_ms")?);
             leader_heartbeat_interval = decode_delay(r.uvarint("leader_heartbeat_interval_ms")?);
             leader_status_addr = r.nullable_string("leader_status_addr")?;
@@ -158,12 +147,7 @@ impl Assignment {
             let reasons = r.count("unplaced", 3)?;
             for _ in 0..reasons {
                 let reason = r.string("unplaced.reason")?;
-                let mut tasks = BTreeSet::new();
-                task_set::decode(&mut r, |_, task| {
-                    tasks.insert(task);
-                    Ok(())
-                })?;
-                unplaced.insert(reason, tasks);
+                unplaced.insert(reason, task_set::decode_set(&mut r)?);
             }
             unplaced_count = r.uvarint("unplaced_count")?;
         }

@@ -136,20 +136,25 @@ impl MemberMetadata {
             kinds.insert(r.string("kinds")?);
         }
         let groups = r.count("owned", 6)?;
-        let mut owned = BTreeMap::new();
+        // Collected, then sorted and built at once (ids come in encoding order, and inserting
+        // them one by one into the map cost tens of milliseconds at 100,000 tasks).
+        let mut claims: Vec<(String, i32)> = Vec::new();
         for _ in 0..groups {
             let generation = r.i32("owned.generation")?;
             if !with_tasks {
                 task_set::skip(&mut r)?;
                 continue;
             }
-            task_set::decode(&mut r, |r, task| {
-                if owned.insert(task, generation).is_some() {
-                    return Err(r.invalid("owned", "a task is listed twice"));
-                }
+            task_set::decode(&mut r, |_, task| {
+                claims.push((task, generation));
                 Ok(())
             })?;
         }
+        claims.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if claims.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return Err(r.invalid("owned", "a task is listed twice"));
+        }
+        let owned: BTreeMap<String, i32> = claims.into_iter().collect();
         let (leaving, heartbeat_interval, status_addr, host) = if version >= 1 {
             let leaving = match r.uvarint("leaving")? {
                 0 => false,

@@ -264,6 +264,27 @@ fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it()
 }
 
 #[test]
+fn a_task_claimed_in_two_generations_is_refused() {
+    let mut m = MemberMetadata::new("w1".to_owned());
+    m.owned = [("task-1".to_owned(), 1), ("task-2".to_owned(), 2)].into();
+    let mut bytes = m.encode();
+    // Generation 2's group lists `task-` with one number, 2: make it 1, which generation 1's
+    // group lists too.
+    let at = bytes
+        .windows(5)
+        .rposition(|w| w == b"task-")
+        .expect("the second group's prefix");
+    assert_eq!(&bytes[at + 5..at + 7], &[1, 2], "one number, 2");
+    bytes[at + 6] = 1;
+    let error = MemberMetadata::decode(&bytes).expect_err("a task listed twice");
+    assert!(error.to_string().contains("listed twice"), "{error}");
+    assert!(
+        MemberMetadata::decode_without_tasks(&bytes).is_ok(),
+        "not read there"
+    );
+}
+
+#[test]
 fn negative_versions_are_refused() {
     assert_eq!(
         MemberMetadata::decode(&[0xff, 0xfe]),
