@@ -43,6 +43,7 @@
 //! | `kroupier.self.fence.margin.ms` | `member.membership.self_fence_margin` |
 //! | `kroupier.group.min.session.timeout.ms` | `member.membership.min_session_timeout` |
 //! | `kroupier.status.addr` | `status.addr` (`host:port`, or `none` to disable) |
+//! | `kroupier.status.advertised.address` | `status.advertised_addr` (`host:port`; empty: the bound address) |
 //! | `kroupier.status.token` | `status.token` (a bearer token; empty: none) |
 //! | `kroupier.status.token.protect.reads` | `status.protect_reads` (`true`/`false`) |
 //! | `kroupier.status.tls.certificate`, `kroupier.status.tls.key` | `status.tls_certificate`, `status.tls_key` (PEM files) |
@@ -68,6 +69,7 @@
 //! assert_eq!(config.validate(), Ok(()));
 //! ```
 
+mod advertised;
 mod properties;
 #[cfg(test)]
 mod tests;
@@ -199,6 +201,13 @@ pub struct StatusConfig {
     /// disables the API. Bind to a non-loopback address only with a token (and TLS): the API
     /// can restart tasks.
     pub addr: Option<SocketAddr>,
+    /// The `host:port` peers and tools use to reach the status API, when it differs from
+    /// [`addr`](Self::addr) (NAT, containers, a proxy in front), like Kafka's
+    /// `advertised.listeners` (`kroupier.status.advertised.address`). It is what this worker
+    /// advertises in its member metadata: its peers' fast-failover links and the leader's
+    /// liveness check connect there, so only a port that refuses connections *there* proves
+    /// this worker gone. Default `None`: the bound address.
+    pub advertised_addr: Option<String>,
     /// The bearer token writes need (`kroupier.status.token`). Default `None`: no token. Never
     /// shown by `Debug` or in logs.
     pub token: Option<Secret>,
@@ -226,6 +235,7 @@ impl Default for StatusConfig {
     fn default() -> Self {
         StatusConfig {
             addr: Some(DEFAULT_STATUS_ADDR),
+            advertised_addr: None,
             token: None,
             protect_reads: false,
             tls_certificate: None,
@@ -319,6 +329,10 @@ impl WorkerConfig {
                 "and status.tls_key go together: set both (kroupier.status.tls.certificate and \
                  kroupier.status.tls.key) to serve HTTPS, or neither",
             ));
+        }
+        if let Some(advertised) = &self.status.advertised_addr {
+            advertised::check(advertised)
+                .map_err(|reason| InvalidConfig::new("status.advertised_addr", reason))?;
         }
         if self.status.protect_reads && self.status.token.is_none() {
             return Err(InvalidConfig::new(

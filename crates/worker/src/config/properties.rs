@@ -248,6 +248,18 @@ impl WorkerConfig {
                     )?)
                 };
             }
+            "kroupier.status.advertised.address" => {
+                self.status.advertised_addr = if value.is_empty() {
+                    None
+                } else {
+                    super::advertised::check(value).map_err(|_| PropertiesError::InvalidValue {
+                        key: key.to_owned(),
+                        value: value.to_owned(),
+                        expected: super::advertised::EXPECTED,
+                    })?;
+                    Some(value.to_owned())
+                };
+            }
             "kroupier.status.token" => {
                 // The value is a secret: never quoted in an error.
                 self.status.token = (!value.is_empty()).then(|| Secret::new(value));

@@ -423,3 +423,57 @@ fn the_task_store_is_off_by_default_and_two_properties_set_it() {
         WorkerConfig::from_properties(&props(&[("tasks.store.enabled", "yes")])).unwrap_err();
     assert!(error.to_string().contains("tasks.store.enabled"), "{error}");
 }
+
+#[test]
+fn the_advertised_status_address_comes_from_its_property_and_defaults_to_the_bound_one() {
+    assert_eq!(WorkerConfig::default().status.advertised_addr, None);
+    let config = from(&[
+        ("kroupier.status.addr", "0.0.0.0:8083"),
+        (
+            "kroupier.status.advertised.address",
+            "worker-3.example.com:31083",
+        ),
+    ])
+    .unwrap();
+    assert_eq!(
+        config.status.advertised_addr.as_deref(),
+        Some("worker-3.example.com:31083")
+    );
+    assert_eq!(config.validate(), Ok(()));
+    let ipv6 = from(&[("kroupier.status.advertised.address", "[fd00::3]:8083")]).unwrap();
+    assert_eq!(
+        ipv6.status.advertised_addr.as_deref(),
+        Some("[fd00::3]:8083")
+    );
+    let empty = from(&[("kroupier.status.advertised.address", "")]).unwrap();
+    assert_eq!(empty.status.advertised_addr, None);
+}
+
+#[test]
+fn an_advertised_status_address_that_is_not_host_port_is_refused() {
+    let key = "kroupier.status.advertised.address";
+    for value in [
+        "worker-3",
+        "worker-3:",
+        "worker-3:0",
+        "worker-3:99999",
+        "http://worker-3:80",
+    ] {
+        let error = from(&[(key, value)]).unwrap_err();
+        assert!(
+            matches!(&error, PropertiesError::InvalidValue { key: k, .. } if k == key),
+            "{value}: {error:?}"
+        );
+        let shown = error.to_string();
+        assert!(
+            shown.contains(key) && shown.contains("`host:port`"),
+            "{shown}"
+        );
+    }
+    // Set in code, it is checked by validate.
+    let mut config = WorkerConfig::new("orders");
+    config.status.advertised_addr = Some("worker-3".into());
+    let error = config.validate().unwrap_err();
+    assert_eq!(error.field, "status.advertised_addr");
+    assert!(error.reason.contains("no port"), "{}", error.reason);
+}

@@ -395,9 +395,17 @@ pub(crate) async fn spawn_with_store(
         round_trip: run::LOST_HOLD_ROUND_TRIP,
         heartbeat_interval: config.member.membership.heartbeat_interval,
     });
-    // The status API's address tells a leader when this process is gone (see liveness.rs).
-    if let Some(addr) = status_addr {
-        protocol.set_status_addr(addr);
+    // The status API's address tells a leader when this process is gone (see liveness.rs):
+    // the configured advertised address when the API is reached elsewhere than where it binds.
+    let advertised_addr = status_addr.map(|bound| {
+        config
+            .status
+            .advertised_addr
+            .clone()
+            .unwrap_or_else(|| bound.to_string())
+    });
+    if let Some(addr) = &advertised_addr {
+        protocol.set_status_addr(addr.clone());
     }
     // Before joining: a static worker's join may replace a live process (see takeover.rs).
     let takeover = takeover::policy(
@@ -433,7 +441,7 @@ pub(crate) async fn spawn_with_store(
             group_id: config.member.membership.group_id.clone(),
             cluster: config.member.cluster.clone(),
             token: config.status.token.clone(),
-            own_addr: status_addr.map(|a| a.to_string()).unwrap_or_default(),
+            own_addr: advertised_addr.clone().unwrap_or_default(),
             mode: if status_tls.is_some() {
                 failover::LinkMode::Bare
             } else {

@@ -195,9 +195,10 @@ impl WorkerProtocol {
         self.state().revocation.take()
     }
 
-    /// Advertises where this worker's status API listens (with this host's name).
-    pub(crate) fn set_status_addr(&self, addr: std::net::SocketAddr) {
-        self.state().advertised = Some((addr.to_string(), super::liveness::host_name()));
+    /// Advertises where this worker's status API is reached, `host:port` (with this host's
+    /// name).
+    pub(crate) fn set_status_addr(&self, addr: String) {
+        self.state().advertised = Some((addr, super::liveness::host_name()));
     }
 
     /// The worker stopped every task to shut down: its next metadata says `leaving`.
