@@ -13,6 +13,12 @@
 //!   (A stalled link — the peer's kernel keeps it open and nothing flows, as for a paused
 //!   process — is `fast_failover.rs`'s SIGSTOP test; the link's own unit tests cover a peer
 //!   that accepts and never answers, and one whose connections hang.)
+//! - **A worker whose peer links are blackholed** (it stays reachable by Kafka): w3 advertises
+//!   its status API (`kroupier.status.advertised.address`) through a plain TCP fault proxy in
+//!   front of its real port. The proxy ends its peers' links and then accepts every new one and
+//!   forwards nothing, for longer than a session: w3 keeps its tasks and the group never
+//!   rebalances. Still blackholed, w3 is SIGKILLed: its advertised port still accepts, so
+//!   nothing proves it dead, and its tasks move only after its session.
 //! - **100 workers with churn** (ignored: a measurement): random workers killed and restarted
 //!   for a minute; every task runs at the end, none ever on two workers at once.
 //!
@@ -28,7 +34,7 @@ use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::{
-    Group, TempDir, Worker, assert_no_overlap, counts, moved_after, poll, running,
+    Group, TempDir, Worker, assert_no_overlap, counts, journals, moved_after, poll, running,
     settled_generation, slowest_move, tasks_of, wait_balanced, wait_balanced_since,
 };
 
@@ -150,6 +156,102 @@ fn a_worker_cut_off_from_kafka_is_never_removed_before_its_session() {
         "MEASURE cut_off_balanced_after_heal_ms={}",
         healed.elapsed().as_millis()
     );
+    assert_no_overlap(&dir.0);
+}
+
+/// A port on 127.0.0.1 that was free a moment ago, for a status API that must listen at a
+/// known address before its worker starts.
+fn free_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("its address").to_string()
+}
+
+#[test]
+fn a_worker_whose_peer_links_are_blackholed_is_never_removed_before_its_session() {
+    let Some(bootstrap) = kafka_bootstrap("failover faults: a worker's peer links blackholed")
+    else {
+        return;
+    };
+    let tasks = 12;
+    let dir = TempDir::new("ff-links");
+    let config_dir = TempDir::new("ff-links-config");
+    let mut group = Group::new(&bootstrap, "ff-links", tasks, &dir.0);
+    group.session_ms = 6_000;
+    group.heartbeat_ms = 1_000;
+    // w3's status API listens on `status`; it advertises the proxy in front of it, so its
+    // peers' links (and any liveness check) go through the proxy, while its Kafka traffic
+    // goes straight to the cluster.
+    let status = free_port();
+    let proxy = FaultProxy::start_tcp(&status).expect("the fault proxy starts");
+    let properties = config_dir.0.join("w3.properties");
+    std::fs::write(
+        &properties,
+        format!("kroupier.status.advertised.address={}\n", proxy.addr()),
+    )
+    .expect("write w3's properties");
+    let mut advertised = group.clone();
+    advertised.extra = vec![
+        "--status-addr".into(),
+        status,
+        "--command-config".into(),
+        properties.display().to_string(),
+    ];
+    let workers = [group.start("w1"), group.start("w2"), advertised.start("w3")];
+    let owners = wait_balanced(&dir.0, tasks, 3);
+    let generation = settled_generation(&dir.0);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let held = tasks_of(&owners, "w3");
+    assert!(!held.is_empty(), "w3 runs tasks");
+    let linked = proxy.stats().broker_connections;
+    assert!(
+        linked >= 2,
+        "w1 and w2 link to w3 through its advertised address: {linked} connections"
+    );
+
+    // (a) The links end (a cut closes them), then every new one is accepted and never
+    // answered, for longer than a session: a link that ended at a port that still accepts
+    // proves nothing, and w3 heartbeats all along.
+    let at = unix_ms();
+    proxy.cut(Scope::All);
+    std::thread::sleep(Duration::from_millis(300));
+    proxy.blackhole(Scope::All);
+    std::thread::sleep(Duration::from_millis(group.session_ms + 2_000));
+    let stats = proxy.stats();
+    assert!(
+        stats.broker_connections > linked && stats.dropped > 0,
+        "the peers opened their links again into the blackhole: {stats:?}"
+    );
+    assert_eq!(
+        running(&dir.0, tasks, at).as_ref(),
+        Some(&owners),
+        "every task still runs where it ran: w3 kept its tasks"
+    );
+    let rebalanced: BTreeSet<i32> = journals(&dir.0)
+        .values()
+        .flatten()
+        .filter(|beat| beat.unix_ms > at)
+        .map(|beat| beat.generation)
+        .collect();
+    assert_eq!(
+        rebalanced,
+        BTreeSet::from([generation]),
+        "the group never rebalanced while w3's links were blackholed"
+    );
+    assert_no_overlap(&dir.0);
+
+    // (b) Still blackholed, w3 dies: its advertised port (the proxy) still accepts, so there is
+    // no proof of death, and its tasks move only once its session expires.
+    let killed = unix_ms();
+    workers[2].process.signal(Signal::Kill);
+    let moved = moved_after(&dir.0, &held, "w3", killed, group.session_ms + 5_000);
+    println!("MEASURE links_blackholed_kill_running_elsewhere_ms={moved}");
+    // Its last heartbeat was at most one interval before the kill.
+    assert!(
+        moved >= group.session_ms - group.heartbeat_ms,
+        "w3's tasks moved {moved} ms after the kill, before its session: a port that accepts \
+         was taken for a death"
+    );
+    wait_balanced_since(&dir.0, tasks, 2, killed);
     assert_no_overlap(&dir.0);
 }
 

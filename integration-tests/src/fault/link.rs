@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::policy::Policy;
+use super::raw;
 use super::rewrite::{Role, rewrite_response, rewrites};
 
 /// The largest frame the proxy forwards, either way.
@@ -61,6 +62,9 @@ pub(crate) struct Shared {
     pub(crate) runtime: tokio::runtime::Handle,
     /// What happened so far.
     pub(crate) counters: Counters,
+    /// Plain TCP: bytes are pumped as they come, no Kafka frame is read or rewritten (see
+    /// `raw.rs`).
+    pub(crate) plain: bool,
 }
 
 impl Shared {
@@ -161,13 +165,24 @@ async fn serve(shared: Arc<Shared>, client: TcpStream, role: Role, upstream: Str
     let (to_client, to_client_rx) = mpsc::unbounded_channel();
     let in_flight = InFlight::default();
     let policy = shared.policy.subscribe();
-    let outcome = tokio::select! {
+    let outcome = if shared.plain {
+        tokio::select! {
+            () = shared.stop.cancelled() => Ok(()),
+            () = cut(policy, role) => Ok(()),
+            read = raw::read(&shared, role, client_read, to_server) => read,
+            read = raw::read(&shared, role, server_read, to_client) => read,
+            written = raw::write(&shared, role, server_write, to_server_rx) => written,
+            written = raw::write(&shared, role, client_write, to_client_rx) => written,
+        }
+    } else {
+        tokio::select! {
         () = shared.stop.cancelled() => Ok(()),
         () = cut(policy, role) => Ok(()),
         read = requests(&shared, role, client_read, to_server, &in_flight) => read,
         read = responses(&shared, role, server_read, to_client, &in_flight) => read,
         written = deliver(&shared, role, server_write, to_server_rx) => written,
         written = deliver(&shared, role, client_write, to_client_rx) => written,
+        }
     };
     let quiet = [
         io::ErrorKind::UnexpectedEof,

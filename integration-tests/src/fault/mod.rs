@@ -20,6 +20,9 @@
 //! of one API, such as JoinGroup, while every other request still gets through).
 //! [`heal`](FaultProxy::heal) restores plain forwarding.
 //!
+//! [`FaultProxy::start_tcp`] is the same proxy for a link that is not Kafka (a worker's status
+//! API): it forwards plain bytes to one address, with the same faults, and rewrites nothing.
+//!
 //! The proxy listens on 127.0.0.1 only, runs on the test's tokio runtime (or a runtime of its
 //! own when started outside one), and stops — listeners and connections — when the handle is
 //! dropped.
@@ -46,6 +49,7 @@
 
 mod link;
 mod policy;
+mod raw;
 pub mod rewrite;
 
 #[cfg(test)]
@@ -106,6 +110,26 @@ impl FaultProxy {
     /// # Errors
     /// When no listener can be bound on 127.0.0.1, or the runtime cannot be built.
     pub fn start(upstream: &str) -> io::Result<Self> {
+        Self::start_with(upstream, false)
+    }
+
+    /// Starts a plain TCP proxy in front of `upstream` (one `host:port`, any service): it
+    /// forwards bytes as they come and reads no Kafka frame, for links that are not Kafka,
+    /// such as a worker's status API and its peers' fast-failover links to it. The faults of
+    /// [`Scope::All`] apply as to Kafka links: a [`cut`](Self::cut) closes the connections
+    /// and closes new ones at once (they are still accepted, never refused), a
+    /// [`blackhole`](Self::blackhole) accepts connections and drops every byte either way, a
+    /// [`delay`](Self::delay) holds every chunk. Either side's close closes the other, and a
+    /// connection whose upstream refuses is accepted, then closed. [`addr`](Self::addr) is the
+    /// address to give clients.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_tcp(upstream: &str) -> io::Result<Self> {
+        Self::start_with(upstream, true)
+    }
+
+    fn start_with(upstream: &str, plain: bool) -> io::Result<Self> {
         let upstream = upstream
             .split(',')
             .map(str::trim)
@@ -129,6 +153,7 @@ impl FaultProxy {
             stop: CancellationToken::new(),
             runtime: handle,
             counters: Counters::default(),
+            plain,
         });
         let bootstrap = shared.listener_for(Role::Broker, upstream)?;
         Ok(Self {
@@ -141,6 +166,12 @@ impl FaultProxy {
     /// The bootstrap address to give the worker under test, `127.0.0.1:PORT`.
     pub fn bootstrap(&self) -> String {
         self.bootstrap.to_string()
+    }
+
+    /// The proxy's first listener, the one in front of `upstream` (for a Kafka proxy, the
+    /// [`bootstrap`](Self::bootstrap) address).
+    pub fn addr(&self) -> SocketAddr {
+        self.bootstrap
     }
 
     /// Applies `fault` to the connections in `scope`, replacing the fault in force (the

@@ -454,3 +454,75 @@ fn outside_a_runtime_the_proxy_brings_its_own() {
     assert!(ok);
     drop(proxy);
 }
+
+/// An echo server on 127.0.0.1 (each connection echoes until the client closes); dropping
+/// the returned listener task's handle does not stop it, aborting it does.
+async fn echo() -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            connections.spawn(async move {
+                let mut buffer = [0u8; 1024];
+                while let Ok(n) = socket.read(&mut buffer).await {
+                    if n == 0 || socket.write_all(&buffer[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, task)
+}
+
+/// Sends `text` and waits (at most `within`) for the same bytes back.
+async fn echoed(stream: &mut tokio::net::TcpStream, text: &[u8], within: Duration) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if stream.write_all(text).await.is_err() {
+        return false;
+    }
+    let mut back = vec![0; text.len()];
+    matches!(
+        tokio::time::timeout(within, stream.read_exact(&mut back)).await,
+        Ok(Ok(_)) if back == text
+    )
+}
+
+#[tokio::test]
+async fn a_plain_tcp_proxy_forwards_bytes_blackholes_them_and_closes_with_its_upstream() {
+    use tokio::io::AsyncReadExt;
+    let (upstream, server) = echo().await;
+    let proxy = FaultProxy::start_tcp(&upstream).expect("proxy");
+    let addr = proxy.addr().to_string();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(echoed(&mut conn, b"GET /watch HTTP/1.1\r\n\r\n", QUICK).await);
+    proxy.blackhole(Scope::All);
+    assert!(
+        !echoed(&mut conn, b"ping", SILENT).await,
+        "nothing in a blackhole"
+    );
+    let mut late = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("accepted");
+    assert!(!echoed(&mut late, b"ping", SILENT).await);
+    proxy.heal();
+    assert!(
+        echoed(&mut conn, b"pong", QUICK).await,
+        "forwarded after heal"
+    );
+
+    // The upstream ends: the proxied connection is closed, the proxy's port still accepts.
+    server.abort();
+    drop(late);
+    let mut after = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("the proxy accepts");
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(QUICK, after.read(&mut byte)).await;
+    assert!(
+        matches!(read, Ok(Ok(0) | Err(_))),
+        "a connection whose upstream refuses is closed: {read:?}"
+    );
+}
