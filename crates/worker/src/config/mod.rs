@@ -205,8 +205,9 @@ pub struct StatusConfig {
     /// [`addr`](Self::addr) (NAT, containers, a proxy in front), like Kafka's
     /// `advertised.listeners` (`kroupier.status.advertised.address`). It is what this worker
     /// advertises in its member metadata: its peers' fast-failover links and the leader's
-    /// liveness check connect there, so only a port that refuses connections *there* proves
-    /// this worker gone. Default `None`: the bound address.
+    /// liveness check connect there, and a connection refused *there* proves this worker gone:
+    /// whatever is in front must refuse only when the worker is, or turn
+    /// [`fast_failover`](Self::fast_failover) off. Default `None`: the bound address.
     pub advertised_addr: Option<String>,
     /// The bearer token writes need (`kroupier.status.token`). Default `None`: no token. Never
     /// shown by `Debug` or in logs.
