@@ -328,15 +328,7 @@ impl Runtime {
         let held = self.supervisor.held();
         // Held under an older membership (another member id): their lease checks fail; they are
         // stopped and, if still assigned, started again under the new token.
-        let stale: BTreeSet<String> = held
-            .iter()
-            .filter(|id| {
-                self.supervisor
-                    .granted(id)
-                    .is_some_and(|granted| granted.member_id != member_id)
-            })
-            .cloned()
-            .collect();
+        let stale = self.supervisor.held_by_other_members(&member_id);
         let to_stop: BTreeSet<String> = held
             .iter()
             .filter(|id| {
