@@ -271,13 +271,11 @@ impl Runtime {
 
     /// The tasks this worker holds, with the generation each was granted in.
     pub fn owned(&self) -> BTreeMap<String, i32> {
+        // One pass under the supervisor's lock, sorted, then built at once: this runs for
+        // every JoinGroup, over every task held.
         self.supervisor
-            .held()
+            .held_with_generations()
             .into_iter()
-            .filter_map(|id| {
-                let granted = self.supervisor.granted(&id)?;
-                Some((id, granted.generation_id))
-            })
             .collect()
     }
 

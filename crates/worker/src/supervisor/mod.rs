@@ -236,6 +236,18 @@ impl Supervisor {
         ids
     }
 
+    /// The held tasks with the generation each was granted in, sorted by id, read under one
+    /// lock.
+    pub(crate) fn held_with_generations(&self) -> Vec<(String, i32)> {
+        let mut held: Vec<(String, i32)> = self
+            .lock()
+            .iter()
+            .map(|(id, slot)| (String::from(&**id), slot.granted.generation_id))
+            .collect();
+        held.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        held
+    }
+
     /// The held tasks granted to a member other than `member_id` (a previous membership of
     /// this worker), looked up under one lock.
     pub(crate) fn held_by_other_members(&self, member_id: &str) -> BTreeSet<String> {
