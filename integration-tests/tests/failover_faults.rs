@@ -221,8 +221,10 @@ fn a_worker_whose_peer_links_are_blackholed_is_never_removed_before_its_session(
         stats.broker_connections > linked && stats.dropped > 0,
         "the peers opened their links again into the blackhole: {stats:?}"
     );
+    // (Polled: on a loaded machine a beat may come late.)
+    let now = poll(Duration::from_secs(5), || running(&dir.0, tasks, at));
     assert_eq!(
-        running(&dir.0, tasks, at).as_ref(),
+        now.as_ref(),
         Some(&owners),
         "every task still runs where it ran: w3 kept its tasks"
     );
