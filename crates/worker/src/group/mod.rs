@@ -369,7 +369,10 @@ pub(crate) async fn spawn_with_store(
             "http"
         };
         let token = config.status.token.is_some();
-        tracing::info!(worker = %config.worker_id, %addr, scheme, token, "status API listening");
+        // Where peers and tools reach it (kroupier.status.advertised.address), if elsewhere.
+        let advertised = config.status.advertised_addr.as_deref();
+        tracing::info!(worker = %config.worker_id, %addr, advertised, scheme, token,
+            "status API listening");
     }
 
     // The task store is read to its end before joining: the first metadata already carries
