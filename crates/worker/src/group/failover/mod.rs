@@ -391,7 +391,11 @@ impl Watch {
     }
 
     /// Sends the hint for a rebalance from `generation` once the coordinator prepares it (the
-    /// group leaves `Stable`), or after [`JOIN_WATCH`] in any case. Sooner would be too soon:
+    /// group leaves `Stable`) within [`JOIN_WATCH`]; otherwise not at all (the peers learn of a
+    /// later rebalance at their next heartbeat, and a join that started none — a static
+    /// process taking its instance's place — must not make the group rebalance during its
+    /// takeover wait, which only an assignment computed for the old member id enforces).
+    /// Sooner would be too soon:
     /// this worker's JoinGroup goes out only after its revocations stopped and its metadata
     /// was built, so a hint could overtake it, and Kafka answers the JoinGroup of a follower
     /// that finds the group still stable with the current generation, unchanged: that peer
@@ -418,12 +422,13 @@ impl Watch {
                         GroupState::PreparingRebalance | GroupState::CompletingRebalance
                     )
                 {
-                    break;
+                    tracing::debug!(?generation, "the rebalance started: telling the members");
+                    send_hints(targets, generation, &from, token.as_ref());
+                    return;
                 }
                 tokio::time::sleep(JOIN_POLL).await;
             }
-            tracing::debug!(?generation, "the rebalance started: telling the members");
-            send_hints(targets, generation, &from, token.as_ref());
+            tracing::debug!(?generation, "no rebalance started: no hint sent");
         });
     }
 }
