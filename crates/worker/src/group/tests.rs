@@ -72,6 +72,14 @@ async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
     builder.spawn().await.expect("the worker starts")
 }
 
+/// An embedded coordinator on a free local port.
+async fn embedded() -> kroupier_embedded::CoordinatorHandle {
+    EmbeddedCoordinator::builder()
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the embedded coordinator starts")
+}
+
 /// Waits (up to 20 s of real time) until the worker's member is stable; returns its
 /// generation, leader and assignment bytes.
 async fn stable(worker: &WorkerHandle) -> (i32, String, bytes::Bytes) {
@@ -89,10 +97,7 @@ async fn stable(worker: &WorkerHandle) -> (i32, String, bytes::Bytes) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_decoded_assignment_names_the_generation_and_leader_of_sync_group() {
-    let coordinator = EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts");
+    let coordinator = embedded().await;
     let bootstrap = coordinator.bootstrap();
 
     // A first worker forms a generation and leaves: the group's generation counter moves on.
@@ -113,10 +118,7 @@ async fn the_decoded_assignment_names_the_generation_and_leader_of_sync_group() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eager_worker_rejoins_only_after_its_revoked_tasks_stopped() {
-    let coordinator = EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts");
+    let coordinator = embedded().await;
     let bootstrap = coordinator.bootstrap();
     let spawn = |id: &'static str| {
         let mut config = config(&bootstrap, "join-gate", id);
@@ -187,10 +189,7 @@ mod store_tests;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_assigned_event_says_where_the_rebalance_time_went() {
-    let coordinator = EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts");
+    let coordinator = embedded().await;
     let bootstrap = coordinator.bootstrap();
     let first = worker(&bootstrap, "w1").await;
     stable(&first).await;

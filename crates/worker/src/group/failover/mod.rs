@@ -192,7 +192,10 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
             input = inbox.recv() => match input {
                 Some(Input::Assigned) => watch.refresh().await,
                 Some(Input::Hinted { generation, from }) => watch.hinted(generation, from).await,
-                Some(Input::Rebalancing { generation }) => watch.rebalancing(generation),
+                Some(Input::Rebalancing { generation }) => {
+                    // A cooperative follow-up round, or a hand-over before leaving.
+                    watch.hint_when_prepared(generation)
+                }
                 Some(Input::Joining(peers)) => watch.joining(peers),
                 None => break,
             },
@@ -372,13 +375,6 @@ impl Watch {
             .chain(&self.announced)
             .cloned()
             .collect()
-    }
-
-    /// This worker starts a rebalance from `generation` (a cooperative follow-up round, or a
-    /// hand-over before it leaves): tell the peers once the coordinator has it (see
-    /// [`hint_when_prepared`](Self::hint_when_prepared)).
-    fn rebalancing(&self, generation: Option<i32>) {
-        self.hint_when_prepared(generation);
     }
 
     /// This worker is joining a group of `members`: tell them once the group prepares the
