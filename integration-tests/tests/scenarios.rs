@@ -17,6 +17,11 @@
 //!   one's assignment in the same generation at once, but starts it only one session after it
 //!   joined; the old one stops at its lease deadline or at its first heartbeat after the heal
 //!   (FENCED_INSTANCE_ID), whichever comes first.
+//! - **Static takeover during a rebalance while the old process is cut off**: as above, but a
+//!   third worker joins first, and the new process joins while the group prepares that
+//!   rebalance: its assignment is computed for its own member id, and some of the old
+//!   process's tasks go to the third worker. Nothing of them starts anywhere before the old
+//!   process has stopped.
 //!
 //! Timeouts: session 3 s, heartbeat 500 ms. Needs the example built (`cargo build -p
 //! kroupier-examples`). Runs against Kafka or the embedded coordinator through
@@ -330,4 +335,68 @@ fn a_static_takeover_while_the_old_process_is_cut_off_never_overlaps() {
     }
     wait_balanced_since(&dir.0, TASKS, ROUNDS, since);
     assert_no_overlap(&dir.0);
+}
+
+#[test]
+fn a_static_takeover_during_a_rebalance_while_the_old_process_is_cut_off_never_overlaps() {
+    let Some(bootstrap) = kafka_bootstrap("scenarios: static takeover during a rebalance") else {
+        return;
+    };
+    let name = "takeover-rebalance";
+    let dir = TempDir::new(name);
+    let group = Group::new(&bootstrap, name, TASKS, &dir.0);
+    let proxy = FaultProxy::start(&bootstrap).expect("the fault proxy listens");
+    let _w1 = start_static(&group, &bootstrap, "w1", "pod-1");
+    let mut old = start_static(&group, &proxy.bootstrap(), "w2", "pod-2");
+    let owners = wait_balanced_since(&dir.0, TASKS, 2, 0);
+    let held = tasks_of(&owners, "w2");
+
+    let cut_ms = unix_ms();
+    let cut_at = Instant::now();
+    proxy.cut(Scope::All);
+    // A third worker joins: the group prepares a rebalance, which waits for pod-2's JoinGroup.
+    let _w3 = group.start("w3");
+    let preparing = poll(Duration::from_secs(10), || {
+        (group_state(&bootstrap, name) == "PreparingRebalance").then_some(())
+    });
+    assert!(
+        preparing.is_some(),
+        "the group never prepared a rebalance for w3"
+    );
+    // The new process of pod-2 joins that rebalance, replacing the cut-off one.
+    let _new = start_static(&group, &bootstrap, "w2-new", "pod-2");
+    std::thread::sleep(
+        (cut_at + Duration::from_millis(CUT_FOR_MS)).saturating_duration_since(Instant::now()),
+    );
+    proxy.heal();
+
+    old.wait_line(Duration::from_secs(15), |v| v["event"] == "stopped")
+        .expect("the replaced w2 stops");
+    let started = moved_after(&dir.0, &held, "w2", cut_ms, 10_000);
+    wait_balanced_since(&dir.0, TASKS, 3, cut_ms + started);
+    let all = journals(&dir.0);
+    let old_last = held
+        .iter()
+        .flat_map(|task| all[task].iter())
+        .filter(|b| b.worker == "w2")
+        .map(|b| b.unix_ms.saturating_sub(cut_ms))
+        .max()
+        .unwrap_or(0);
+    let takers: std::collections::BTreeSet<&str> = held
+        .iter()
+        .flat_map(|task| all[task].iter())
+        .filter(|b| b.worker != "w2" && b.unix_ms > cut_ms)
+        .map(|b| b.worker.as_str())
+        .collect();
+    println!(
+        "MEASURE static_takeover_in_rebalance_started_ms={started} \
+         static_takeover_in_rebalance_old_last_beat_ms={old_last} (cut {CUT_FOR_MS} ms, \
+         session {SESSION_MS} ms; the old tasks went to {takers:?})"
+    );
+    assert_no_overlap(&dir.0);
+    assert!(
+        started > old_last,
+        "an old task started {started} ms after the cut, before the old process's last beat \
+         ({old_last} ms)"
+    );
 }

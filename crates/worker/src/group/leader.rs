@@ -187,6 +187,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         .filter(|highest| round.store_offset.is_some_and(|own| *highest > own));
 
     let owned = resolve_claims(&tasks, &decoded);
+    let takeovers = Takeovers::new(&decoded, &owned, tasks.len());
     let mut input_members = Vec::with_capacity(decoded.len());
     for (d, owned) in decoded.iter().zip(owned) {
         let mut member = Member::new(d.key.clone());
@@ -302,6 +303,23 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
                 }
             }
             assignment.lost_hold = longest;
+        }
+        if let Some(takeovers) = &takeovers {
+            let to = decoded
+                .binary_search_by(|d| d.key.cmp(&part.member_id))
+                .ok();
+            let held: Vec<TaskIndex> = part
+                .assigned
+                .iter()
+                .copied()
+                .filter(|task| takeovers.holds(*task, to))
+                .collect();
+            if !held.is_empty() {
+                assignment.lost.extend(ids(&held));
+                let round_trip = round.lost_hold.map_or(Duration::ZERO, |h| h.round_trip);
+                let wait = takeovers.hold + round_trip;
+                assignment.lost_hold = assignment.lost_hold.max(Some(wait));
+            }
         }
         by_key.insert(&part.member_id, assignment);
     }
@@ -422,6 +440,68 @@ fn lost_tasks<'a>(
         Suspects::None
     } else {
         Suspects::Unclaimed(claimed)
+    }
+}
+
+/// The members waiting out a static takeover (their metadata's `takeover_hold`: each may have
+/// replaced a live process with its `group.instance.id`, which may still run the tasks it
+/// held). Which tasks those are, a leader cannot always tell: it may have no memory, a
+/// cooperative move takes two rounds (the task is revoked, then unclaimed), and the new
+/// process claims only what it was handed. So, while any member waits, every task that
+/// changes owner without a live claim waits as long in whoever gets it: one that nobody
+/// claims, and one that a waiting member claims and another member gets.
+struct Takeovers {
+    /// The longest wait any member advertises.
+    hold: Duration,
+    /// Per task, the member (index into the sorted members) whose claim it keeps; a waiting
+    /// member wins a tie. `NOBODY` if nobody claims it.
+    claimed_by: Vec<u32>,
+    /// Per member, whether it waits out a takeover.
+    waiting: Vec<bool>,
+}
+
+impl Takeovers {
+    const NOBODY: u32 = u32::MAX;
+
+    /// `None` when no member waits out a takeover (the usual case: nothing to compute).
+    fn new(decoded: &[Decoded], owned: &[Vec<TaskIndex>], task_count: usize) -> Option<Self> {
+        let waiting: Vec<bool> = decoded
+            .iter()
+            .map(|d| {
+                d.metadata
+                    .as_ref()
+                    .and_then(|m| m.takeover_hold)
+                    .is_some_and(|h| !h.is_zero())
+            })
+            .collect();
+        let hold = decoded
+            .iter()
+            .filter_map(|d| d.metadata.as_ref()?.takeover_hold)
+            .max()
+            .filter(|h| !h.is_zero())?;
+        let mut claimed_by = vec![Self::NOBODY; task_count];
+        for (m, tasks) in owned.iter().enumerate() {
+            for task in tasks {
+                let slot = &mut claimed_by[task.get()];
+                if *slot == Self::NOBODY || waiting[m] {
+                    *slot = m as u32;
+                }
+            }
+        }
+        Some(Takeovers {
+            hold,
+            claimed_by,
+            waiting,
+        })
+    }
+
+    /// Whether `task`, given to the member at index `to` (`None`: not among the members),
+    /// waits out the takeover.
+    fn holds(&self, task: TaskIndex, to: Option<usize>) -> bool {
+        match self.claimed_by.get(task.get()).copied() {
+            None | Some(Self::NOBODY) => true,
+            Some(m) => Some(m as usize) != to && self.waiting[m as usize],
+        }
     }
 }
 

@@ -417,6 +417,12 @@ pub(crate) async fn spawn_with_store(
         config.member.membership.group_instance_id.as_deref(),
     )
     .await;
+    if takeover == reconciler::Takeover::MustWait {
+        // Until it joins, the process it may replace can run for a whole session from now on.
+        protocol.set_takeover_hold(protocol::TakeoverHold::BeforeJoin(
+            config.member.membership.session_timeout,
+        ));
+    }
     // Fast failover needs the status API: its port is what proves a process gone.
     let fast_failover = config.status.fast_failover && status_addr.is_some();
     let (failover, failover_inbox) = if fast_failover {

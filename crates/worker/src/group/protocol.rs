@@ -62,6 +62,8 @@ struct State {
     lost_hold: Option<LostHold>,
     /// The worker stopped every task to shut down: its metadata says so.
     leaving: bool,
+    /// A static takeover's wait, advertised in the metadata (see [`TakeoverHold`]).
+    takeover: Option<TakeoverHold>,
     /// The leader of the last assignment this member received, with how to reach it (see
     /// `leader::Round::vanished_leader`).
     previous_leader: Option<(String, LeaderContact)>,
@@ -82,6 +84,30 @@ struct State {
     /// placement moves away from it (a task added or deleted in the task store), this leader
     /// starts a rebalance.
     assigned_from: Option<AssignedFrom>,
+}
+
+/// How long the process a static worker may have replaced can still run its tasks (see
+/// `takeover.rs`), which its metadata tells the leader as
+/// [`takeover_hold`](crate::protocol::MemberMetadata::takeover_hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TakeoverHold {
+    /// Before this worker first joined: a whole session timeout. That process's lease ends at
+    /// most one session after this worker's JoinGroup replaced it, and the leader's hold
+    /// counts from a later moment (the new owner's receipt of its assignment).
+    BeforeJoin(Duration),
+    /// Once it joined: until this instant (its first join plus one session timeout).
+    Until(Instant),
+}
+
+impl TakeoverHold {
+    /// What is left of the hold at `now`; `None` once it is over.
+    fn left(self, now: Instant) -> Option<Duration> {
+        match self {
+            TakeoverHold::BeforeJoin(session) => Some(session),
+            TakeoverHold::Until(at) => Some(at.saturating_duration_since(now)),
+        }
+        .filter(|d| !d.is_zero())
+    }
 }
 
 /// The catalogue a leader's round was computed from.
@@ -214,6 +240,11 @@ impl WorkerProtocol {
         self.state().lost_hold = Some(hold);
     }
 
+    /// Sets the static takeover's wait this worker advertises in its next metadata.
+    pub(crate) fn set_takeover_hold(&self, hold: TakeoverHold) {
+        self.state().takeover = Some(hold);
+    }
+
     /// Replaces the tasks the worker loop holds back, claimed in the next metadata.
     pub(crate) fn set_held_claims(&self, claims: Vec<(String, i32)>) {
         self.state().held_claims = claims.into_iter().collect();
@@ -280,6 +311,7 @@ impl GroupProtocol for WorkerProtocol {
             metadata.owned.entry(task.clone()).or_insert(*generation);
         }
         metadata.leaving = state.leaving;
+        metadata.takeover_hold = state.takeover.and_then(|t| t.left(Instant::now()));
         metadata.heartbeat_interval = state.lost_hold.map(|h| h.heartbeat_interval);
         if let Some((addr, host)) = &state.advertised {
             metadata.status_addr = Some(addr.clone());

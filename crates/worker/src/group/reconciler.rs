@@ -20,7 +20,7 @@
 //!
 //! - **Apply**: the assignment of a generation, as a runtime change. Tasks whose previous
 //!   owner vanished (the assignment's `lost`) start only after the hold the leader set, and a
-//!   static worker that took over another process's assignment without a rebalance starts
+//!   static worker that may have replaced a live process with its instance id starts
 //!   nothing until that process's lease has surely ended (see [`Takeover`]).
 //! - **Acknowledge a revocation** (the join gate): only once the revoked tasks have stopped —
 //!   those of the last assignment's revocations and, with an eager assignor, everything the
@@ -47,11 +47,14 @@ pub(crate) enum Takeover {
     /// every task: start at once.
     Clean,
     /// A static member that may have replaced a live process with the same
-    /// `group.instance.id` (Kafka hands the new process the old one's assignment, in the
-    /// same generation, without a rebalance). That process keeps passing its lease checks
-    /// until its own deadline, at most one session timeout after its last heartbeat, which
-    /// came before this member's JoinGroup: an assignment computed for another member id
-    /// waits one session timeout from this member's first join.
+    /// `group.instance.id`: the coordinator showed a member holding that id before this one
+    /// joined, and no handover note proved it stopped (see `takeover.rs`). That process keeps
+    /// passing its lease checks until its own deadline, at most one session timeout after its
+    /// last heartbeat, which came before this member's first JoinGroup replaced it: nothing
+    /// starts here until one session timeout after this member first joined, whoever computed
+    /// the assignment (Kafka's handing over the old assignment without a rebalance, or a
+    /// rebalance that was in progress when this member joined: then the assignment names this
+    /// member, yet may hold the old process's tasks).
     MustWait,
 }
 
@@ -147,10 +150,8 @@ struct Held {
 #[derive(Debug)]
 pub(crate) struct Reconciler {
     settings: Settings,
-    /// When this member first joined (the takeover wait counts from it).
+    /// When this member first joined (a takeover's wait counts from it).
     first_joined_at: Option<Instant>,
-    /// Whether any assignment was applied since the process started.
-    applied_once: bool,
     /// The generation whose assignment was applied last (and not lost since).
     stable: Option<FencingToken>,
     pending: Option<Pending>,
@@ -173,7 +174,6 @@ impl Reconciler {
         Reconciler {
             settings,
             first_joined_at: None,
-            applied_once: false,
             stable: None,
             pending: None,
             revoking: None,
@@ -190,21 +190,24 @@ impl Reconciler {
 
     /// The member joined a generation.
     pub(crate) fn handle_joined(&mut self, now: Instant) {
-        self.first_joined_at.get_or_insert(now);
+        if self.first_joined_at.is_some() {
+            return;
+        }
+        self.first_joined_at = Some(now);
+        if self.settings.takeover == Takeover::MustWait {
+            self.start_not_before = Some(now + self.settings.session_timeout);
+        }
     }
 
     /// SyncGroup delivered an assignment.
     pub(crate) fn handle_assigned(&mut self, now: Instant, assigned: Assigned) {
         self.held = None;
-        if let Some(until) = self.takeover_wait(&assigned) {
-            self.start_not_before = Some(until);
-        }
         if let Some(at) = self.start_not_before.filter(|t| *t > now) {
             tracing::warn!(
                 generation = assigned.token.generation_id,
                 wait_ms = (at - now).as_millis() as u64,
-                "this static worker took over another process's assignment; its tasks start \
-                 once that process's lease has surely ended"
+                "this static worker may have replaced a live process with its instance id; its \
+                 tasks start once that process's lease has surely ended"
             );
             self.held = Some(Held {
                 at,
@@ -251,7 +254,6 @@ impl Reconciler {
             );
             return;
         }
-        self.applied_once = true;
         self.stable = Some(pending.token.clone());
         if pending.completes {
             return;
@@ -403,26 +405,14 @@ impl Reconciler {
             .unwrap_or_default()
     }
 
-    // ----- internals -----
-
-    /// The instant until which a takeover must wait, if `assigned` is one.
-    fn takeover_wait(&mut self, assigned: &Assigned) -> Option<Instant> {
-        if self.settings.takeover != Takeover::MustWait || self.applied_once {
-            return None;
-        }
-        // Decided once, on the first assignment.
-        self.settings.takeover = Takeover::Clean;
-        let computed_for = assigned.assignment.as_ref()?.member_id.as_deref();
-        let has_tasks = assigned
-            .assignment
-            .as_ref()
-            .is_some_and(|a| !a.tasks.is_empty());
-        if computed_for == Some(&*assigned.token.member_id) || !has_tasks {
-            return None;
-        }
-        let joined = self.first_joined_at?;
-        Some(joined + self.settings.session_timeout)
+    /// Until when a static takeover's wait holds every start here (see [`Takeover`]), once
+    /// this member joined; the worker advertises it so that the leader holds back the
+    /// replaced process's tasks wherever they go.
+    pub(crate) fn takeover_until(&self) -> Option<Instant> {
+        self.start_not_before
     }
+
+    // ----- internals -----
 
     /// Asks the loop to apply `assigned`; `completes`: it completes an earlier apply of the
     /// same assignment (its held lost tasks), which keeps that apply's waits and follow-up.

@@ -269,12 +269,41 @@ fn a_takeover_wait_also_holds_a_newer_generation() {
 }
 
 #[test]
-fn an_assignment_computed_for_this_member_is_no_takeover() {
+fn an_assignment_computed_for_this_member_still_waits_out_the_replaced_lease() {
+    // A rebalance was in progress when this member replaced a live process: the leader
+    // computed the assignment for this member's own id, yet it holds the old process's tasks.
     let base = Instant::now();
     let mut r = reconciler(Takeover::MustWait);
     r.handle_joined(base);
-    r.handle_assigned(base, assigned(base, 5, &["a"], &[]));
+    assert_eq!(r.takeover_until(), Some(base + SESSION));
+    r.handle_assigned(base + ms(40), assigned(base, 5, &["a"], &[]));
+    assert!(actions(&mut r).is_empty(), "nothing starts yet");
+    r.handle_timeout(base + SESSION - ms(1));
+    assert!(actions(&mut r).is_empty());
+    r.handle_timeout(base + SESSION);
     assert_eq!(applied(&mut r).0.run, set(&["a"]));
+}
+
+#[test]
+fn an_empty_first_assignment_does_not_end_a_takeover_wait() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    r.handle_assigned(base + ms(10), assigned(base, 5, &[], &[]));
+    // A rejoin is no new first join: the wait still counts from the first.
+    r.handle_joined(base + ms(600));
+    assert_eq!(r.takeover_until(), Some(base + SESSION));
+    // The next generation gives this member the old process's tasks, within the wait.
+    r.handle_assigned(base + ms(900), assigned(base, 6, &["a", "b"], &[]));
+    assert!(
+        actions(&mut r)
+            .iter()
+            .all(|a| !matches!(a, Action::Apply { change, .. } if !change.run.is_empty())),
+        "nothing starts within the old process's lease"
+    );
+    r.handle_timeout(base + SESSION);
+    let (change, _) = applied(&mut r);
+    assert_eq!(change.run, set(&["a", "b"]));
 }
 
 #[test]

@@ -6,15 +6,25 @@
 //! keeps passing its lease checks until its own deadline, so the new one must not start that
 //! assignment before then ([`Takeover::MustWait`]: one session timeout from its first join).
 //!
+//! Whether that can happen is asked before joining: DescribeGroups says which member id holds
+//! the instance id now. Nobody (a first start, or the old member was removed: its session
+//! expired, or fast failover saw its process end) means nothing is taken over
+//! ([`Takeover::Clean`]). A holder means a process that may still be alive, and the wait
+//! applies to every assignment until then, whoever computed it: Kafka hands the new process
+//! the old assignment when the group is stable, and a rebalance in progress when it joins
+//! hands it an assignment computed for its own member id that may hold the old process's tasks
+//! all the same. Meanwhile the worker's metadata carries the wait (`takeover_hold`), and the
+//! leader holds back every task that changes owner without a live member's claim for as long,
+//! whoever gets it: a rebalance may give the old process's tasks to another worker.
+//!
 //! A rolling restart should not pay that wait: the old process stopped every task before it
 //! exited. So a static worker that stops cleanly (every task stopped, none left unresponsive)
 //! leaves a note in the host's temporary directory naming its member id; the next process
-//! with the same group and instance id reads it (and removes it) before it joins, and asks the
-//! coordinator (DescribeGroups) which member id holds the instance id now. Only if that is the
-//! member id of the note does it start at once ([`Takeover::Clean`]): then the process being
-//! replaced is the one that wrote the note, and it has stopped. Any doubt — no note (a crash,
-//! another host), another member id (a third process took over meanwhile), no answer from the
-//! coordinator — means waiting.
+//! with the same group and instance id reads it (and removes it) before it joins. If the
+//! member id holding the instance id is the note's, it starts at once: then the process being
+//! replaced is the one that wrote the note, and it has stopped. Any doubt — a holder and no
+//! note (a crash, another host), another member id (a third process took over meanwhile), no
+//! answer from the coordinator — means waiting.
 //!
 //! Assumption: one restart at a time per instance id (a process that takes the instance id
 //! over between the DescribeGroups and the JoinGroup of the next one is not seen).
@@ -85,7 +95,7 @@ pub(crate) fn leave_note(group: &str, instance_id: &str, member_id: &str) {
     }
 }
 
-/// Decides, before joining, whether this worker's first assignment may start at once.
+/// Decides, before joining, whether this worker's assignments may start at once.
 pub(crate) async fn policy(
     cluster: &ClusterConfig,
     group: &str,
@@ -97,37 +107,58 @@ pub(crate) async fn policy(
     let path = note_path(group, instance_id);
     let note: Option<Note> = std::fs::read(&path)
         .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .filter(|n: &Note| n.group == group && n.instance_id == instance_id);
     // A note is read once: a later process must not trust it again.
     let _ = std::fs::remove_file(&path);
-    let Some(note) = note.filter(|n| n.group == group && n.instance_id == instance_id) else {
-        return Takeover::MustWait;
-    };
     let describe = async {
         let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
         observer.describe_group(group).await.ok()
     };
     let holder = match tokio::time::timeout(DESCRIBE_TIMEOUT, describe).await {
-        Ok(Some(description)) => Some(
+        Ok(Some(description)) => Holder::Known(
             description
                 .members
                 .into_iter()
                 .find(|m| m.group_instance_id.as_deref() == Some(instance_id))
                 .map(|m| m.member_id),
         ),
-        _ => None,
+        _ => Holder::Unknown,
     };
+    decide(note.as_ref().map(|n| n.member_id.as_str()), holder)
+}
+
+/// Who holds the instance id, as the coordinator said before this worker joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Holder {
+    /// No answer: a live process may hold it.
+    Unknown,
+    /// The member id holding it, if any.
+    Known(Option<String>),
+}
+
+/// The decision of [`policy`], given the member id of the handover note (if any) and the
+/// holder of the instance id.
+fn decide(note: Option<&str>, holder: Holder) -> Takeover {
     match holder {
         // Nobody holds the instance id: joining starts a rebalance, nothing is taken over.
-        Some(None) => Takeover::Clean,
-        Some(Some(member_id)) if member_id == note.member_id => {
+        Holder::Known(None) => Takeover::Clean,
+        Holder::Known(Some(member_id)) if note == Some(member_id.as_str()) => {
             tracing::info!(
                 %member_id,
                 "the previous process of this instance id stopped cleanly; starting at once"
             );
             Takeover::Clean
         }
-        _ => Takeover::MustWait,
+        Holder::Known(Some(member_id)) => {
+            tracing::warn!(
+                %member_id,
+                "member {member_id} holds this instance id and no handover note says its \
+                 process stopped; tasks start one session timeout after this worker joins"
+            );
+            Takeover::MustWait
+        }
+        Holder::Unknown => Takeover::MustWait,
     }
 }
 
@@ -144,8 +175,22 @@ mod tests {
         );
     }
 
+    #[test]
+    fn only_a_holder_whose_stop_a_note_proves_or_no_holder_starts_at_once() {
+        let holder = |id: &str| Holder::Known(Some(id.to_owned()));
+        assert_eq!(decide(None, Holder::Known(None)), Takeover::Clean);
+        assert_eq!(decide(Some("m-1"), Holder::Known(None)), Takeover::Clean);
+        assert_eq!(decide(Some("m-1"), holder("m-1")), Takeover::Clean);
+        // A holder and no note: a crash, another host, or a live process cut off.
+        assert_eq!(decide(None, holder("m-1")), Takeover::MustWait);
+        // A third process took the instance id over since the note was written.
+        assert_eq!(decide(Some("m-1"), holder("m-2")), Takeover::MustWait);
+        assert_eq!(decide(Some("m-1"), Holder::Unknown), Takeover::MustWait);
+        assert_eq!(decide(None, Holder::Unknown), Takeover::MustWait);
+    }
+
     #[tokio::test]
-    async fn without_a_note_a_static_worker_waits_and_a_dynamic_one_does_not() {
+    async fn without_an_answer_a_static_worker_waits_and_a_dynamic_one_does_not() {
         let cluster = ClusterConfig::new("127.0.0.1:9");
         let group = format!("no-note-{}", std::process::id());
         assert_eq!(policy(&cluster, &group, None).await, Takeover::Clean);

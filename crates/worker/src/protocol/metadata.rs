@@ -47,6 +47,12 @@ pub struct MemberMetadata {
     /// knows and rebalances again once its own view has caught up. `None` without a task
     /// store, and from versions 0 and 1.
     pub store_offset: Option<i64>,
+    /// A static worker that may have replaced a live process with its `group.instance.id`
+    /// (version 4): how long, from when this metadata was built, that process may still run
+    /// its tasks. While any member says so, the leader holds back every task that changes
+    /// owner without a claim from a live member for this long (see `docs/reliability.md`,
+    /// *Static takeover*). `None` otherwise, and from versions 0 to 3.
+    pub takeover_hold: Option<Duration>,
 }
 
 impl MemberMetadata {
@@ -87,12 +93,11 @@ impl MemberMetadata {
             task_set::encode(&mut w, tasks);
         }
         w.uvarint(u64::from(self.leaving));
-        w.uvarint(self.heartbeat_interval.map_or(0, |d| {
-            u64::try_from(d.as_millis()).unwrap_or(u64::MAX - 1) + 1
-        }));
+        w.uvarint(encode_millis(self.heartbeat_interval));
         w.nullable_string(self.status_addr.as_deref());
         w.nullable_string(self.host.as_deref());
         w.uvarint(encode_offset(self.store_offset));
+        w.uvarint(encode_millis(self.takeover_hold));
         w.finish()
     }
 
@@ -161,10 +166,7 @@ impl MemberMetadata {
                 1 => true,
                 _ => return Err(r.invalid("leaving", "flag is neither 0 nor 1")),
             };
-            let heartbeat_interval = match r.uvarint("heartbeat_interval_ms")? {
-                0 => None,
-                n => Some(Duration::from_millis(n - 1)),
-            };
+            let heartbeat_interval = decode_millis(r.uvarint("heartbeat_interval_ms")?);
             let status_addr = r.nullable_string("status_addr")?;
             let host = r.nullable_string("host")?;
             (leaving, heartbeat_interval, status_addr, host)
@@ -176,9 +178,15 @@ impl MemberMetadata {
         } else {
             None
         };
+        let takeover_hold = if version >= 4 {
+            decode_millis(r.uvarint("takeover_hold_ms")?)
+        } else {
+            None
+        };
         r.end(version, METADATA_VERSION)?;
         Ok(MemberMetadata {
             store_offset,
+            takeover_hold,
             leaving,
             heartbeat_interval,
             status_addr,
@@ -191,5 +199,22 @@ impl MemberMetadata {
             capacity,
             rack,
         })
+    }
+}
+
+/// An optional duration on the wire, in milliseconds: 0 = none; n + 1 = n ms.
+fn encode_millis(duration: Option<Duration>) -> u64 {
+    duration.map_or(0, |d| {
+        u64::try_from(d.as_millis())
+            .unwrap_or(u64::MAX - 1)
+            .min(u64::MAX - 1)
+            + 1
+    })
+}
+
+fn decode_millis(encoded: u64) -> Option<Duration> {
+    match encoded {
+        0 => None,
+        n => Some(Duration::from_millis(n - 1)),
     }
 }

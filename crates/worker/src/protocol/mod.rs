@@ -47,8 +47,9 @@ pub use metadata::MemberMetadata;
 pub const PROTOCOL_TYPE: &str = "kroupier";
 
 /// The newest member metadata version this build writes and fully reads. Version 3 has the
-/// fields of version 2 and says that its sender reads compressed envelopes.
-pub const METADATA_VERSION: i16 = 3;
+/// fields of version 2 and says that its sender reads compressed envelopes; version 4 adds a
+/// static worker's takeover hold ([`MemberMetadata::takeover_hold`]).
+pub const METADATA_VERSION: i16 = 4;
 
 /// The newest assignment version this build writes and fully reads. Version 3 has the fields
 /// of version 2 and says that its sender (the leader) reads compressed envelopes.

@@ -29,6 +29,7 @@ prop_compose! {
         status_addr in proptest::option::of("\\PC{0,24}"),
         host in proptest::option::of("\\PC{0,16}"),
         store_offset in proptest::option::of(0i64..),
+        takeover_hold_ms in proptest::option::of(0u64..(1 << 42)),
     ) -> MemberMetadata {
         MemberMetadata {
             version: METADATA_VERSION,
@@ -43,6 +44,7 @@ prop_compose! {
             status_addr,
             host,
             store_offset,
+            takeover_hold: takeover_hold_ms.map(Duration::from_millis),
         }
     }
 }
@@ -193,8 +195,8 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
     // Version 1 appends: leaving (no), the heartbeat interval, status address and host (none);
-    // version 2 the store offset (none).
-    bytes.truncate(bytes.len() - 5);
+    // version 2 the store offset (none); version 4 the takeover hold (none).
+    bytes.truncate(bytes.len() - 6);
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 0 decodes");
     assert_eq!(
@@ -240,7 +242,8 @@ fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it()
     let mut metadata = MemberMetadata::new("w1");
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
-    bytes.truncate(bytes.len() - 1);
+    // Version 4 ends with the store offset and the takeover hold, one byte each here.
+    bytes.truncate(bytes.len() - 2);
     bytes[..2].copy_from_slice(&1i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 1 decodes");
     assert_eq!(decoded.store_offset, None);
@@ -261,6 +264,30 @@ fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it()
     assignment.unplaced_count = 1;
     let decoded = Assignment::decode(&assignment.encode()).unwrap();
     assert_eq!(decoded, assignment);
+}
+
+#[test]
+fn version_3_metadata_decodes_without_a_takeover_hold_and_version_4_only_appends_it() {
+    let mut metadata = MemberMetadata::new("w1");
+    metadata.owned.insert("task-1".into(), 3);
+    metadata.store_offset = Some(7);
+    let mut v3 = metadata.encode();
+    assert_eq!(v3.pop(), Some(0), "no takeover hold: one zero byte");
+    v3[..2].copy_from_slice(&3i16.to_be_bytes());
+    let decoded = MemberMetadata::decode(&v3).expect("version 3 decodes");
+    assert_eq!(decoded.takeover_hold, None);
+    assert_eq!(
+        (decoded.owned, decoded.store_offset),
+        (metadata.owned.clone(), Some(7))
+    );
+
+    metadata.takeover_hold = Some(Duration::from_millis(2_500));
+    let v4 = metadata.encode();
+    assert_eq!(&v4[2..v3.len()], &v3[2..], "version 4 appends");
+    assert_eq!(
+        MemberMetadata::decode(&v4).unwrap().takeover_hold,
+        Some(Duration::from_millis(2_500))
+    );
 }
 
 #[test]

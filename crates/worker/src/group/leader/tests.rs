@@ -466,3 +466,141 @@ proptest::proptest! {
         proptest::prop_assert_eq!(resolve_claims(&tasks, &decoded), expected);
     }
 }
+
+/// A static member `x` (instance `pod-x`) whose metadata says it waits out a takeover of
+/// `hold`, claiming `owned`.
+fn waiting_static(owned: &[(&str, i32)], hold: Option<Duration>, fp: u64) -> GroupMember {
+    let mut metadata = MemberMetadata::new("worker-x");
+    metadata.kinds = set(&["beat"]);
+    metadata.owned = owned.iter().map(|(t, g)| (t.to_string(), *g)).collect();
+    metadata.catalogue_fingerprint = fp;
+    metadata.takeover_hold = hold;
+    GroupMember {
+        member_id: "x-new".into(),
+        group_instance_id: Some("pod-x".into()),
+        metadata: Bytes::from(metadata.encode()),
+    }
+}
+
+const TAKEOVER: Duration = Duration::from_secs(3);
+
+/// A round with memory: `a` ran task-0..2, the replaced process of `pod-x` task-3..5; now `a`
+/// claims its three, the new process of `pod-x` nothing, and `b` joins.
+fn round_after_a_takeover(hold: Option<Duration>) -> Vec<(String, Assignment)> {
+    let cat = beats(6);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let mut old_x = member("x-old", &["beat"], &[], fp);
+    old_x.group_instance_id = Some("pod-x".into());
+    let mut first = round(&cat, &assignor);
+    first.lost_hold = Some(HOLD);
+    let outcome = assign(&first, &[member("a", &["beat"], &[], fp), old_x]).unwrap();
+    let a_tasks: Vec<String> = decode(&outcome)[0].1.tasks.iter().cloned().collect();
+    let claims: Vec<(&str, i32)> = a_tasks.iter().map(|t| (t.as_str(), 1)).collect();
+    let members = vec![
+        member("a", &["beat"], &claims, fp),
+        member("b", &["beat"], &[], fp),
+        waiting_static(&[], hold, fp),
+    ];
+    let mut next = round(&cat, &assignor);
+    next.memory = Some(&outcome.memory);
+    next.generation = 2;
+    next.lost_hold = Some(HOLD);
+    decode(&assign(&next, &members).unwrap())
+}
+
+#[test]
+fn while_a_member_waits_out_a_takeover_unclaimed_tasks_wait_as_long_wherever_they_go() {
+    let decoded = round_after_a_takeover(Some(TAKEOVER));
+    let x_tasks: BTreeSet<String> = ["task-3", "task-4", "task-5"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    let mut held = BTreeSet::new();
+    for (member, a) in &decoded {
+        // a's own claims stay with it and start at once.
+        if member == "a" {
+            assert!(a.lost.iter().all(|t| x_tasks.contains(t)), "{a:?}");
+        }
+        if !a.lost.is_empty() {
+            assert_eq!(
+                a.lost_hold,
+                Some(TAKEOVER + HOLD.round_trip),
+                "{member}: {a:?}"
+            );
+        }
+        held.extend(a.lost.iter().cloned());
+        // Every task of the replaced process that this member got is held back.
+        for task in a.tasks.intersection(&x_tasks) {
+            assert!(
+                a.lost.contains(task),
+                "{member} starts {task} at once: {a:?}"
+            );
+        }
+    }
+    let placed: BTreeSet<String> = decoded
+        .iter()
+        .flat_map(|(_, a)| a.tasks.iter().cloned())
+        .collect();
+    assert!(x_tasks.is_subset(&placed), "{decoded:?}");
+    assert_eq!(held, x_tasks, "{decoded:?}");
+}
+
+#[test]
+fn without_a_takeover_a_present_static_member_s_old_tasks_start_at_once() {
+    // The same round, but pod-x's process did not replace a live one (a note proved its
+    // predecessor stopped, or nobody held the instance id): nothing is held.
+    let decoded = round_after_a_takeover(None);
+    assert!(
+        decoded.iter().all(|(_, a)| a.lost.is_empty()),
+        "{decoded:?}"
+    );
+}
+
+#[test]
+fn a_task_a_waiting_member_claims_waits_in_another_member_but_not_in_it() {
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    // Sticky without memory: x keeps what it claims (held by its own wait, not by the leader);
+    // what nobody claims waits in whoever gets it; a's claims start at once.
+    let assignor = Sticky;
+    let members = vec![
+        member("a", &["beat"], &[("task-0", 4)], fp),
+        waiting_static(&[("task-1", 4), ("task-2", 4)], Some(TAKEOVER), fp),
+    ];
+    let decoded = decode(&assign(&round(&cat, &assignor), &members).unwrap());
+    let (a, x) = (&decoded[0].1, &decoded[1].1);
+    assert!(
+        a.tasks.contains("task-0") && !a.lost.contains("task-0"),
+        "{a:?}"
+    );
+    for task in x
+        .tasks
+        .iter()
+        .filter(|t| ["task-1", "task-2"].contains(&t.as_str()))
+    {
+        assert!(!x.lost.contains(task), "x's own claim is no move: {x:?}");
+    }
+    for (member, assignment) in &decoded {
+        if assignment.tasks.contains("task-3") {
+            assert!(
+                assignment.lost.contains("task-3"),
+                "{member}: {assignment:?}"
+            );
+        }
+    }
+    // The waiting member's claim, handed to another member: held there.
+    let takers = vec![
+        member("a", &["beat"], &[("task-0", 4)], fp),
+        waiting_static(&[("task-1", 4)], Some(TAKEOVER), fp),
+    ];
+    let mut leaving_x = takers;
+    let mut metadata = MemberMetadata::decode(&leaving_x[1].metadata).unwrap();
+    metadata.leaving = true;
+    leaving_x[1].metadata = Bytes::from(metadata.encode());
+    let decoded = decode(&assign(&round(&cat, &assignor), &leaving_x).unwrap());
+    let a = &decoded[0].1;
+    assert!(a.tasks.contains("task-1"), "{a:?}");
+    assert!(a.lost.contains("task-1"), "{a:?}");
+    assert_eq!(a.lost_hold, Some(TAKEOVER));
+}

@@ -125,6 +125,10 @@ impl Loop {
                     Ok(MemberEvent::Joined { generation, member_id, leader }) => {
                         tracing::debug!(generation, %member_id, leader, "joined the group");
                         reconciler.handle_joined(Instant::now());
+                        if let Some(until) = reconciler.takeover_until() {
+                            self.protocol
+                                .set_takeover_hold(super::protocol::TakeoverHold::Until(until));
+                        }
                     }
                     Ok(MemberEvent::AssignmentFailed { generation, error }) => {
                         tracing::warn!(generation, %error, "the assignment failed; rejoining");
