@@ -357,7 +357,7 @@ fn a_static_takeover_during_a_rebalance_while_the_old_process_is_cut_off_never_o
     // A third worker joins: the group prepares a rebalance, which waits for pod-2's JoinGroup.
     let _w3 = group.start("w3");
     let preparing = poll(Duration::from_secs(10), || {
-        (group_state(&bootstrap, name) == "PreparingRebalance").then_some(())
+        (group_state(&bootstrap, &group.group) == "PreparingRebalance").then_some(())
     });
     assert!(
         preparing.is_some(),

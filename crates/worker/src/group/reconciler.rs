@@ -146,6 +146,23 @@ struct Held {
     completes: bool,
 }
 
+/// Adds to `assigned` the held lost `tasks` it keeps here, with `left` of their hold.
+fn keep_hold(assigned: &mut Assigned, tasks: &BTreeSet<String>, left: Duration) {
+    let Some(a) = assigned.assignment.as_mut() else {
+        return;
+    };
+    let kept: Vec<String> = tasks
+        .iter()
+        .filter(|task| a.tasks.contains(*task))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        return;
+    }
+    a.lost.extend(kept);
+    a.lost_hold = Some(a.lost_hold.map_or(left, |hold| hold.max(left)));
+}
+
 /// The worker loop's state machine. See the [module guide](self).
 #[derive(Debug)]
 pub(crate) struct Reconciler {
@@ -165,6 +182,11 @@ pub(crate) struct Reconciler {
     /// Nothing from the group starts before this instant (a static takeover's wait).
     start_not_before: Option<Instant>,
     held: Option<Held>,
+    /// Lost tasks held back, and until when. They keep that hold in any later assignment
+    /// that keeps them here — a cooperative follow-up round, any rebalance within the hold,
+    /// after an eager revocation or a loss — since this member claims them meanwhile, and the
+    /// leader then no longer marks them lost.
+    holding_lost: Option<(BTreeSet<String>, Instant)>,
     actions: VecDeque<Action>,
 }
 
@@ -182,6 +204,7 @@ impl Reconciler {
             follow_up: None,
             start_not_before: None,
             held: None,
+            holding_lost: None,
             actions: VecDeque::new(),
         }
     }
@@ -200,8 +223,13 @@ impl Reconciler {
     }
 
     /// SyncGroup delivered an assignment.
-    pub(crate) fn handle_assigned(&mut self, now: Instant, assigned: Assigned) {
+    pub(crate) fn handle_assigned(&mut self, now: Instant, mut assigned: Assigned) {
         self.held = None;
+        // Lost tasks held back by an earlier assignment keep their hold in this one.
+        self.holding_lost = self.holding_lost.take().filter(|(_, until)| *until > now);
+        if let Some((tasks, until)) = &self.holding_lost {
+            keep_hold(&mut assigned, tasks, *until - now);
+        }
         if let Some(at) = self.start_not_before.filter(|t| *t > now) {
             tracing::warn!(
                 generation = assigned.token.generation_id,
@@ -231,6 +259,9 @@ impl Reconciler {
                     a.lost.clear();
                 }
                 self.apply(now, now_part, false);
+                if let Some(a) = &assigned.assignment {
+                    self.holding_lost = Some((a.lost.clone(), now + hold));
+                }
                 self.held = Some(Held {
                     at: now + hold,
                     assigned,

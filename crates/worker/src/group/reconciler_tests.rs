@@ -365,6 +365,54 @@ fn a_newer_assignment_or_a_loss_cancels_a_hold() {
 }
 
 #[test]
+fn lost_tasks_keep_their_hold_in_a_later_round_that_no_longer_marks_them_lost() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
+    if let Some(a) = with_lost.assignment.as_mut() {
+        a.lost = set(&["x"]);
+        a.lost_hold = Some(ms(700));
+    }
+    r.handle_assigned(base, with_lost);
+    assert_eq!(applied(&mut r).0.run, set(&["a"]));
+    // The cooperative follow-up round: this member claims x meanwhile, so the leader no
+    // longer marks it lost; it still waits out the hold.
+    r.handle_assigned(base + ms(300), assigned(base, 4, &["a", "x"], &[]));
+    assert_eq!(applied(&mut r).0.run, set(&["a"]));
+    assert_eq!(r.poll_timeout(), Some(base + ms(700)));
+    r.handle_timeout(base + ms(699));
+    assert!(actions(&mut r).is_empty());
+    r.handle_timeout(base + ms(700));
+    let (change, _) = applied(&mut r);
+    assert_eq!(
+        (change.run, change.token.generation_id),
+        (set(&["a", "x"]), 4)
+    );
+}
+
+#[test]
+fn lost_tasks_keep_their_hold_after_an_eager_revocation() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
+    with_lost.eager = true;
+    if let Some(a) = with_lost.assignment.as_mut() {
+        a.lost = set(&["x"]);
+        a.lost_hold = Some(ms(700));
+    }
+    r.handle_assigned(base, with_lost);
+    applied(&mut r);
+    r.handle_revoked(3, false);
+    let _ = actions(&mut r);
+    let mut again = assigned(base, 4, &["a", "x"], &[]);
+    again.eager = true;
+    r.handle_assigned(base + ms(200), again);
+    assert_eq!(applied(&mut r).0.run, set(&["a"]), "x waits out its hold");
+    r.handle_timeout(base + ms(700));
+    assert_eq!(applied(&mut r).0.run, set(&["a", "x"]));
+}
+
+#[test]
 fn an_eager_revocation_cancels_held_starts() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::Clean);
