@@ -82,6 +82,7 @@ fn metadata_just_under_the_decoded_budget_round_trips() {
     uvarint(&mut bytes, 0); // status_addr: null
     uvarint(&mut bytes, 0); // host: null
     uvarint(&mut bytes, 0); // no task store offset
+    uvarint(&mut bytes, 0); // no takeover hold
 
     let metadata = MemberMetadata::decode(&bytes).expect("under the budget, so it decodes");
     assert_eq!(metadata.owned.len(), 2_048);
