@@ -42,6 +42,9 @@ use super::reconciler::Takeover;
 /// How long the check may take before the worker gives up on it and waits instead.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long the check waits before asking again after a failed DescribeGroups.
+const DESCRIBE_RETRY: Duration = Duration::from_millis(200);
+
 /// What a cleanly stopped static worker leaves for its successor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Note {
@@ -111,9 +114,19 @@ pub(crate) async fn policy(
         .filter(|n: &Note| n.group == group && n.instance_id == instance_id);
     // A note is read once: a later process must not trust it again.
     let _ = std::fs::remove_file(&path);
+    // Retried until it answers: a worker started with its cluster may ask before the group's
+    // coordinator is up (its JoinGroup would wait for it all the same).
     let describe = async {
         let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
-        observer.describe_group(group).await.ok()
+        loop {
+            match observer.describe_group(group).await {
+                Ok(description) => return Some(description),
+                Err(error) => {
+                    tracing::debug!(%error, "DescribeGroups before joining failed; retrying");
+                    tokio::time::sleep(DESCRIBE_RETRY).await;
+                }
+            }
+        }
     };
     let holder = match tokio::time::timeout(DESCRIBE_TIMEOUT, describe).await {
         Ok(Some(description)) => Holder::Known(
@@ -197,6 +210,20 @@ mod tests {
         assert_eq!(
             policy(&cluster, &group, Some("w1")).await,
             Takeover::MustWait
+        );
+    }
+
+    #[tokio::test]
+    async fn a_static_worker_whose_instance_id_nobody_holds_starts_at_once() {
+        let coordinator = kroupier_embedded::EmbeddedCoordinator::builder()
+            .bind("127.0.0.1:0")
+            .await
+            .expect("the embedded coordinator starts");
+        let cluster = ClusterConfig::new(&coordinator.bootstrap());
+        let group = format!("fresh-{}", std::process::id());
+        assert_eq!(
+            policy(&cluster, &group, Some("pod-1")).await,
+            Takeover::Clean
         );
     }
 
