@@ -19,7 +19,8 @@
 //! What it decides:
 //!
 //! - **Apply**: the assignment of a generation, as a runtime change. Tasks whose previous
-//!   owner vanished (the assignment's `lost`) start only after the hold the leader set, and a
+//!   owner vanished (the assignment's `lost`) start only after the hold the leader set, which
+//!   a later assignment that keeps them here cannot shorten, and a
 //!   static worker that may have replaced a live process with its instance id starts
 //!   nothing until that process's lease has surely ended (see [`Takeover`]).
 //! - **Acknowledge a revocation** (the join gate): only once the revoked tasks have stopped —
