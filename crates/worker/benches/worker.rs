@@ -4,7 +4,8 @@
 //! * `protocol/metadata/{encode,decode}` and `protocol/assignment/{encode,decode}`: one member
 //!   of a 100k-task, 100-worker group (1,000 tasks, every hundredth id);
 //! * `protocol/group_record/decode`: the whole group record a leader reads (100 members'
-//!   metadata).
+//!   metadata);
+//! * `catalogue/from_specs`: a worker's catalogue of 100,000 tasks, built at start-up.
 //!
 //! Run with `cargo bench -p kroupier-worker`.
 
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use kroupier_worker::protocol::{Assignment, MemberMetadata};
-use kroupier_worker::{FencingToken, TaskContext};
+use kroupier_worker::{Catalogue, FencingToken, TaskContext, TaskSpec};
 
 const TASKS: usize = 100_000;
 const WORKERS: usize = 100;
@@ -74,6 +75,26 @@ fn protocol(c: &mut Criterion) {
     group.finish();
 }
 
+fn catalogue(c: &mut Criterion) {
+    // In the order a program adds them: task-0, task-1, ... (not the ids' sorted order).
+    let specs: Vec<TaskSpec> = (0..TASKS)
+        .map(|t| {
+            TaskSpec::new(
+                format!("task-{t}"),
+                "copy",
+                serde_json::json!({"every_ms": 100}),
+            )
+        })
+        .collect();
+    c.bench_function("catalogue/from_specs", |b| {
+        b.iter_batched(
+            || specs.clone(),
+            |specs| black_box(Catalogue::from_specs(specs).expect("unique ids")),
+            criterion::BatchSize::LargeInput,
+        )
+    });
+}
+
 fn main() {
     let mut c = Criterion::default()
         .configure_from_args()
@@ -81,5 +102,6 @@ fn main() {
         .measurement_time(Duration::from_secs(2));
     lease(&mut c);
     protocol(&mut c);
+    catalogue(&mut c);
     c.final_summary();
 }
