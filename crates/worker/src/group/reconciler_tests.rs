@@ -48,6 +48,16 @@ fn assigned(base: Instant, generation: i32, tasks: &[&str], revoked: &[&str]) ->
     }
 }
 
+/// Generation 3's assignment of `tasks`, of which `x` is lost, held back 700 ms.
+fn with_lost_x(base: Instant, tasks: &[&str]) -> Assigned {
+    let mut with_lost = assigned(base, 3, tasks, &[]);
+    if let Some(a) = with_lost.assignment.as_mut() {
+        a.lost = set(&["x"]);
+        a.lost_hold = Some(ms(700));
+    }
+    with_lost
+}
+
 fn actions(r: &mut Reconciler) -> Vec<Action> {
     std::iter::from_fn(|| r.poll_action()).collect()
 }
@@ -323,11 +333,7 @@ fn a_clean_takeover_starts_at_once() {
 fn lost_tasks_start_after_the_hold_and_the_others_at_once() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::Clean);
-    let mut with_lost = assigned(base, 3, &["a", "b", "x"], &[]);
-    if let Some(a) = with_lost.assignment.as_mut() {
-        a.lost = set(&["x"]);
-        a.lost_hold = Some(ms(700));
-    }
+    let with_lost = with_lost_x(base, &["a", "b", "x"]);
     r.handle_assigned(base, with_lost);
     assert_eq!(applied(&mut r).0.run, set(&["a", "b"]));
     assert_eq!(r.poll_timeout(), Some(base + ms(700)));
@@ -339,11 +345,7 @@ fn lost_tasks_start_after_the_hold_and_the_others_at_once() {
 fn a_newer_assignment_or_a_loss_cancels_a_hold() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::Clean);
-    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
-    if let Some(a) = with_lost.assignment.as_mut() {
-        a.lost = set(&["x"]);
-        a.lost_hold = Some(ms(700));
-    }
+    let with_lost = with_lost_x(base, &["a", "x"]);
     r.handle_assigned(base, with_lost.clone());
     applied(&mut r);
     r.handle_lost();
@@ -368,11 +370,7 @@ fn a_newer_assignment_or_a_loss_cancels_a_hold() {
 fn lost_tasks_keep_their_hold_in_a_later_round_that_no_longer_marks_them_lost() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::Clean);
-    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
-    if let Some(a) = with_lost.assignment.as_mut() {
-        a.lost = set(&["x"]);
-        a.lost_hold = Some(ms(700));
-    }
+    let with_lost = with_lost_x(base, &["a", "x"]);
     r.handle_assigned(base, with_lost);
     assert_eq!(applied(&mut r).0.run, set(&["a"]));
     // The cooperative follow-up round: this member claims x meanwhile, so the leader no
@@ -394,12 +392,8 @@ fn lost_tasks_keep_their_hold_in_a_later_round_that_no_longer_marks_them_lost() 
 fn lost_tasks_keep_their_hold_after_an_eager_revocation() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::Clean);
-    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
+    let mut with_lost = with_lost_x(base, &["a", "x"]);
     with_lost.eager = true;
-    if let Some(a) = with_lost.assignment.as_mut() {
-        a.lost = set(&["x"]);
-        a.lost_hold = Some(ms(700));
-    }
     r.handle_assigned(base, with_lost);
     applied(&mut r);
     r.handle_revoked(3, false);
@@ -416,12 +410,8 @@ fn lost_tasks_keep_their_hold_after_an_eager_revocation() {
 fn an_eager_revocation_cancels_held_starts() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::Clean);
-    let mut with_lost = assigned(base, 3, &["a", "x"], &[]);
+    let mut with_lost = with_lost_x(base, &["a", "x"]);
     with_lost.eager = true;
-    if let Some(a) = with_lost.assignment.as_mut() {
-        a.lost = set(&["x"]);
-        a.lost_hold = Some(ms(700));
-    }
     r.handle_assigned(base, with_lost);
     applied(&mut r);
     r.handle_revoked(3, true);
