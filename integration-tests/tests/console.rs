@@ -447,9 +447,10 @@ fn the_page_shows_a_killed_workers_tasks_move_to_the_survivors() {
     drop(coordinator);
 }
 
-/// The text the page shows for the last action, once there is one.
+/// The text the page shows for the last action, once there is one (within 30 s: on a loaded
+/// machine the write, the store's read-back and the page's next poll took over 10 s once).
 fn message(page: &mut Page) -> String {
-    poll(Duration::from_secs(10), || {
+    poll(Duration::from_secs(30), || {
         let text = page.eval("document.getElementById('panel-message')?.textContent ?? ''");
         let text = text.as_str().unwrap_or_default().to_owned();
         (!text.is_empty()).then_some(text)
