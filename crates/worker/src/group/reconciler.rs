@@ -168,8 +168,9 @@ fn keep_hold(assigned: &mut Assigned, tasks: &BTreeSet<String>, left: Duration) 
 #[derive(Debug)]
 pub(crate) struct Reconciler {
     settings: Settings,
-    /// When this member first joined (a takeover's wait counts from it).
-    first_joined_at: Option<Instant>,
+    /// Whether this member joined since the process started (a takeover's wait counts from
+    /// its first join).
+    joined_once: bool,
     /// The generation whose assignment was applied last (and not lost since).
     stable: Option<FencingToken>,
     pending: Option<Pending>,
@@ -196,7 +197,7 @@ impl Reconciler {
     pub(crate) fn new(settings: Settings) -> Self {
         Reconciler {
             settings,
-            first_joined_at: None,
+            joined_once: false,
             stable: None,
             pending: None,
             revoking: None,
@@ -214,10 +215,9 @@ impl Reconciler {
 
     /// The member joined a generation.
     pub(crate) fn handle_joined(&mut self, now: Instant) {
-        if self.first_joined_at.is_some() {
+        if std::mem::replace(&mut self.joined_once, true) {
             return;
         }
-        self.first_joined_at = Some(now);
         if self.settings.takeover == Takeover::MustWait {
             self.start_not_before = Some(now + self.settings.session_timeout);
         }
