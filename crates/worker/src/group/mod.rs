@@ -411,7 +411,7 @@ pub(crate) async fn spawn_with_store(
         protocol.set_status_addr(addr.clone());
     }
     // Before joining: a static worker's join may replace a live process (see takeover.rs).
-    let takeover = takeover::policy(
+    let (takeover, description) = takeover::policy(
         &config.member.cluster,
         &config.member.membership.group_id,
         config.member.membership.group_instance_id.as_deref(),
@@ -437,6 +437,7 @@ pub(crate) async fn spawn_with_store(
             failover::members_before_join(
                 &config.member.cluster,
                 &config.member.membership.group_id,
+                description,
             )
             .await
         }

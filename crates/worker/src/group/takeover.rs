@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
-use kroupier_coordinator::observer::Observer;
+use kroupier_coordinator::observer::{GroupDescription, Observer};
 use serde::{Deserialize, Serialize};
 
 use super::reconciler::Takeover;
@@ -98,14 +98,16 @@ pub(crate) fn leave_note(group: &str, instance_id: &str, member_id: &str) {
     }
 }
 
-/// Decides, before joining, whether this worker's assignments may start at once.
+/// Decides, before joining, whether this worker's assignments may start at once; hands back
+/// the group's description it read (a static worker's), which fast failover reuses rather than
+/// asking again.
 pub(crate) async fn policy(
     cluster: &ClusterConfig,
     group: &str,
     instance_id: Option<&str>,
-) -> Takeover {
+) -> (Takeover, Option<GroupDescription>) {
     let Some(instance_id) = instance_id else {
-        return Takeover::Clean;
+        return (Takeover::Clean, None);
     };
     let path = note_path(group, instance_id);
     let note: Option<Note> = std::fs::read(&path)
@@ -128,17 +130,22 @@ pub(crate) async fn policy(
             }
         }
     };
-    let holder = match tokio::time::timeout(DESCRIBE_TIMEOUT, describe).await {
-        Ok(Some(description)) => Holder::Known(
+    let description = tokio::time::timeout(DESCRIBE_TIMEOUT, describe)
+        .await
+        .ok()
+        .flatten();
+    let holder = match &description {
+        Some(description) => Holder::Known(
             description
                 .members
-                .into_iter()
+                .iter()
                 .find(|m| m.group_instance_id.as_deref() == Some(instance_id))
-                .map(|m| m.member_id),
+                .map(|m| m.member_id.clone()),
         ),
-        _ => Holder::Unknown,
+        None => Holder::Unknown,
     };
-    decide(note.as_ref().map(|n| n.member_id.as_str()), holder)
+    let takeover = decide(note.as_ref().map(|n| n.member_id.as_str()), holder);
+    (takeover, description)
 }
 
 /// Who holds the instance id, as the coordinator said before this worker joined.
@@ -206,9 +213,9 @@ mod tests {
     async fn without_an_answer_a_static_worker_waits_and_a_dynamic_one_does_not() {
         let cluster = ClusterConfig::new("127.0.0.1:9");
         let group = format!("no-note-{}", std::process::id());
-        assert_eq!(policy(&cluster, &group, None).await, Takeover::Clean);
+        assert_eq!(policy(&cluster, &group, None).await.0, Takeover::Clean);
         assert_eq!(
-            policy(&cluster, &group, Some("w1")).await,
+            policy(&cluster, &group, Some("w1")).await.0,
             Takeover::MustWait
         );
     }
@@ -222,7 +229,7 @@ mod tests {
         let cluster = ClusterConfig::new(&coordinator.bootstrap());
         let group = format!("fresh-{}", std::process::id());
         assert_eq!(
-            policy(&cluster, &group, Some("pod-1")).await,
+            policy(&cluster, &group, Some("pod-1")).await.0,
             Takeover::Clean
         );
     }
@@ -235,7 +242,7 @@ mod tests {
         // No coordinator answers (nothing listens on port 9): the note cannot be confirmed.
         let cluster = ClusterConfig::new("127.0.0.1:9");
         assert_eq!(
-            policy(&cluster, &group, Some("w1")).await,
+            policy(&cluster, &group, Some("w1")).await.0,
             Takeover::MustWait
         );
         assert!(!note_path(&group, "w1").exists(), "the note was consumed");

@@ -40,7 +40,7 @@ use std::time::Duration;
 use kroupier_coordinator::connection::{Cluster, ClusterConfig, Secret};
 use kroupier_coordinator::driver::MemberHandle;
 use kroupier_coordinator::membership::MemberState;
-use kroupier_coordinator::observer::{GroupState, Observer, Removal};
+use kroupier_coordinator::observer::{GroupDescription, GroupState, Observer, Removal};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -449,14 +449,29 @@ fn send_hints(
 }
 
 /// The members of `cluster`'s `group` that advertise a status API, as a worker about to join
-/// sees them (none if the group is not stable or does not answer within a short bound).
-pub(crate) async fn members_before_join(cluster: &ClusterConfig, group: &str) -> Vec<Peer> {
-    let describe = async {
-        let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
-        observer.describe_group(group).await.ok()
+/// sees them (none if the group is not stable or does not answer within a short bound); from
+/// `known` when the worker has just read the group's description (a static worker's takeover
+/// check), instead of asking again.
+pub(crate) async fn members_before_join(
+    cluster: &ClusterConfig,
+    group: &str,
+    known: Option<GroupDescription>,
+) -> Vec<Peer> {
+    let description = match known {
+        Some(description) => Some(description),
+        None => {
+            let describe = async {
+                let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
+                observer.describe_group(group).await.ok()
+            };
+            tokio::time::timeout(DESCRIBE_TIMEOUT, describe)
+                .await
+                .ok()
+                .flatten()
+        }
     };
-    match tokio::time::timeout(DESCRIBE_TIMEOUT, describe).await {
-        Ok(Some(group)) if group.state == GroupState::Stable => peers::from_description(&group, ""),
+    match description {
+        Some(group) if group.state == GroupState::Stable => peers::from_description(&group, ""),
         _ => Vec::new(),
     }
 }
