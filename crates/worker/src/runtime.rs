@@ -19,7 +19,7 @@
 //! The runtime never talks to Kafka. Clock values are `tokio::time::Instant`s; a driver holding
 //! `std::time::Instant`s converts with `tokio::time::Instant::from_std`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -30,8 +30,11 @@ use crate::protocol::MemberMetadata;
 use crate::status::{GroupView, StatusBoard};
 use crate::supervisor::{StartOutcome, StopReport, Supervisor};
 use desired::{Changes, Desired};
+pub(crate) use plan::started_and_stopped;
+use plan::{Plan, Run};
 
 pub(crate) mod desired;
+mod plan;
 
 /// "Run this set, revoke that set, in generation G, with a lease valid until T."
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,8 +77,8 @@ impl AssignmentChange {
 pub struct ApplyReport {
     /// Tasks started by this change.
     pub started: Vec<String>,
-    /// Tasks that kept running untouched.
-    pub kept: Vec<String>,
+    /// Tasks that kept running untouched (the supervisor's copies of their ids).
+    pub kept: Vec<Arc<str>>,
     /// How the revoked tasks stopped.
     pub stopped: StopReport,
     /// Assigned tasks not started because an earlier run on this worker has not ended yet
@@ -316,61 +319,79 @@ impl Runtime {
     /// id) runs in its own tokio task; dropping the returned future only stops waiting.
     pub fn apply(
         &self,
-        change: AssignmentChange,
-    ) -> impl Future<Output = ApplyReport> + Send + 'static {
+        change: &AssignmentChange,
+    ) -> impl Future<Output = ApplyReport> + Send + 'static + use<> {
         let member_id = change.token.member_id.clone();
         // Held through the synchronous part: a task store restart finishing meanwhile sees
         // either the old or the new target set, never a half-applied one.
         let assigned = self.assigned_handle();
         let mut assigned = lock(&assigned);
-        let held = self.supervisor.held();
-        // Held under an older membership (another member id): their lease checks fail; they are
-        // stopped and, if still assigned, started again under the new token.
-        let stale = self.supervisor.held_by_other_members(&member_id);
-        let to_stop: BTreeSet<String> = held
-            .iter()
-            .filter(|id| {
-                change.revoke.contains(*id) || !change.run.contains(*id) || stale.contains(*id)
-            })
-            .cloned()
-            .collect();
-        let stopping = self.supervisor.revoke(&to_stop);
+        // What is held and what to run, both sorted, walked side by side once: with tens of
+        // thousands of tasks, a lookup per task in the other set (and a copy of every held id)
+        // was most of an assignment's cost on a worker whose tasks barely change.
+        let plan = Plan::new(
+            self.supervisor.held_by_member(&member_id),
+            &change.run,
+            &change.revoke,
+        );
+        let stopping = self.supervisor.revoke(&plan.stop);
         self.supervisor.set_member_lease(Lease {
             token: change.token.clone(),
             valid_until: change.valid_until.into_std(),
         });
 
         let mut report = ApplyReport::default();
-        let mut regranted = Vec::new();
         let catalogue = self.supervisor.catalogue();
-        self.supervisor
-            .reserve(change.run.len().saturating_sub(held.len()));
+        self.supervisor.reserve(plan.new_count);
+        // A held task whose run stopped on a lease failure starts again under the new lease;
+        // the others are left alone.
+        let stopped: HashSet<Arc<str>> = self.board.tasks().stopped().into_iter().collect();
         let mut unknown = Vec::new();
+        let mut regranted = Vec::new();
         // The ids of the new target set, sorted: the supervisor's copies where it holds the
         // task, so that the set kept below copies no id of a task held here.
-        let mut target: Vec<Arc<str>> = Vec::with_capacity(change.run.len());
-        for id in change.run.iter().filter(|id| !change.revoke.contains(*id)) {
-            if !catalogue.contains(id) {
-                target.push(id.as_str().into());
-                // Assigned from a task store offset this worker has not read yet: it starts
-                // when the store's view brings the task (see `apply_desired`).
-                unknown.push(id.clone());
-                continue;
-            }
-            if stale.contains(id) {
-                target.push(id.as_str().into());
-                regranted.push(id.clone());
-                continue;
-            }
-            let (outcome, shared) = self.supervisor.start_shared(id, change.token.clone());
-            target.push(shared.unwrap_or_else(|| id.as_str().into()));
-            match outcome {
-                StartOutcome::Started => report.started.push(id.clone()),
-                StartOutcome::StillStopping => report.still_stopping.push(id.clone()),
-                _ => report.kept.push(id.clone()),
+        let mut target: Vec<Arc<str>> = Vec::with_capacity(plan.run.len());
+        for step in plan.run {
+            match step {
+                Run::Kept(id) if !stopped.contains(&id) => {
+                    report.kept.push(id.clone());
+                    target.push(id);
+                }
+                Run::Kept(id) if !catalogue.contains(&id) => {
+                    unknown.push(id.to_string());
+                    target.push(id);
+                }
+                Run::Kept(id) => {
+                    let (outcome, _) = self.supervisor.start_shared(&id, change.token.clone());
+                    match outcome {
+                        StartOutcome::Started => report.started.push(id.to_string()),
+                        StartOutcome::StillStopping => report.still_stopping.push(id.to_string()),
+                        _ => report.kept.push(id.clone()),
+                    }
+                    target.push(id);
+                }
+                Run::Regranted(id) => {
+                    regranted.push(id.to_string());
+                    target.push(id);
+                }
+                Run::New(id) if !catalogue.contains(id) => {
+                    target.push(id.as_str().into());
+                    // Assigned from a task store offset this worker has not read yet: it starts
+                    // when the store's view brings the task (see `apply_desired`).
+                    unknown.push(id.clone());
+                }
+                Run::New(id) => {
+                    let (outcome, shared) = self.supervisor.start_shared(id, change.token.clone());
+                    target.push(shared.unwrap_or_else(|| id.as_str().into()));
+                    match outcome {
+                        StartOutcome::Started => report.started.push(id.clone()),
+                        StartOutcome::StillStopping => report.still_stopping.push(id.clone()),
+                        _ => {}
+                    }
+                }
             }
         }
-        self.complete_rebalance(&change, !report.started.is_empty() || !regranted.is_empty());
+        self.complete_rebalance(change, !report.started.is_empty() || !regranted.is_empty());
         // Built in bulk from sorted ids: denser than one insert at a time.
         *assigned = Assigned(target.into_iter().collect());
         drop(assigned);
@@ -384,7 +405,7 @@ impl Runtime {
         }
 
         let supervisor = self.supervisor.clone();
-        let token = change.token;
+        let token = change.token.clone();
         let tail = tokio::spawn(async move {
             report.stopped = stopping.await;
             for id in regranted {

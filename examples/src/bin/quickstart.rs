@@ -16,6 +16,7 @@
 //! them. SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
 //! signal exits at once.
 
+use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -95,10 +96,11 @@ struct Args {
 }
 
 /// Prints one JSON line on stdout, flushed at once.
-fn print(line: serde_json::Value) {
+fn print(line: &impl serde::Serialize) {
     let mut out = std::io::stdout().lock();
     // A closed stdout must not stop the worker.
-    let _ = writeln!(out, "{line}");
+    let _ = serde_json::to_writer(&mut out, line);
+    let _ = writeln!(out);
     let _ = out.flush();
 }
 
@@ -113,8 +115,23 @@ fn times_json(times: &AssignedTimes) -> serde_json::Value {
     })
 }
 
+/// An `assigned` line, written straight from the event: its task lists may hold tens of
+/// thousands of ids, which a `serde_json::Value` would copy one by one.
+#[derive(serde::Serialize)]
+struct AssignedLine<'a> {
+    ts_ms: u64,
+    worker: &'a str,
+    event: &'static str,
+    generation: i32,
+    leader: bool,
+    tasks: &'a BTreeSet<String>,
+    started: &'a [String],
+    stopped: &'a [String],
+    times: serde_json::Value,
+}
+
 fn print_event(worker: &str, event: &WorkerEvent) {
-    let line = match event {
+    match event {
         WorkerEvent::Assigned {
             generation,
             leader,
@@ -123,20 +140,25 @@ fn print_event(worker: &str, event: &WorkerEvent) {
             stopped,
             times,
             ..
-        } => serde_json::json!({
-            "ts_ms": unix_ms(), "worker": worker, "event": "assigned",
-            "generation": generation, "leader": leader, "tasks": tasks,
-            "started": started, "stopped": stopped, "times": times_json(times),
+        } => print(&AssignedLine {
+            ts_ms: unix_ms(),
+            worker,
+            event: "assigned",
+            generation: *generation,
+            leader: *leader,
+            tasks,
+            started,
+            stopped,
+            times: times_json(times),
         }),
-        WorkerEvent::Lost { generation } => serde_json::json!({
+        WorkerEvent::Lost { generation } => print(&serde_json::json!({
             "ts_ms": unix_ms(), "worker": worker, "event": "lost", "generation": generation,
-        }),
-        WorkerEvent::Stopped => serde_json::json!({
+        })),
+        WorkerEvent::Stopped => print(&serde_json::json!({
             "ts_ms": unix_ms(), "worker": worker, "event": "stopped",
-        }),
-        _ => return,
-    };
-    print(line);
+        })),
+        _ => {}
+    }
 }
 
 #[tokio::main]
@@ -231,7 +253,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    print(serde_json::json!({
+    print(&serde_json::json!({
         "ts_ms": unix_ms(), "worker": args.worker_id, "event": "started",
         "status_addr": worker.status_addr().map(|a| a.to_string()),
         "pid": std::process::id(),

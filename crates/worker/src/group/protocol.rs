@@ -656,7 +656,7 @@ mod tests {
         );
         // The join gate sends the next JoinGroup only after the loop applied the assignment:
         // the metadata is the runtime's, read right before it.
-        let _ = runtime.apply(change(5, &["t-0", "t-1"], &[])).await;
+        let _ = runtime.apply(&change(5, &["t-0", "t-1"], &[])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-1".into(), 5)]);
 
         // Kept tasks keep the generation they were granted in; revoked ones, once stopped,
@@ -665,7 +665,7 @@ mod tests {
         next.tasks = ids(&["t-0", "t-2"]);
         next.revoked = ids(&["t-1"]);
         p.on_assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
-        let _ = runtime.apply(change(6, &["t-0", "t-2"], &["t-1"])).await;
+        let _ = runtime.apply(&change(6, &["t-0", "t-2"], &["t-1"])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
 
         // Lost: every task stops at once and the metadata claims nothing.
@@ -730,7 +730,7 @@ mod tests {
         // compressed, and says what it owns.
         p.on_assigned(&generation(1, "cooperative"), &assignments[0].assignment);
         let _ = runtime
-            .apply(AssignmentChange {
+            .apply(&AssignmentChange {
                 token: FencingToken::new(1, "m1"),
                 leader: "m1".into(),
                 valid_until: Instant::now() + Duration::from_secs(30),
@@ -778,7 +778,7 @@ mod tests {
         let p = protocol(&["sticky"]);
         let runtime = p.runtime().clone();
         let _ = runtime
-            .apply(AssignmentChange {
+            .apply(&AssignmentChange {
                 token: FencingToken::new(3, "m1"),
                 leader: "m1".into(),
                 valid_until: Instant::now() + Duration::from_secs(30),
@@ -796,7 +796,7 @@ mod tests {
         let p = protocol(&["cooperative"]);
         let runtime = p.runtime().clone();
         let _ = runtime
-            .apply(AssignmentChange {
+            .apply(&AssignmentChange {
                 token: FencingToken::new(3, "m1"),
                 leader: "m1".into(),
                 valid_until: Instant::now() + Duration::from_secs(30),

@@ -95,7 +95,7 @@ async fn contexts(rx: &mut mpsc::UnboundedReceiver<TaskContext>, n: usize) -> Ve
 async fn apply_starts_the_target_set_and_keeps_what_stays() {
     let (runtime, mut rx) = runtime();
     let report = runtime
-        .apply(change(1, "m", &["task-0", "task-1", "task-2"], &[]))
+        .apply(&change(1, "m", &["task-0", "task-1", "task-2"], &[]))
         .await;
     assert_eq!(report.started, ["task-0", "task-1", "task-2"]);
     let ctxs = contexts(&mut rx, 3).await;
@@ -103,7 +103,7 @@ async fn apply_starts_the_target_set_and_keeps_what_stays() {
 
     runtime.rebalance_started();
     assert!(runtime.board().snapshot().rebalancing);
-    let applying = runtime.apply(change(2, "m", &["task-0", "task-1"], &["task-2"]));
+    let applying = runtime.apply(&change(2, "m", &["task-0", "task-1"], &["task-2"]));
     // At the call, before the future is polled: kept tasks carry on under the new generation,
     // the revoked one's lease is gone, the status shows the new generation.
     assert_eq!(ctxs[0].check_lease(), Ok(FencingToken::new(2, "m")));
@@ -114,7 +114,8 @@ async fn apply_starts_the_target_set_and_keeps_what_stays() {
     assert_eq!(runtime.board().group().generation, Some(2));
     let report = applying.await;
     assert!(report.started.is_empty());
-    assert_eq!(report.kept, ["task-0", "task-1"]);
+    let kept: Vec<&str> = report.kept.iter().map(|id| &**id).collect();
+    assert_eq!(kept, ["task-0", "task-1"]);
     assert_eq!(report.stopped.graceful, ["task-2"]);
     let status = runtime.board().snapshot();
     assert!(!status.rebalancing);
@@ -130,13 +131,13 @@ async fn apply_starts_the_target_set_and_keeps_what_stays() {
 async fn apply_returns_only_once_revocations_are_done() {
     let (runtime, _rx) = runtime();
     runtime
-        .apply(change(1, "m", &["slow", "task-0"], &[]))
+        .apply(&change(1, "m", &["slow", "task-0"], &[]))
         .await;
     // Let `slow` run (a task cancelled before its first poll stops without running).
     tokio::time::sleep(Duration::from_millis(1)).await;
     let started = Instant::now();
     // `slow` is missing from the full target set: it is stopped even without a revocation.
-    let report = runtime.apply(change(2, "m", &["task-0"], &[])).await;
+    let report = runtime.apply(&change(2, "m", &["task-0"], &[])).await;
     assert_eq!(report.stopped.aborted, ["slow"]);
     assert_eq!(started.elapsed(), Duration::from_secs(5));
     assert_eq!(runtime.supervisor().held(), ["task-0"]);
@@ -146,7 +147,7 @@ async fn apply_returns_only_once_revocations_are_done() {
 async fn lost_fails_leases_at_once_and_stops_all_by_the_deadline() {
     let (runtime, mut rx) = runtime();
     runtime
-        .apply(change(1, "m", &["task-0", "slow"], &[]))
+        .apply(&change(1, "m", &["task-0", "slow"], &[]))
         .await;
     let ctx = rx.recv().await.unwrap();
     let started = Instant::now();
@@ -164,7 +165,7 @@ async fn lost_fails_leases_at_once_and_stops_all_by_the_deadline() {
 #[tokio::test(start_paused = true)]
 async fn expired_lease_without_heartbeats_fails_the_check() {
     let (runtime, mut rx) = runtime();
-    runtime.apply(change(1, "m", &["task-0"], &[])).await;
+    runtime.apply(&change(1, "m", &["task-0"], &[])).await;
     let ctx = rx.recv().await.unwrap();
     tokio::time::advance(Duration::from_secs(5)).await;
     runtime.extend_lease(Instant::now() + Duration::from_secs(7));
@@ -177,9 +178,9 @@ async fn expired_lease_without_heartbeats_fails_the_check() {
 #[tokio::test(start_paused = true)]
 async fn a_new_member_id_restarts_tasks_under_the_new_token() {
     let (runtime, mut rx) = runtime();
-    runtime.apply(change(3, "old", &["task-0"], &[])).await;
+    runtime.apply(&change(3, "old", &["task-0"], &[])).await;
     let old = rx.recv().await.unwrap();
-    let report = runtime.apply(change(1, "new", &["task-0"], &[])).await;
+    let report = runtime.apply(&change(1, "new", &["task-0"], &[])).await;
     assert_eq!(report.stopped.graceful, ["task-0"]);
     assert_eq!(report.started, ["task-0"]);
     let new = rx.recv().await.unwrap();
@@ -193,7 +194,7 @@ async fn metadata_and_mismatch_and_failover_show() {
     let (runtime, _rx) = runtime();
     let mut first = change(1, "m", &["task-0"], &[]);
     first.leader_catalogue_fingerprint = Some(1);
-    runtime.apply(first).await;
+    runtime.apply(&first).await;
     let status = runtime.board().snapshot();
     assert!(status.group.catalogue_mismatch);
     assert_eq!(
@@ -208,7 +209,7 @@ async fn metadata_and_mismatch_and_failover_show() {
 
     let mut second = change(2, "m", &["task-0", "task-1"], &[]);
     second.leader_catalogue_fingerprint = Some(runtime.supervisor().catalogue().fingerprint());
-    runtime.apply(second).await;
+    runtime.apply(&second).await;
     assert!(!runtime.board().snapshot().group.catalogue_mismatch);
     assert!(
         !crate::status::metrics::render(runtime.board())
@@ -238,7 +239,7 @@ async fn decoded_assignments_drive_the_runtime() {
     let valid_until = Instant::now() + Duration::from_secs(7);
     let change = AssignmentChange::from_assignment(&decoded, "m", valid_until);
     assert_eq!(change.token, FencingToken::new(4, "m"));
-    let report = runtime.apply(change).await;
+    let report = runtime.apply(&change).await;
     assert_eq!(report.started, ["task-1"]);
     tokio::task::yield_now().await;
     assert_eq!(
@@ -251,7 +252,7 @@ async fn decoded_assignments_drive_the_runtime() {
 async fn shutdown_stops_everything_and_fails_readiness() {
     let (runtime, _rx) = runtime();
     runtime
-        .apply(change(1, "m", &["task-0", "task-1"], &[]))
+        .apply(&change(1, "m", &["task-0", "task-1"], &[]))
         .await;
     assert!(runtime.board().is_ready());
     let report = runtime
@@ -266,7 +267,7 @@ async fn shutdown_stops_everything_and_fails_readiness() {
 async fn eager_rebalances_revoke_everything_before_rejoining() {
     let (runtime, mut rx) = runtime();
     runtime
-        .apply(change(1, "m", &["task-0", "task-1"], &[]))
+        .apply(&change(1, "m", &["task-0", "task-1"], &[]))
         .await;
     let ctxs = contexts(&mut rx, 2).await;
     runtime.rebalance_started();
@@ -285,7 +286,7 @@ async fn eager_rebalances_revoke_everything_before_rejoining() {
 #[tokio::test(start_paused = true)]
 async fn tasks_stopped_by_an_expired_lease_resume_when_it_is_extended() {
     let (runtime, _rx) = runtime();
-    runtime.apply(change(1, "m", &["careful"], &[])).await;
+    runtime.apply(&change(1, "m", &["careful"], &[])).await;
     tokio::time::sleep(Duration::from_secs(8)).await;
     let status = runtime.board().tasks().get("careful").unwrap();
     assert_eq!(status.state, TaskState::Stopped);
@@ -341,7 +342,7 @@ fn desired_with(
 async fn store_changes_restart_only_the_tasks_they_touch_without_a_new_assignment() {
     let (runtime, mut rx) = runtime();
     runtime
-        .apply(change(1, "m", &["task-0", "task-1", "task-2"], &[]))
+        .apply(&change(1, "m", &["task-0", "task-1", "task-2"], &[]))
         .await;
     let first = contexts(&mut rx, 3).await;
     let incarnation = |id: &str| {
@@ -419,7 +420,7 @@ async fn store_changes_restart_only_the_tasks_they_touch_without_a_new_assignmen
 #[tokio::test(start_paused = true)]
 async fn a_restart_for_a_store_change_does_not_start_a_task_taken_away_meanwhile() {
     let (runtime, mut rx) = runtime();
-    runtime.apply(change(1, "m", &["task-0"], &[])).await;
+    runtime.apply(&change(1, "m", &["task-0"], &[])).await;
     let _first = contexts(&mut rx, 1).await;
     let changes = runtime.set_desired(desired_with(&runtime, |_| {}, &[], &[("task-0", 1)]));
     runtime.apply_desired(&changes);
@@ -436,7 +437,7 @@ async fn a_task_assigned_before_the_store_view_has_it_starts_once_the_view_catch
     // worker's catalogue does not have yet.
     let (runtime, mut rx) = runtime();
     let report = runtime
-        .apply(change(3, "m", &["task-0", "late"], &[]))
+        .apply(&change(3, "m", &["task-0", "late"], &[]))
         .await;
     assert_eq!(report.started, ["task-0"]);
     let _ = contexts(&mut rx, 1).await;
@@ -496,7 +497,7 @@ async fn a_task_restarting_for_a_store_change_stays_claimed_until_it_runs_again(
     .task(TaskSpec::new("s", "slow", json!(null)))
     .build_runtime()
     .unwrap();
-    runtime.apply(change(4, "m", &["s"], &[])).await;
+    runtime.apply(&change(4, "m", &["s"], &[])).await;
     tokio::time::sleep(Duration::from_millis(1)).await;
     let changes = runtime.set_desired(desired_with(&runtime, |_| {}, &[], &[("s", 1)]));
     assert_eq!(runtime.apply_desired(&changes).restarted, ["s"]);
@@ -513,7 +514,7 @@ async fn a_task_restarting_for_a_store_change_stays_claimed_until_it_runs_again(
 async fn the_assigned_set_shares_the_supervisors_ids() {
     let (runtime, mut rx) = runtime();
     runtime
-        .apply(change(
+        .apply(&change(
             1,
             "m",
             &["task-0", "task-1", "not-here"],

@@ -248,14 +248,24 @@ impl Supervisor {
         held
     }
 
-    /// The held tasks granted to a member other than `member_id` (a previous membership of
-    /// this worker), looked up under one lock.
-    pub(crate) fn held_by_other_members(&self, member_id: &str) -> BTreeSet<String> {
-        self.lock()
+    /// The ids of the held tasks, sorted: the supervisor's own copies, shared rather than
+    /// copied (a worker may hold 100,000 tasks, and this runs at every assignment).
+    pub(crate) fn held_ids(&self) -> Vec<Arc<str>> {
+        let mut ids: Vec<Arc<str>> = self.lock().keys().cloned().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The held tasks sorted by id, each with whether it was granted to a member other than
+    /// `member_id` (a previous membership of this worker), read under one lock.
+    pub(crate) fn held_by_member(&self, member_id: &str) -> Vec<(Arc<str>, bool)> {
+        let mut held: Vec<(Arc<str>, bool)> = self
+            .lock()
             .iter()
-            .filter(|(_, slot)| *slot.granted.member_id != *member_id)
-            .map(|(id, _)| String::from(&**id))
-            .collect()
+            .map(|(id, slot)| (id.clone(), *slot.granted.member_id != *member_id))
+            .collect();
+        held.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        held
     }
 
     /// Makes room for `additional` more held tasks at once: an assignment of 100,000 tasks

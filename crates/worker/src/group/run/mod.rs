@@ -21,7 +21,7 @@ use super::protocol::Stopping;
 use super::reconciler::{Action, Reconciler, Settings, Takeover};
 use super::{AssignedTimes, WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
-use crate::runtime::{ApplyReport, Runtime};
+use crate::runtime::{ApplyReport, Runtime, started_and_stopped};
 
 type Waiting = Pin<Box<dyn Future<Output = ApplyReport> + Send>>;
 
@@ -193,16 +193,15 @@ impl Loop {
                         change.valid_until =
                             change.valid_until.max(Instant::from_std(lease.valid_until));
                     }
-                    let run = change.run.clone();
                     let applying = Instant::now();
-                    // Sorted ids, searched by halving: with tens of thousands of tasks, a
-                    // list's `contains` below made every assignment quadratic (seconds per
-                    // rebalance), and a map of what is held, with each task's grant, cost a
-                    // lookup per task.
-                    let before = self.runtime.supervisor().held();
+                    // The held ids before the change, shared rather than copied, and walked
+                    // beside the sorted target set once: with tens of thousands of tasks, a
+                    // lookup per task or a copy of every id is most of an assignment's cost
+                    // on a worker whose tasks barely change.
+                    let before = self.runtime.supervisor().held_ids();
                     let waiting = self
                         .protocol
-                        .if_live(generation, &token.member_id, || self.runtime.apply(change));
+                        .if_live(generation, &token.member_id, || self.runtime.apply(&change));
                     let times = assigned_times(arrival, generation, applying);
                     reconciler.handle_applied(&token, waiting.is_some());
                     let Some(waiting) = waiting else { continue };
@@ -212,17 +211,14 @@ impl Loop {
                         .generation
                         .as_ref()
                         .is_some_and(|g| g.generation_id == generation && g.is_leader());
+                    let (started, stopped) = started_and_stopped(&change.run, &before);
                     self.emit(WorkerEvent::Assigned {
                         generation,
                         member_id: token.member_id.to_string(),
                         leader,
-                        started: run
-                            .iter()
-                            .filter(|t| before.binary_search(t).is_err())
-                            .cloned()
-                            .collect(),
-                        stopped: before.into_iter().filter(|t| !run.contains(t)).collect(),
-                        tasks: run,
+                        started,
+                        stopped,
+                        tasks: change.run,
                         times,
                     });
                     if await_revocations {
