@@ -342,7 +342,6 @@ impl Runtime {
 
         let mut report = ApplyReport::default();
         let catalogue = self.supervisor.catalogue();
-        self.supervisor.reserve(plan.new_count);
         // A held task whose run stopped on a lease failure starts again under the new lease;
         // the others are left alone.
         let stopped: HashSet<Arc<str>> = self.board.tasks().stopped().into_iter().collect();

@@ -23,7 +23,7 @@
 mod policy;
 mod run;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
@@ -230,49 +230,32 @@ impl Supervisor {
     /// The ids of the tasks held, sorted.
     pub fn held(&self) -> Vec<String> {
         // Copied, not formatted: `to_string` goes through `Display`, several times slower for
-        // the 100,000 ids a worker may hold, and this runs at every rebalance.
-        let mut ids: Vec<String> = self.lock().keys().map(|id| String::from(&**id)).collect();
-        ids.sort_unstable();
-        ids
+        // the 100,000 ids a worker may hold.
+        self.lock().keys().map(|id| String::from(&**id)).collect()
     }
 
     /// The held tasks with the generation each was granted in, sorted by id, read under one
     /// lock.
     pub(crate) fn held_with_generations(&self) -> Vec<(String, i32)> {
-        let mut held: Vec<(String, i32)> = self
-            .lock()
+        self.lock()
             .iter()
             .map(|(id, slot)| (String::from(&**id), slot.granted.generation_id))
-            .collect();
-        held.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        held
+            .collect()
     }
 
     /// The ids of the held tasks, sorted: the supervisor's own copies, shared rather than
     /// copied (a worker may hold 100,000 tasks, and this runs at every assignment).
     pub(crate) fn held_ids(&self) -> Vec<Arc<str>> {
-        let mut ids: Vec<Arc<str>> = self.lock().keys().cloned().collect();
-        ids.sort_unstable();
-        ids
+        self.lock().keys().cloned().collect()
     }
 
     /// The held tasks sorted by id, each with whether it was granted to a member other than
     /// `member_id` (a previous membership of this worker), read under one lock.
     pub(crate) fn held_by_member(&self, member_id: &str) -> Vec<(Arc<str>, bool)> {
-        let mut held: Vec<(Arc<str>, bool)> = self
-            .lock()
+        self.lock()
             .iter()
             .map(|(id, slot)| (id.clone(), *slot.granted.member_id != *member_id))
-            .collect();
-        held.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        held
-    }
-
-    /// Makes room for `additional` more held tasks at once: an assignment of 100,000 tasks
-    /// would otherwise grow the slots table step by step, leaving each outgrown table behind
-    /// as free memory the allocator keeps.
-    pub(crate) fn reserve(&self, additional: usize) {
-        self.lock().reserve(additional);
+            .collect()
     }
 
     /// The token a held task was started with.
@@ -386,7 +369,7 @@ impl Supervisor {
     pub fn stop_all(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
         // Lease checks see the cancelled root as the worker shutting down.
         self.shared.shutdown.cancel();
-        let taken = self.take(|slots| slots.drain().collect());
+        let taken = self.take(|slots| std::mem::take(slots).into_iter().collect());
         self.stop_slots(taken, deadline)
     }
 
@@ -412,7 +395,7 @@ impl Supervisor {
     /// slots lock, so that no `start` can slip a second run in between.
     fn take(
         &self,
-        pick: impl FnOnce(&mut HashMap<Arc<str>, Slot>) -> Vec<(Arc<str>, Slot)>,
+        pick: impl FnOnce(&mut BTreeMap<Arc<str>, Slot>) -> Vec<(Arc<str>, Slot)>,
     ) -> Vec<(Arc<str>, Slot)> {
         let mut slots = self.lock();
         let taken = pick(&mut slots);
@@ -500,7 +483,7 @@ impl Supervisor {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Slot>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<Arc<str>, Slot>> {
         lock(&self.shared.slots)
     }
 }

@@ -7,7 +7,7 @@
 //! widening every run's future.
 
 use std::any::Any;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -37,9 +37,11 @@ pub(crate) struct RunShared {
     /// The supervisor's root token: cancelled when the worker shuts down.
     pub(crate) shutdown: CancellationToken,
     pub(crate) graceful_stop_timeout: Duration,
-    /// The held tasks. A run looks its slot up only when its token fired, to tell the
+    /// The held tasks, sorted by id: every assignment walks them in order beside its own
+    /// sorted sets (see `runtime::plan`), so keeping them sorted spares a sort of every held
+    /// id per assignment. A run looks its slot up only when its token fired, to tell the
     /// supervisor's stop from the task cancelling its own token.
-    pub(super) slots: Mutex<HashMap<Arc<str>, Slot>>,
+    pub(super) slots: Mutex<BTreeMap<Arc<str>, Slot>>,
     /// The worker's lease, for each attempt's [`TaskLease`]: a receiver here rather than in
     /// every run (the supervisor holds the sender; once it is gone, lease checks fail).
     member: watch::Receiver<Lease>,
@@ -67,7 +69,7 @@ impl RunShared {
             table,
             shutdown,
             graceful_stop_timeout,
-            slots: Mutex::new(HashMap::new()),
+            slots: Mutex::new(BTreeMap::new()),
             member,
             checkpoints: OnceLock::new(),
             epoch: Instant::now(),

@@ -83,11 +83,10 @@ impl Loop {
         self.runtime
             .board()
             .set_unplaced(unplaced_reasons(&assignment, catalogue));
-        let unknown: Vec<String> = assignment
-            .tasks
-            .iter()
-            .filter(|t| !catalogue.contains(t))
-            .cloned()
+        let unknown: Vec<String> = catalogue
+            .missing(assignment.tasks.iter().map(String::as_str))
+            .into_iter()
+            .map(str::to_owned)
             .collect();
         let behind = match (assignment.store_offset, desired.offset) {
             (Some(leader), Some(own)) => leader > own,
