@@ -451,10 +451,11 @@ impl Reconciler {
     fn apply(&mut self, now: Instant, assigned: Assigned, completes: bool) {
         let token = assigned.token.clone();
         let generation = token.generation_id;
-        let (run, revoke, delay, fingerprint) = match &assigned.assignment {
+        // Moved, not copied: the sets may hold tens of thousands of ids.
+        let (run, revoke, delay, fingerprint) = match assigned.assignment {
             Some(a) => (
-                a.tasks.clone(),
-                a.revoked.clone(),
+                a.tasks,
+                a.revoked,
                 a.rebalance_delay,
                 Some(a.catalogue_fingerprint),
             ),
@@ -497,7 +498,7 @@ impl Reconciler {
         let await_revocations = await_revocations && !completes;
         let change = AssignmentChange {
             token: token.clone(),
-            leader: assigned.leader.clone(),
+            leader: assigned.leader,
             valid_until: assigned.valid_until,
             run,
             revoke,
