@@ -75,4 +75,4 @@ pub use member::{Kinds, Member, MemberId, PreviousAssignment, PreviousOwner};
 pub use plan::{HeldBack, HoldReason, MemberAssignment, Plan, Unplaced, UnplacedReason};
 pub use round_robin::RoundRobin;
 pub use sticky::Sticky;
-pub use task::{KindIndex, TaskIndex, TaskSet};
+pub use task::{IdCursor, KindIndex, TaskIndex, TaskSet};

@@ -31,6 +31,43 @@ impl KindIndex {
     }
 }
 
+/// See [`TaskSet::cursor`].
+#[derive(Debug)]
+pub struct IdCursor<'a> {
+    tasks: &'a TaskSet,
+    /// Where the next search starts: one past the last id found (or passed).
+    at: usize,
+}
+
+impl IdCursor<'_> {
+    /// The index of task `id`, if present.
+    pub fn index_of(&mut self, id: &str) -> Option<TaskIndex> {
+        let ids = &self.tasks.ids;
+        let behind = self.at > 0 && *ids[self.at - 1] >= *id;
+        if self.tasks.unsorted || behind {
+            return self.tasks.index_of(id);
+        }
+        // Gallop: double the step until an id not below `id`, then halve within the last step.
+        let mut step = 1;
+        let mut low = self.at;
+        while low + step <= ids.len() && *ids[low + step - 1] < *id {
+            low += step;
+            step *= 2;
+        }
+        let high = (low + step).min(ids.len());
+        match ids[low..high].binary_search_by(|probe| (**probe).cmp(id)) {
+            Ok(offset) => {
+                self.at = low + offset + 1;
+                Some(TaskIndex((low + offset) as u32))
+            }
+            Err(offset) => {
+                self.at = low + offset;
+                None
+            }
+        }
+    }
+}
+
 /// Every task of the group: id, kind and weight, interned to dense indices.
 ///
 /// Push tasks in a deterministic order (for example sorted by id): assignors place tasks in
@@ -45,6 +82,9 @@ pub struct TaskSet {
     max_weight_by_kind: Vec<u32>,
     index: HashMap<Arc<str>, TaskIndex>,
     weighted: bool,
+    /// Some task was pushed after one with a greater or equal id: [`IdCursor`] looks ids up
+    /// by hash instead of searching forward.
+    unsorted: bool,
 }
 
 impl TaskSet {
@@ -88,6 +128,7 @@ impl TaskSet {
             .ok_or(AssignError::TooManyTasks)?;
         let kind = self.intern_kind(kind)?;
         let task = TaskIndex(index);
+        self.unsorted |= self.ids.last().is_some_and(|last| **last >= *id);
         self.index.insert(id.clone(), task);
         self.ids.push(id);
         self.kinds.push(kind);
@@ -131,6 +172,15 @@ impl TaskSet {
         self.index.get(id).copied()
     }
 
+    /// A lookup for ids that come in increasing order (a member's sorted claims): with tasks
+    /// pushed in id order, each id is found by searching forward from the last one found,
+    /// which touches memory in order instead of a hash table at random, several times faster
+    /// over 100,000 ids. Ids out of order, or a set not pushed in id order, are looked up by
+    /// hash: the answers are [`index_of`](Self::index_of)'s in every case.
+    pub fn cursor(&self) -> IdCursor<'_> {
+        IdCursor { tasks: self, at: 0 }
+    }
+
     /// The index of kind `name`, if present.
     pub fn kind_index(&self, name: &str) -> Option<KindIndex> {
         self.kind_names
@@ -142,6 +192,11 @@ impl TaskSet {
     /// The id of `task`, if in range.
     pub fn id(&self, task: TaskIndex) -> Option<&str> {
         self.ids.get(task.get()).map(|s| &**s)
+    }
+
+    /// The id of `task`, if in range, shared: a copy of it costs a reference count.
+    pub fn shared_id(&self, task: TaskIndex) -> Option<&Arc<str>> {
+        self.ids.get(task.get())
     }
 
     /// The name of `kind`, if in range.
@@ -227,5 +282,34 @@ mod tests {
         let set = TaskSet::uniform(3, "k");
         assert_eq!(set.id(TaskIndex(2)), Some("task-2"));
         assert!(!set.is_weighted());
+    }
+
+    proptest::proptest! {
+        /// A cursor answers as `index_of` does, whatever the order of the pushes and of the
+        /// ids asked (increasing, repeated or not).
+        #[test]
+        fn a_cursor_answers_as_index_of(
+            pushed in proptest::collection::vec("[a-d]{1,3}", 0..40),
+            asked in proptest::collection::vec("[a-d]{1,3}", 0..40),
+            sort_pushed: bool,
+            sort_asked: bool,
+        ) {
+            let mut pushed = pushed;
+            if sort_pushed {
+                pushed.sort();
+            }
+            let mut set = TaskSet::new();
+            for id in &pushed {
+                let _ = set.push(id.as_str(), "k", 1);
+            }
+            let mut asked = asked;
+            if sort_asked {
+                asked.sort();
+            }
+            let mut cursor = set.cursor();
+            for id in &asked {
+                proptest::prop_assert_eq!(cursor.index_of(id), set.index_of(id), "{}", id);
+            }
+        }
     }
 }

@@ -330,18 +330,10 @@ struct Fnv1a(u64);
 
 /// A number's text, formatted without a heap allocation (serde_json's numbers print in at
 /// most 24 bytes).
+#[derive(Default)]
 struct StackText {
     bytes: [u8; 32],
     len: usize,
-}
-
-impl Default for StackText {
-    fn default() -> Self {
-        StackText {
-            bytes: [0; 32],
-            len: 0,
-        }
-    }
 }
 
 impl StackText {

@@ -13,6 +13,7 @@
 //! - A member whose metadata does not decode gets an empty assignment (and an error log).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -28,8 +29,9 @@ use crate::protocol::{Assignment, MAX_UNPLACED_LISTED, MemberMetadata};
 /// What the leader remembers of its last round, by task id (indices change with catalogues).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Memory {
-    /// Who was given what, including lost tasks still waiting under their departed owner.
-    pub(crate) previous: Vec<(MemberId, Vec<String>)>,
+    /// Who was given what, including lost tasks still waiting under their departed owner (the
+    /// task set's shared ids: 100,000 copies each round were a visible part of it).
+    pub(crate) previous: Vec<(MemberId, Vec<Arc<str>>)>,
     /// The cooperative assignor's cross-round state.
     pub(crate) state: CooperativeState,
     /// Each member's heartbeat interval, as its metadata said: how long one that vanishes may
@@ -219,7 +221,10 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             .iter()
             .map(|(member_id, ids)| PreviousOwner {
                 member_id: member_id.clone(),
-                tasks: ids.iter().filter_map(|id| tasks.index_of(id)).collect(),
+                tasks: {
+                    let mut cursor = tasks.cursor();
+                    ids.iter().filter_map(|id| cursor.index_of(id)).collect()
+                },
             })
             .collect(),
     });
@@ -355,7 +360,10 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             .to_previous()
             .owners
             .iter()
-            .map(|owner| (owner.member_id.clone(), ids(&owner.tasks)))
+            .map(|owner| {
+                let shared = owner.tasks.iter().filter_map(|t| tasks.shared_id(*t));
+                (owner.member_id.clone(), shared.cloned().collect())
+            })
             .collect(),
         state: plan.state,
         heartbeats,
@@ -424,7 +432,7 @@ fn lost_tasks<'a>(
                 .previous
                 .iter()
                 .filter(|(owner, _)| !present.contains(owner) && !gone.contains(owner))
-                .flat_map(|(owner, tasks)| tasks.iter().map(move |t| (t.as_str(), owner)))
+                .flat_map(|(owner, tasks)| tasks.iter().map(move |t| (&**t, owner)))
                 .collect(),
         );
     }
@@ -545,8 +553,10 @@ fn resolve_claims(tasks: &TaskSet, decoded: &[Decoded]) -> Vec<Vec<TaskIndex>> {
         let Some(metadata) = &d.metadata else {
             continue;
         };
+        // Claims come sorted: found by searching forward, not by hashing each id.
+        let mut cursor = tasks.cursor();
         for (id, &generation) in &metadata.owned {
-            let Some(task) = tasks.index_of(id) else {
+            let Some(task) = cursor.index_of(id) else {
                 unknown += 1;
                 continue;
             };
