@@ -79,8 +79,15 @@ impl Loop {
         let mut held_key = None;
         let mut stops = Stops::default();
         let mut arrival: Arrival = None;
+        // Fast failover reads the group anew after an assignment: once it is applied (or held
+        // back), so that decoding every member's metadata does not compete with starting and
+        // stopping tasks.
+        let mut refresh_failover = false;
         loop {
             self.act(&mut reconciler, &mut stops, &arrival).await;
+            if std::mem::take(&mut refresh_failover) {
+                self.failover.assigned();
+            }
             if store.is_some() {
                 // After every input: an assignment applied, a status change, a new view.
                 self.check_placement().await;
@@ -109,7 +116,7 @@ impl Loop {
                         if let Some(assigned) = self.assigned(&token, &assignment).await {
                             reconciler.handle_assigned(Instant::now(), assigned);
                         }
-                        self.failover.assigned();
+                        refresh_failover = true;
                     }
                     Ok(MemberEvent::Revoked { generation, reason }) => {
                         tracing::debug!(generation, %reason, "revoked; holding the rejoin");
