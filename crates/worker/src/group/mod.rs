@@ -155,6 +155,9 @@ pub enum WorkerExit {
 }
 
 /// A change the worker made, for logs and UIs ([`WorkerHandle::events`]).
+///
+/// Every subscriber receives its own copy of each event: the task lists are shared (`Arc`), so
+/// a copy costs a few reference counts however many tasks the worker holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WorkerEvent {
@@ -167,11 +170,11 @@ pub enum WorkerEvent {
         /// Whether this worker leads the generation.
         leader: bool,
         /// The full target set.
-        tasks: BTreeSet<String>,
-        /// Tasks started by this change.
-        started: Vec<String>,
-        /// Tasks stopped by this change.
-        stopped: Vec<String>,
+        tasks: Arc<BTreeSet<String>>,
+        /// Tasks started by this change, sorted.
+        started: Arc<[String]>,
+        /// Tasks stopped by this change, sorted.
+        stopped: Arc<[String]>,
         /// Where the time behind this change went.
         times: AssignedTimes,
     },

@@ -81,7 +81,8 @@ impl Loop {
         let mut arrival: Arrival = None;
         // Fast failover reads the group anew after an assignment: once it is applied (or held
         // back), so that decoding every member's metadata does not compete with starting and
-        // stopping tasks.
+        // stopping tasks; and not after one that revokes tasks, which the follow-up round
+        // replaces a moment later.
         let mut refresh_failover = false;
         loop {
             self.act(&mut reconciler, &mut stops, &arrival).await;
@@ -113,10 +114,16 @@ impl Loop {
                 event = member_events.recv() => match event {
                     Ok(MemberEvent::Assigned { token, assignment, times }) => {
                         arrival = Some((token.generation_id, Instant::now(), times));
-                        if let Some(assigned) = self.assigned(&token, &assignment).await {
+                        let assigned = self.assigned(&token, &assignment).await;
+                        // An assignment that revokes tasks is followed by another round as soon
+                        // as they stop: the group is read after that one.
+                        // (Eager assignors hand tasks over within one round.)
+                        refresh_failover = assigned.as_ref().is_none_or(|a| {
+                            a.eager || a.assignment.as_ref().is_none_or(|a| a.revoked.is_empty())
+                        });
+                        if let Some(assigned) = assigned {
                             reconciler.handle_assigned(Instant::now(), assigned);
                         }
-                        refresh_failover = true;
                     }
                     Ok(MemberEvent::Revoked { generation, reason }) => {
                         tracing::debug!(generation, %reason, "revoked; holding the rejoin");
@@ -223,9 +230,9 @@ impl Loop {
                         generation,
                         member_id: token.member_id.to_string(),
                         leader,
-                        started,
-                        stopped,
-                        tasks: change.run,
+                        started: started.into(),
+                        stopped: stopped.into(),
+                        tasks: Arc::new(change.run),
                         times,
                     });
                     if await_revocations {
