@@ -532,3 +532,31 @@ async fn the_assigned_set_shares_the_supervisors_ids() {
     // An id not held here (not in the catalogue yet) is this set's own.
     assert_eq!(Arc::strong_count(assigned.0.get("not-here").unwrap()), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_kept_task_stopped_by_an_expired_lease_starts_again_with_the_next_assignment() {
+    let (runtime, mut rx) = runtime();
+    runtime
+        .apply(&change(1, "m", &["careful", "task-0"], &[]))
+        .await;
+    let _ = contexts(&mut rx, 1).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert_eq!(
+        runtime.board().tasks().state("careful"),
+        Some(TaskState::Stopped)
+    );
+    // The next generation keeps both: the stopped one starts again under the new lease, the
+    // running one is left alone (no second context).
+    let report = runtime
+        .apply(&change(2, "m", &["careful", "task-0"], &[]))
+        .await;
+    assert_eq!(report.started, ["careful"]);
+    let kept: Vec<&str> = report.kept.iter().map(|id| &**id).collect();
+    assert_eq!(kept, ["task-0"]);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        runtime.board().tasks().state("careful"),
+        Some(TaskState::Running)
+    );
+    assert!(rx.try_recv().is_err());
+}
