@@ -225,6 +225,42 @@ fn demo_kills_a_worker_and_its_tasks_run_again_exactly_once() {
 }
 
 #[test]
+fn demo_passes_with_fast_failover_off_and_then_waits_for_the_session() {
+    let output = kroupier(&[
+        "demo",
+        "--workers",
+        "2",
+        "--tasks",
+        "4",
+        "--kill-after",
+        "1",
+        "--session-timeout-ms",
+        "1500",
+        "--heartbeat-interval-ms",
+        "300",
+        "--timeout",
+        "60",
+        "--no-fast-failover",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let failover = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("failover time: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no failover time in {stdout}"));
+    // Nothing proves the death without fast failover: the session (1.5 s) has to expire.
+    assert!(failover >= 1.0, "failover after {failover} s: {stdout}");
+    assert!(stdout.trim_end().ends_with("OK"), "{stdout}");
+}
+
+#[test]
 fn bad_arguments_exit_2() {
     for args in [
         &["describe", "--group", "g"][..],
