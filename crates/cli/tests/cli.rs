@@ -194,9 +194,10 @@ async fn describe_json_shows_two_workers_and_their_tasks_on_the_embedded_coordin
     coordinator.shutdown().await;
 }
 
-#[test]
-fn demo_kills_a_worker_and_its_tasks_run_again_exactly_once() {
-    let output = kroupier(&[
+/// `kroupier demo` with two workers, four tasks and a 1.5 s session on its embedded
+/// coordinator, plus `extra` flags; asserts it exits 0 and returns its stdout.
+fn small_demo(extra: &[&str]) -> String {
+    let mut args = vec![
         "demo",
         "--workers",
         "2",
@@ -210,14 +211,22 @@ fn demo_kills_a_worker_and_its_tasks_run_again_exactly_once() {
         "300",
         "--timeout",
         "60",
-    ]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    ];
+    args.extend_from_slice(extra);
+    let output = kroupier(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(
         output.status.code(),
         Some(0),
         "stdout: {stdout}\nstderr: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
+
+#[test]
+fn demo_kills_a_worker_and_its_tasks_run_again_exactly_once() {
+    let stdout = small_demo(&[]);
     assert!(stdout.contains("SIGKILL worker-"), "{stdout}");
     assert!(stdout.contains("failover time:"), "{stdout}");
     assert!(stdout.contains("running again"), "{stdout}");
@@ -226,29 +235,7 @@ fn demo_kills_a_worker_and_its_tasks_run_again_exactly_once() {
 
 #[test]
 fn demo_passes_with_fast_failover_off_and_then_waits_for_the_session() {
-    let output = kroupier(&[
-        "demo",
-        "--workers",
-        "2",
-        "--tasks",
-        "4",
-        "--kill-after",
-        "1",
-        "--session-timeout-ms",
-        "1500",
-        "--heartbeat-interval-ms",
-        "300",
-        "--timeout",
-        "60",
-        "--no-fast-failover",
-    ]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = small_demo(&["--no-fast-failover"]);
     let failover = stdout
         .lines()
         .find_map(|l| l.strip_prefix("failover time: "))
