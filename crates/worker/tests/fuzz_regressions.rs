@@ -60,6 +60,8 @@ fn assignment_just_under_the_decoded_budget_round_trips() {
     uvarint(&mut bytes, 0); // no task store offset
     uvarint(&mut bytes, 0); // no unplaced tasks
     uvarint(&mut bytes, 0); // unplaced count
+    uvarint(&mut bytes, 0); // leader's session timeout: unknown
+    uvarint(&mut bytes, 0); // leader's network: null
 
     let assignment = Assignment::decode(&bytes).expect("under the budget, so it decodes");
     assert_eq!(assignment.tasks.len(), 2_048);
@@ -83,6 +85,11 @@ fn metadata_just_under_the_decoded_budget_round_trips() {
     uvarint(&mut bytes, 0); // host: null
     uvarint(&mut bytes, 0); // no task store offset
     uvarint(&mut bytes, 0); // no takeover hold
+    uvarint(&mut bytes, 0); // no session timeout
+    uvarint(&mut bytes, 0); // process_id: null
+    uvarint(&mut bytes, 0); // network_id: null
+    empty_task_set(&mut bytes); // nothing held
+    uvarint(&mut bytes, 0); // no hold left
 
     let metadata = MemberMetadata::decode(&bytes).expect("under the budget, so it decodes");
     assert_eq!(metadata.owned.len(), 2_048);

@@ -34,12 +34,25 @@ pub(crate) struct Memory {
     pub(crate) previous: Vec<(MemberId, Vec<Arc<str>>)>,
     /// The cooperative assignor's cross-round state.
     pub(crate) state: CooperativeState,
-    /// Each member's heartbeat interval, as its metadata said: how long one that vanishes may
-    /// take to learn it was removed.
-    pub(crate) heartbeats: BTreeMap<MemberId, Duration>,
-    /// Each member's advertised status API address and host, to see whether one that vanished
-    /// is gone (see `liveness.rs`).
-    pub(crate) addresses: BTreeMap<MemberId, (String, Option<String>)>,
+    /// Each member's session timeout, as its metadata said: how long one that vanishes without
+    /// a proof of death may still pass its lease checks.
+    pub(crate) leases: BTreeMap<MemberId, Duration>,
+    /// How to tell whether a member that vanished is gone (see `proof.rs`).
+    pub(crate) contacts: BTreeMap<MemberId, Contact>,
+    /// Tasks handed out with a hold, and until when (Unix time, this leader's clock): a task
+    /// keeps what is left of its hold wherever a later round sends it.
+    pub(crate) holds: BTreeMap<Arc<str>, Duration>,
+}
+
+/// How a member can be proved gone, from its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Contact {
+    /// Its member id (the memory's keys are instance ids for static members).
+    pub(crate) member_id: String,
+    /// Its status API address.
+    pub(crate) status_addr: String,
+    /// Its network identity.
+    pub(crate) network_id: Option<String>,
 }
 
 /// One round's input besides the members.
@@ -60,11 +73,11 @@ pub(crate) struct Round<'a> {
     /// The generation being assigned, as far as the leader knows it.
     pub(crate) generation: i32,
     /// Tasks whose previous owner vanished (`lost`) are held back by their new owner for that
-    /// owner's heartbeat interval plus this round trip; `None` = not held. See [`Suspects`].
+    /// owner's session timeout plus this round trip; `None` = not held. See [`Suspects`].
     pub(crate) lost_hold: Option<LostHold>,
     /// Last round's owners whose process is surely gone: their tasks are not held back.
     pub(crate) gone: &'a BTreeSet<MemberId>,
-    /// This leader's own heartbeat interval, status address and host, written into every
+    /// This leader's own session timeout, status address and network, written into every
     /// assignment so that whoever leads next can tell whether this leader is gone.
     pub(crate) contact: &'a LeaderContact,
     /// For a leader without memory: the leader of the round before, as this member's last
@@ -78,31 +91,41 @@ pub(crate) struct Round<'a> {
 /// How to reach a leader, as its assignments say (see [`Round::contact`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct LeaderContact {
-    /// Its heartbeat interval.
+    /// Its heartbeat interval (for members of earlier releases).
     pub(crate) heartbeat_interval: Option<Duration>,
+    /// Its session timeout.
+    pub(crate) session_timeout: Option<Duration>,
     /// Its status API address.
     pub(crate) status_addr: Option<String>,
-    /// Its host name.
-    pub(crate) host: Option<String>,
+    /// Its network identity (see `proof.rs`).
+    pub(crate) network_id: Option<String>,
 }
 
 /// The previous round's leader, absent from this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct VanishedLeader {
-    /// Its process is provably gone (see `liveness.rs`).
+    /// Its process is provably gone (see `proof.rs`).
     pub(crate) gone: bool,
-    /// Its heartbeat interval, if its assignments said.
-    pub(crate) heartbeat_interval: Option<Duration>,
+    /// Its session timeout, if its assignments said.
+    pub(crate) session_timeout: Option<Duration>,
 }
 
 /// How the new owners of lost tasks hold them back.
+///
+/// A member removed from the group without a proof that its process ended — by a third
+/// party's LeaveGroup, a rebalance timeout, or its session while it was paused — passes its
+/// lease checks until `session timeout − fencing margin` after the *send* of its last
+/// heartbeat that succeeded. That heartbeat went out before the removal, the removal before
+/// this round, and this round before the new owner receives its assignment: so a hold of one
+/// session timeout, counted from the receipt, outlasts that lease (assuming clocks that run at
+/// the same rate; see `docs/reliability.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LostHold {
-    /// Added to the vanished owner's heartbeat interval: its heartbeat's round trip.
+    /// Added to every hold: the assignment's way to the new owner.
     pub(crate) round_trip: Duration,
-    /// The heartbeat interval assumed for an owner whose metadata did not say (an earlier
-    /// release): the leader's own.
-    pub(crate) heartbeat_interval: Duration,
+    /// The session timeout assumed for an owner whose metadata did not say (an earlier
+    /// release): the leader's own, or a longer one a member advertises.
+    pub(crate) session_timeout: Duration,
 }
 
 /// What a round produced.
@@ -237,6 +260,13 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
     }
     let plan = round.assignor.assign(&input).map_err(fail)?;
 
+    let member_ids_by_key: BTreeMap<MemberId, &str> = members
+        .iter()
+        .map(|m| {
+            let key = MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id));
+            (key, m.member_id.as_str())
+        })
+        .collect();
     let member_ids: BTreeMap<MemberId, String> = members
         .iter()
         .map(|m| {
@@ -250,21 +280,28 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             .map(str::to_owned)
             .collect()
     };
-    let heartbeats: BTreeMap<MemberId, Duration> = decoded
+    let leases: BTreeMap<MemberId, Duration> = decoded
         .iter()
-        .filter_map(|d| Some((d.key.clone(), d.metadata.as_ref()?.heartbeat_interval?)))
+        .filter_map(|d| Some((d.key.clone(), d.metadata.as_ref()?.session_timeout?)))
         .collect();
-    let addresses: BTreeMap<MemberId, (String, Option<String>)> = decoded
+    let contacts: BTreeMap<MemberId, Contact> = decoded
         .iter()
         .filter_map(|d| {
             let metadata = d.metadata.as_ref()?;
+            let member_id = member_ids_by_key.get(&d.key)?;
             Some((
                 d.key.clone(),
-                (metadata.status_addr.clone()?, metadata.host.clone()),
+                Contact {
+                    member_id: (*member_id).to_owned(),
+                    status_addr: metadata.status_addr.clone()?,
+                    network_id: metadata.network_id.clone(),
+                },
             ))
         })
         .collect();
     let suspects = lost_tasks(round.memory, &decoded, round.gone, round.vanished_leader);
+    let carried = Carried::new(&decoded, round.memory, round.now);
+    let mut holds: BTreeMap<Arc<str>, Duration> = BTreeMap::new();
     let unplaced: Vec<(String, UnplacedReason)> = plan
         .unplaced
         .iter()
@@ -286,25 +323,31 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         assignment.revoked = ids(&part.revoked).into_iter().collect();
         assignment.member_id = member_ids.get(&part.member_id).cloned();
         assignment.leader_heartbeat_interval = round.contact.heartbeat_interval;
+        assignment.leader_session_timeout = round.contact.session_timeout;
         assignment.leader_status_addr = round.contact.status_addr.clone();
-        assignment.leader_host = round.contact.host.clone();
+        assignment.leader_network_id = round.contact.network_id.clone();
         assignment.store_offset = round.store_offset;
         assignment.unplaced = unplaced_listed.clone();
         assignment.unplaced_count = unplaced.len() as u64;
         if let Some(hold) = round.lost_hold {
-            let fallback = heartbeats
+            let fallback = leases
                 .values()
                 .copied()
-                .chain([hold.heartbeat_interval])
-                .chain(round.vanished_leader.and_then(|l| l.heartbeat_interval))
+                .chain([hold.session_timeout])
+                .chain(round.vanished_leader.and_then(|l| l.session_timeout))
                 .max()
-                .unwrap_or(hold.heartbeat_interval);
+                .unwrap_or(hold.session_timeout);
             let mut longest = None;
             for task in &assignment.tasks {
-                if let Some(heartbeat) = suspects.heartbeat_of(task, round.memory) {
+                let lost = suspects
+                    .lease_of(task, round.memory)
+                    .map(|lease| lease.unwrap_or(fallback) + hold.round_trip);
+                // A hold travels with its task, whoever had it last.
+                let wait = lost.max(carried.left(task).map(|left| left + hold.round_trip));
+                if let Some(wait) = wait {
                     assignment.lost.insert(task.clone());
-                    let wait = heartbeat.unwrap_or(fallback) + hold.round_trip;
                     longest = longest.max(Some(wait));
+                    holds.insert(Arc::from(task.as_str()), round.now + wait);
                 }
             }
             assignment.lost_hold = longest;
@@ -366,8 +409,9 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
             })
             .collect(),
         state: plan.state,
-        heartbeats,
-        addresses,
+        leases,
+        contacts,
+        holds,
     };
     Ok(Outcome {
         assignments,
@@ -390,9 +434,10 @@ pub(crate) fn unplaced_reason_code(reason: UnplacedReason) -> &'static str {
 
 /// The tasks whose previous owner may still run them although it is gone from the group:
 /// Kafka removed it (session expiry, rebalance timeout, a third party's LeaveGroup) rather than
-/// it leaving after stopping them. A member removed while it can still reach the coordinator
-/// learns it at its next heartbeat and stops them at once; whoever gets them next waits the
-/// hold first (see [`Round::lost_hold`]).
+/// it leaving after stopping them. A member removed while it still runs — paused, cut off, or
+/// busy until its next heartbeat — may pass its lease checks until its lease ends; whoever
+/// gets its tasks next waits the hold first (see [`LostHold`]), unless its process is proved
+/// gone ([`Round::gone`]).
 enum Suspects<'a> {
     /// From the leader's memory: the tasks of last round's owners that are absent now, with
     /// their owner.
@@ -405,13 +450,13 @@ enum Suspects<'a> {
 }
 
 impl Suspects<'_> {
-    /// `None` if `task` is not suspect; otherwise the heartbeat interval of its vanished owner
+    /// `None` if `task` is not suspect; otherwise the session timeout of its vanished owner
     /// if known (`Some(None)`: unknown).
-    fn heartbeat_of(&self, task: &str, memory: Option<&Memory>) -> Option<Option<Duration>> {
+    fn lease_of(&self, task: &str, memory: Option<&Memory>) -> Option<Option<Duration>> {
         match self {
             Suspects::Known(lost) => {
                 let owner = lost.get(task)?;
-                Some(memory.and_then(|m| m.heartbeats.get(*owner).copied()))
+                Some(memory.and_then(|m| m.leases.get(*owner).copied()))
             }
             Suspects::Unclaimed(claimed) => (!claimed.contains(task)).then_some(None),
             Suspects::None => None,
@@ -513,13 +558,16 @@ impl Takeovers {
     }
 }
 
-/// Last round's owners, absent from `members`, whose process is surely gone: nothing listens
-/// any more on the status API address they advertised (see `liveness.rs`). Blocks for a short
-/// connection attempt per vanished owner; the leader's assign runs off the heartbeat path.
+/// Last round's owners, absent from `members`, whose process is surely gone (see `proof.rs`):
+/// `proved` says so for a member id (this worker's link reached its process, and its address
+/// refuses), or `nearby` for a status address and network (this worker shares that network,
+/// and the address refuses). Blocks for a short connection attempt per vanished owner; the
+/// leader's assign runs off the heartbeat path.
 pub(crate) fn gone_owners(
     memory: &Memory,
     members: &[GroupMember],
-    own_host: Option<&str>,
+    proved: impl Fn(&str) -> bool,
+    nearby: impl Fn(&str, Option<&str>) -> bool,
 ) -> BTreeSet<MemberId> {
     let present: BTreeSet<MemberId> = members
         .iter()
@@ -531,12 +579,60 @@ pub(crate) fn gone_owners(
         .map(|(owner, _)| owner)
         .filter(|owner| !present.contains(*owner))
         .filter(|owner| {
-            memory.addresses.get(*owner).is_some_and(|(addr, host)| {
-                super::liveness::is_gone(addr, host.as_deref(), own_host)
+            memory.contacts.get(*owner).is_some_and(|contact| {
+                proved(&contact.member_id)
+                    || nearby(&contact.status_addr, contact.network_id.as_deref())
             })
         })
         .cloned()
         .collect()
+}
+
+/// Holds that travel with their tasks: what is left of a hold a member advertises on the tasks
+/// it holds back ([`MemberMetadata::held`]), and of the holds this leader handed out in its
+/// last round. A task keeps the longer wherever it goes: its new owner may be the first, a
+/// later round may move it on before the hold ends (a join, a leave, an eager assignor), and
+/// the leader may change meanwhile.
+struct Carried<'a> {
+    /// From members' metadata: each holder's held tasks and what is left of their hold.
+    advertised: Vec<(&'a BTreeSet<String>, Duration)>,
+    /// From this leader's memory: until when (Unix time) each task is held.
+    remembered: Option<&'a BTreeMap<Arc<str>, Duration>>,
+    now: Duration,
+}
+
+impl<'a> Carried<'a> {
+    fn new(decoded: &'a [Decoded], memory: Option<&'a Memory>, now: Duration) -> Self {
+        let advertised = decoded
+            .iter()
+            .filter_map(|d| {
+                let metadata = d.metadata.as_ref()?;
+                let left = metadata.hold_left.filter(|left| !left.is_zero())?;
+                (!metadata.held.is_empty()).then_some((&metadata.held, left))
+            })
+            .collect();
+        Carried {
+            advertised,
+            remembered: memory.map(|m| &m.holds).filter(|holds| !holds.is_empty()),
+            now,
+        }
+    }
+
+    /// What is left of `task`'s hold, if it is held.
+    fn left(&self, task: &str) -> Option<Duration> {
+        let advertised = self
+            .advertised
+            .iter()
+            .filter(|(held, _)| held.contains(task))
+            .map(|(_, left)| *left)
+            .max();
+        let remembered = self
+            .remembered
+            .and_then(|holds| holds.get(task))
+            .and_then(|until| until.checked_sub(self.now))
+            .filter(|left| !left.is_zero());
+        advertised.max(remembered)
+    }
 }
 
 /// Per member (in `decoded` order), the tasks whose claim it keeps: for each task the claims

@@ -80,7 +80,7 @@
 
 pub(crate) mod failover;
 mod leader;
-mod liveness;
+mod proof;
 mod protocol;
 mod reconciler;
 mod run;
@@ -101,6 +101,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use protocol::WorkerProtocol;
+
+/// This process's identity, which its status API's `/watch` names (see `proof.rs`).
+pub(crate) fn own_process_id() -> &'static str {
+    &proof::own().process
+}
 
 use crate::builder::BuildError;
 use crate::config::WorkerConfig;
@@ -395,14 +400,16 @@ pub(crate) async fn spawn_with_store(
         config.self_fence_margin(),
         config.abort_timeout(),
     ));
-    // A member that Kafka removed while it could still reach the coordinator learns it at its
-    // next heartbeat; the new owners of its tasks wait that long, plus a round trip.
+    // A member that Kafka removed while it still runs passes its lease checks for up to one
+    // session; without a proof that its process ended, the new owners of its tasks wait that
+    // long, plus a round trip (see leader::LostHold).
     protocol.set_lost_hold(leader::LostHold {
         round_trip: run::LOST_HOLD_ROUND_TRIP,
-        heartbeat_interval: config.member.membership.heartbeat_interval,
+        session_timeout: config.member.membership.session_timeout,
     });
-    // The status API's address tells a leader when this process is gone (see liveness.rs):
-    // the configured advertised address when the API is reached elsewhere than where it binds.
+    protocol.set_heartbeat_interval(config.member.membership.heartbeat_interval);
+    // The status API's address lets peers prove this process's end (see proof.rs): the
+    // configured advertised address when the API is reached elsewhere than where it binds.
     let advertised_addr = status_addr.map(|bound| {
         config
             .status
@@ -410,8 +417,17 @@ pub(crate) async fn spawn_with_store(
             .clone()
             .unwrap_or_else(|| bound.to_string())
     });
+    let provable = match &advertised_addr {
+        Some(_) if status_tls.is_some() => Err(
+            "the status API speaks HTTPS, and a peer's link cannot tell which process answers \
+             it"
+            .to_owned(),
+        ),
+        Some(addr) => proof::advertised_is_own(addr),
+        None => Err("no status API".to_owned()),
+    };
     if let Some(addr) = &advertised_addr {
-        protocol.set_status_addr(addr.clone());
+        protocol.set_status_addr(addr.clone(), provable.is_ok());
     }
     // Before joining: a static worker's join may replace a live process (see takeover.rs).
     let (takeover, description) = takeover::policy(
@@ -426,8 +442,29 @@ pub(crate) async fn spawn_with_store(
             config.member.membership.session_timeout,
         ));
     }
-    // Fast failover needs the status API: its port is what proves a process gone.
-    let fast_failover = config.status.fast_failover && status_addr.is_some();
+    // Fast failover needs a status API whose end its peers can prove: its port is what proves
+    // a process gone. Where no proof is possible, failover waits for the session.
+    let fast_failover = match (&provable, config.status.fast_failover) {
+        (Ok(()), on) => on,
+        (Err(why), true) if advertised_addr.is_some() => {
+            tracing::warn!(reason = %why,
+                "fast failover is off: this worker's peers could not prove its end, so its \
+                 tasks move one session timeout after a crash (see docs/reliability.md)");
+            false
+        }
+        (Err(_), _) => false,
+    };
+    if fast_failover
+        && let Some(addr) = advertised_addr
+            .as_deref()
+            .filter(|a| proof::is_local_only(a))
+        && !addr.starts_with("127.")
+    {
+        tracing::info!(%addr,
+            "the status API is advertised as an unspecified address: only peers in this \
+             network namespace can watch it; set kroupier.status.advertised.address for fast \
+             failover across hosts");
+    }
     let (failover, failover_inbox) = if fast_failover {
         let (handle, inbox) = failover::FastFailover::channel();
         (handle, Some(inbox))
@@ -455,11 +492,7 @@ pub(crate) async fn spawn_with_store(
             cluster: config.member.cluster.clone(),
             token: config.status.token.clone(),
             own_addr: advertised_addr.clone().unwrap_or_default(),
-            mode: if status_tls.is_some() {
-                failover::LinkMode::Bare
-            } else {
-                failover::LinkMode::Http
-            },
+            proofs: protocol.proofs(),
         };
         tokio::spawn(failover::run(inbox, settings, member.clone()));
         failover.joining(members);

@@ -16,6 +16,7 @@ use kroupier_coordinator::membership::{
 use tokio::time::Instant;
 
 use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
+use super::proof::{self, Proofs};
 use crate::catalogue::Catalogue;
 use crate::protocol::PROTOCOL_TYPE;
 use crate::runtime::Runtime;
@@ -58,8 +59,13 @@ struct State {
     /// lost tasks' hold): still claimed in the metadata, so a rebalance meanwhile keeps them.
     held_claims: BTreeMap<String, i32>,
     /// How the members hold back tasks whose previous owner vanished (see
-    /// `leader::Round::lost_hold`); this worker's heartbeat interval goes into its metadata.
+    /// `leader::Round::lost_hold`); this worker's session timeout goes into its metadata.
     lost_hold: Option<LostHold>,
+    /// This worker's heartbeat interval, advertised for leaders of earlier releases.
+    heartbeat_interval: Option<Duration>,
+    /// Lost tasks assigned here whose start the worker loop holds back, and until when: the
+    /// metadata says so, and the leader keeps the hold on them wherever they go.
+    held_lost: Option<(std::collections::BTreeSet<String>, Instant)>,
     /// The worker stopped every task to shut down: its metadata says so.
     leaving: bool,
     /// A static takeover's wait, advertised in the metadata (see [`TakeoverHold`]).
@@ -67,9 +73,10 @@ struct State {
     /// The leader of the last assignment this member received, with how to reach it (see
     /// `leader::Round::vanished_leader`).
     previous_leader: Option<(String, LeaderContact)>,
-    /// Where this worker's status API listens and the host it runs on, advertised in its
-    /// metadata so that a leader can see when its process is gone (see `liveness.rs`).
-    advertised: Option<(String, Option<String>)>,
+    /// Where this worker's status API is reached, and whether its peers can prove this
+    /// process's end there (see `proof.rs`: then its metadata carries its process and network
+    /// identities).
+    advertised: Option<(String, bool)>,
     /// What the round computed but not yet confirmed was assigned from.
     pending_from: Option<AssignedFrom>,
     /// The last assignment came from a leader that reads compressed envelopes (version 3 or
@@ -146,6 +153,8 @@ pub struct WorkerProtocol {
     assignors: Vec<Arc<dyn Assignor>>,
     self_fence_margin: Duration,
     abort_timeout: Duration,
+    /// What this worker's fast-failover links proved (see `proof.rs`).
+    proofs: Arc<Proofs>,
     state: Mutex<State>,
 }
 
@@ -162,6 +171,7 @@ impl WorkerProtocol {
             assignors,
             self_fence_margin,
             abort_timeout,
+            proofs: Arc::default(),
             state: Mutex::new(State::default()),
         }
     }
@@ -221,10 +231,28 @@ impl WorkerProtocol {
         self.state().revocation.take()
     }
 
-    /// Advertises where this worker's status API is reached, `host:port` (with this host's
-    /// name).
-    pub(crate) fn set_status_addr(&self, addr: String) {
-        self.state().advertised = Some((addr, super::liveness::host_name()));
+    /// Advertises where this worker's status API is reached, `host:port`; `provable`: its
+    /// peers can prove this process's end there (see `proof.rs`).
+    pub(crate) fn set_status_addr(&self, addr: String, provable: bool) {
+        self.state().advertised = Some((addr, provable));
+    }
+
+    /// What this worker's links prove, shared with fast failover.
+    pub(crate) fn proofs(&self) -> Arc<Proofs> {
+        self.proofs.clone()
+    }
+
+    /// Sets the heartbeat interval advertised for leaders of earlier releases.
+    pub(crate) fn set_heartbeat_interval(&self, interval: Duration) {
+        self.state().heartbeat_interval = Some(interval);
+    }
+
+    /// Replaces the lost tasks the worker loop holds back, and until when.
+    pub(crate) fn set_held_lost(
+        &self,
+        held: Option<(std::collections::BTreeSet<String>, Instant)>,
+    ) {
+        self.state().held_lost = held;
     }
 
     /// The worker stopped every task to shut down: its next metadata says `leaving`.
@@ -256,8 +284,9 @@ impl WorkerProtocol {
     pub(crate) fn note_leader(&self, leader_id: &str, assignment: &crate::protocol::Assignment) {
         let contact = LeaderContact {
             heartbeat_interval: assignment.leader_heartbeat_interval,
+            session_timeout: assignment.leader_session_timeout,
             status_addr: assignment.leader_status_addr.clone(),
-            host: assignment.leader_host.clone(),
+            network_id: assignment.leader_network_id.clone(),
         };
         self.state().previous_leader = Some((leader_id.to_owned(), contact));
     }
@@ -312,10 +341,19 @@ impl GroupProtocol for WorkerProtocol {
         }
         metadata.leaving = state.leaving;
         metadata.takeover_hold = state.takeover.and_then(|t| t.left(Instant::now()));
-        metadata.heartbeat_interval = state.lost_hold.map(|h| h.heartbeat_interval);
-        if let Some((addr, host)) = &state.advertised {
+        metadata.heartbeat_interval = state.heartbeat_interval;
+        metadata.session_timeout = state.lost_hold.map(|h| h.session_timeout);
+        if let Some((addr, provable)) = &state.advertised {
             metadata.status_addr = Some(addr.clone());
-            metadata.host = host.clone();
+            if *provable {
+                metadata.process_id = Some(proof::own().process.clone());
+                metadata.network_id = proof::own().network.clone();
+            }
+        }
+        let now = Instant::now();
+        if let Some((held, until)) = state.held_lost.as_ref().filter(|(_, until)| *until > now) {
+            metadata.held = held.clone();
+            metadata.hold_left = Some(*until - now);
         }
         let compressed = state.leader_reads_compressed;
         drop(state);
@@ -343,10 +381,12 @@ impl GroupProtocol for WorkerProtocol {
         };
         let (memory, lost_hold, contact, previous_leader) = {
             let state = self.state();
+            let provable = state.advertised.as_ref().is_some_and(|(_, p)| *p);
             let contact = LeaderContact {
-                heartbeat_interval: state.lost_hold.map(|h| h.heartbeat_interval),
+                heartbeat_interval: state.heartbeat_interval,
+                session_timeout: state.lost_hold.map(|h| h.session_timeout),
                 status_addr: state.advertised.as_ref().map(|(addr, _)| addr.clone()),
-                host: state.advertised.as_ref().and_then(|(_, host)| host.clone()),
+                network_id: proof::own().network.clone().filter(|_| provable),
             };
             let previous_leader = state.previous_leader.clone();
             (
@@ -356,20 +396,24 @@ impl GroupProtocol for WorkerProtocol {
                 previous_leader,
             )
         };
+        let proved = |member_id: &str| self.proofs.is_gone(member_id);
         let gone = memory
             .as_ref()
-            .map(|m| leader::gone_owners(m, members, contact.host.as_deref()))
+            .map(|m| leader::gone_owners(m, members, proved, proof::nearby_is_gone))
             .unwrap_or_default();
         // Without memory, the last leader is likely the member that vanished: can its tasks go
         // at once (its process is gone), or how long may it take to learn it was removed?
         let vanished_leader = previous_leader
             .filter(|_| memory.is_none())
             .filter(|(leader_id, _)| members.iter().all(|m| &m.member_id != leader_id))
-            .map(|(_, contact)| VanishedLeader {
-                gone: contact.status_addr.as_deref().is_some_and(|addr| {
-                    super::liveness::is_gone(addr, contact.host.as_deref(), contact.host.as_deref())
-                }),
-                heartbeat_interval: contact.heartbeat_interval,
+            .map(|(leader_id, contact)| VanishedLeader {
+                // Proved by this worker's link to it, or probed from its own network: never
+                // from a host name, never from this worker's network for another's address.
+                gone: self.proofs.is_gone(&leader_id)
+                    || contact.status_addr.as_deref().is_some_and(|addr| {
+                        proof::nearby_is_gone(addr, contact.network_id.as_deref())
+                    }),
+                session_timeout: contact.session_timeout,
             });
         // The catalogue and the store offset it was read at, taken together.
         let desired = self.runtime.desired();

@@ -437,6 +437,12 @@ impl Reconciler {
             .unwrap_or_default()
     }
 
+    /// The lost tasks held back here and until when, while their hold lasts: the worker
+    /// advertises them, so that the leader keeps the hold on them wherever they go next.
+    pub(crate) fn holding_lost(&self) -> Option<(BTreeSet<String>, Instant)> {
+        self.holding_lost.clone()
+    }
+
     /// Until when a static takeover's wait holds every start here (see [`Takeover`]), once
     /// this member joined; the worker advertises it so that the leader holds back the
     /// replaced process's tasks wherever they go.

@@ -66,6 +66,15 @@ pub struct Assignment {
     pub unplaced: BTreeMap<String, BTreeSet<String>>,
     /// How many tasks were unplaced in all, listed or not (version 2).
     pub unplaced_count: u64,
+    /// The leader's session timeout (version 4): should the leader vanish without a proof
+    /// that its process ended, the member that leads next holds back its tasks this long.
+    /// `None` from versions 0 to 3.
+    pub leader_session_timeout: Option<Duration>,
+    /// The leader's network identity (see
+    /// [`MemberMetadata::network_id`](super::MemberMetadata::network_id)), version 4: only a
+    /// member in the same network may probe its status address without a link. `None` from
+    /// versions 0 to 3.
+    pub leader_network_id: Option<String>,
 }
 
 impl Assignment {
@@ -102,6 +111,8 @@ impl Assignment {
             task_set::encode(&mut w, tasks.iter().map(String::as_str));
         }
         w.uvarint(self.unplaced_count);
+        w.uvarint(encode_delay(self.leader_session_timeout));
+        w.nullable_string(self.leader_network_id.as_deref());
         w.finish()
     }
 
@@ -151,8 +162,16 @@ impl Assignment {
             }
             unplaced_count = r.uvarint("unplaced_count")?;
         }
+        let mut leader_session_timeout = None;
+        let mut leader_network_id = None;
+        if version >= 4 {
+            leader_session_timeout = decode_delay(r.uvarint("leader_session_timeout_ms")?);
+            leader_network_id = r.nullable_string("leader_network_id")?;
+        }
         r.end(version, ASSIGNMENT_VERSION)?;
         Ok(Assignment {
+            leader_session_timeout,
+            leader_network_id,
             store_offset,
             unplaced,
             unplaced_count,

@@ -53,6 +53,29 @@ pub struct MemberMetadata {
     /// owner without a claim from a live member for this long (see `docs/reliability.md`,
     /// *Static takeover*). `None` otherwise, and from versions 0 to 3.
     pub takeover_hold: Option<Duration>,
+    /// The worker's session timeout (version 5): a member removed from the group without a
+    /// proof that its process ended may pass its lease checks for up to this long after the
+    /// removal, so the next owners of its tasks hold them back this long (see
+    /// `docs/reliability.md`, *Holds*). `None` from versions 0 to 4.
+    pub session_timeout: Option<Duration>,
+    /// A random identity of the worker's process (version 5), which its status API's `/watch`
+    /// names: a peer's link proves it reached *this* process, not whatever answers at that
+    /// address in the peer's own network. `None` when the worker's death cannot be proved by
+    /// its peers (no status API, an HTTPS status API, or an advertised address that is not
+    /// this host's own), and from versions 0 to 4.
+    pub process_id: Option<String>,
+    /// The identity of the network namespace the worker runs in (version 5): the kernel's boot
+    /// id and the namespace's inode. Only a member with the same identity may probe a
+    /// loopback status address, or take a refused connection without a link for a proof.
+    /// `None` if unknown, and from versions 0 to 4.
+    pub network_id: Option<String>,
+    /// Tasks assigned to this worker whose start it holds back because their previous owner
+    /// may still run them (version 5); [`hold_left`](Self::hold_left) says for how long. The
+    /// leader keeps that hold on them wherever they go next. Empty from versions 0 to 4.
+    pub held: BTreeSet<String>,
+    /// How much of the hold on [`held`](Self::held) is left, from when this metadata was
+    /// built (version 5).
+    pub hold_left: Option<Duration>,
 }
 
 impl MemberMetadata {
@@ -98,6 +121,11 @@ impl MemberMetadata {
         w.nullable_string(self.host.as_deref());
         w.uvarint(encode_offset(self.store_offset));
         w.uvarint(encode_millis(self.takeover_hold));
+        w.uvarint(encode_millis(self.session_timeout));
+        w.nullable_string(self.process_id.as_deref());
+        w.nullable_string(self.network_id.as_deref());
+        task_set::encode(&mut w, self.held.iter().map(String::as_str));
+        w.uvarint(encode_millis(self.hold_left));
         w.finish()
     }
 
@@ -183,10 +211,27 @@ impl MemberMetadata {
         } else {
             None
         };
+        let mut session_timeout = None;
+        let mut process_id = None;
+        let mut network_id = None;
+        let mut held = BTreeSet::new();
+        let mut hold_left = None;
+        if version >= 5 {
+            session_timeout = decode_millis(r.uvarint("session_timeout_ms")?);
+            process_id = r.nullable_string("process_id")?;
+            network_id = r.nullable_string("network_id")?;
+            held = task_set::decode_set(&mut r)?;
+            hold_left = decode_millis(r.uvarint("hold_left_ms")?);
+        }
         r.end(version, METADATA_VERSION)?;
         Ok(MemberMetadata {
             store_offset,
             takeover_hold,
+            session_timeout,
+            process_id,
+            network_id,
+            held,
+            hold_left,
             leaving,
             heartbeat_interval,
             status_addr,

@@ -48,12 +48,17 @@ pub const PROTOCOL_TYPE: &str = "kroupier";
 
 /// The newest member metadata version this build writes and fully reads. Version 3 has the
 /// fields of version 2 and says that its sender reads compressed envelopes; version 4 adds a
-/// static worker's takeover hold ([`MemberMetadata::takeover_hold`]).
-pub const METADATA_VERSION: i16 = 4;
+/// static worker's takeover hold ([`MemberMetadata::takeover_hold`]); version 5 what a sound
+/// proof of the worker's death and the holds on its tasks need
+/// ([`MemberMetadata::session_timeout`], [`MemberMetadata::process_id`],
+/// [`MemberMetadata::network_id`], [`MemberMetadata::held`]).
+pub const METADATA_VERSION: i16 = 5;
 
 /// The newest assignment version this build writes and fully reads. Version 3 has the fields
-/// of version 2 and says that its sender (the leader) reads compressed envelopes.
-pub const ASSIGNMENT_VERSION: i16 = 3;
+/// of version 2 and says that its sender (the leader) reads compressed envelopes; version 4
+/// adds the leader's session timeout and network identity
+/// ([`Assignment::leader_session_timeout`], [`Assignment::leader_network_id`]).
+pub const ASSIGNMENT_VERSION: i16 = 4;
 
 /// Whether the sender of `message` (member metadata or an assignment, as it arrived) reads
 /// the compressed envelope ([`MemberMetadata::encode_compressed`],

@@ -16,6 +16,27 @@ fn task_id() -> impl Strategy<Value = String> {
     ]
 }
 
+/// The fields of metadata version 5.
+type Version5 = (
+    Option<u64>,
+    Option<String>,
+    Option<String>,
+    BTreeSet<String>,
+    Option<u64>,
+);
+
+prop_compose! {
+    fn version_5()(
+        session_ms in proptest::option::of(0u64..(1 << 42)),
+        process_id in proptest::option::of("\\PC{0,24}"),
+        network_id in proptest::option::of("\\PC{0,48}"),
+        held in proptest::collection::btree_set(task_id(), 0..10),
+        hold_left_ms in proptest::option::of(0u64..(1 << 42)),
+    ) -> Version5 {
+        (session_ms, process_id, network_id, held, hold_left_ms)
+    }
+}
+
 prop_compose! {
     fn metadata()(
         worker_id in "\\PC{0,16}",
@@ -30,8 +51,15 @@ prop_compose! {
         host in proptest::option::of("\\PC{0,16}"),
         store_offset in proptest::option::of(0i64..),
         takeover_hold_ms in proptest::option::of(0u64..(1 << 42)),
+        v5 in version_5(),
     ) -> MemberMetadata {
+        let (session_ms, process_id, network_id, held, hold_left_ms) = v5;
         MemberMetadata {
+            session_timeout: session_ms.map(Duration::from_millis),
+            process_id,
+            network_id,
+            held,
+            hold_left: hold_left_ms.map(Duration::from_millis),
             version: METADATA_VERSION,
             worker_id,
             owned,
@@ -70,8 +98,14 @@ prop_compose! {
             0..3,
         ),
         unplaced_count in any::<u64>(),
+        leader_v4 in (
+            proptest::option::of(0u64..(1 << 42)),
+            proptest::option::of("\\PC{0,48}"),
+        ),
     ) -> Assignment {
         Assignment {
+            leader_session_timeout: leader_v4.0.map(Duration::from_millis),
+            leader_network_id: leader_v4.1,
             version: ASSIGNMENT_VERSION,
             leader,
             generation,
@@ -90,6 +124,25 @@ prop_compose! {
             unplaced_count,
         }
     }
+}
+
+/// The bytes metadata version 5 appends when its fields are empty.
+fn empty_metadata_v5_tail() -> usize {
+    let mut tail = super::codec::Writer::new();
+    tail.uvarint(0);
+    tail.nullable_string(None);
+    tail.nullable_string(None);
+    super::task_set::encode(&mut tail, []);
+    tail.uvarint(0);
+    tail.finish().len()
+}
+
+/// The bytes assignment version 4 appends when its fields are empty.
+fn empty_assignment_v4_tail() -> usize {
+    let mut tail = super::codec::Writer::new();
+    tail.uvarint(0);
+    tail.nullable_string(None);
+    tail.finish().len()
 }
 
 /// Rewrites the version field and appends bytes, as a newer build would.
@@ -195,8 +248,9 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
     // Version 1 appends: leaving (no), the heartbeat interval, status address and host (none);
-    // version 2 the store offset (none); version 4 the takeover hold (none).
-    bytes.truncate(bytes.len() - 6);
+    // version 2 the store offset (none); version 4 the takeover hold (none); version 5 its
+    // fields.
+    bytes.truncate(bytes.len() - empty_metadata_v5_tail() - 6);
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 0 decodes");
     assert_eq!(
@@ -223,7 +277,7 @@ fn version_0_messages_decode_with_the_new_fields_empty() {
     tail.uvarint(0);
     tail.uvarint(0);
     tail.uvarint(0);
-    bytes.truncate(bytes.len() - tail.finish().len());
+    bytes.truncate(bytes.len() - tail.finish().len() - empty_assignment_v4_tail());
     bytes[..2].copy_from_slice(&0i16.to_be_bytes());
     let decoded = Assignment::decode(&bytes).expect("version 0 decodes");
     assert_eq!(
@@ -243,7 +297,7 @@ fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it()
     metadata.owned.insert("task-1".into(), 3);
     let mut bytes = metadata.encode();
     // Version 4 ends with the store offset and the takeover hold, one byte each here.
-    bytes.truncate(bytes.len() - 2);
+    bytes.truncate(bytes.len() - empty_metadata_v5_tail() - 2);
     bytes[..2].copy_from_slice(&1i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&bytes).expect("version 1 decodes");
     assert_eq!(decoded.store_offset, None);
@@ -252,9 +306,9 @@ fn version_1_messages_decode_without_a_store_offset_and_older_decoders_skip_it()
     // Version 2 only appends (older decoders skip the bytes after what they know: see
     // `newer_versions_decode_as_the_newest_known`).
     metadata.store_offset = Some(41);
-    let v2 = metadata.encode();
-    assert_eq!(&v2[2..bytes.len()], &bytes[2..]);
-    assert_eq!(MemberMetadata::decode(&v2).unwrap().store_offset, Some(41));
+    let v5 = metadata.encode();
+    assert_eq!(&v5[2..bytes.len()], &bytes[2..]);
+    assert_eq!(MemberMetadata::decode(&v5).unwrap().store_offset, Some(41));
 
     let mut assignment = Assignment::new("leader", 4);
     assignment.store_offset = Some(0);
@@ -272,6 +326,7 @@ fn version_3_metadata_decodes_without_a_takeover_hold_and_version_4_only_appends
     metadata.owned.insert("task-1".into(), 3);
     metadata.store_offset = Some(7);
     let mut v3 = metadata.encode();
+    v3.truncate(v3.len() - empty_metadata_v5_tail());
     assert_eq!(v3.pop(), Some(0), "no takeover hold: one zero byte");
     v3[..2].copy_from_slice(&3i16.to_be_bytes());
     let decoded = MemberMetadata::decode(&v3).expect("version 3 decodes");
@@ -284,10 +339,24 @@ fn version_3_metadata_decodes_without_a_takeover_hold_and_version_4_only_appends
     metadata.takeover_hold = Some(Duration::from_millis(2_500));
     let v4 = metadata.encode();
     assert_eq!(&v4[2..v3.len()], &v3[2..], "version 4 appends");
+    let v4 = &v4[..v4.len() - empty_metadata_v5_tail()];
+    let mut v4 = v4.to_vec();
+    v4[..2].copy_from_slice(&4i16.to_be_bytes());
     assert_eq!(
         MemberMetadata::decode(&v4).unwrap().takeover_hold,
         Some(Duration::from_millis(2_500))
     );
+
+    // Version 5 appends the session timeout, the process and network identities and the
+    // held tasks with what is left of their hold.
+    metadata.session_timeout = Some(Duration::from_secs(10));
+    metadata.process_id = Some("p-1".into());
+    metadata.network_id = Some("boot/4026531840".into());
+    metadata.held = ["task-2".to_owned()].into();
+    metadata.hold_left = Some(Duration::from_millis(900));
+    let v5 = metadata.encode();
+    assert_eq!(&v5[2..v4.len()], &v4[2..], "version 5 appends");
+    assert_eq!(MemberMetadata::decode(&v5).unwrap(), metadata);
 }
 
 #[test]

@@ -11,7 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
-use crate::group::failover::{FastFailover, STOPPED};
+use futures::StreamExt;
+
+use crate::group::failover::{FastFailover, PROCESS_LINE, STOPPED};
 
 #[derive(Clone)]
 struct FailoverState {
@@ -28,14 +30,20 @@ pub(crate) fn router(failover: FastFailover, stop: CancellationToken) -> Router 
 }
 
 /// A response whose body never ends while this process serves: its end is the peer's cue to
-/// check whether this process is gone. When the worker stops in order, the body ends with
-/// [`STOPPED`]; a crash ends it without.
+/// check whether this process is gone. Its first line names this process
+/// ([`PROCESS_LINE`] and the identity this worker advertises), so that the peer knows its
+/// link reached this very process and not whatever listens at that address in its own
+/// network. When the worker stops in order, the body ends with [`STOPPED`]; a crash ends it
+/// without.
 async fn watch(State(state): State<FailoverState>) -> Response {
     let stop = state.stop.cancelled_owned();
-    let body = futures::stream::once(async move {
+    let first = format!("{PROCESS_LINE}{}\n", crate::group::own_process_id());
+    let last = futures::stream::once(async move {
         stop.await;
         Ok::<_, Infallible>(Bytes::from_static(STOPPED.as_bytes()))
     });
+    let body =
+        futures::stream::once(async move { Ok::<_, Infallible>(Bytes::from(first)) }).chain(last);
     (
         [(header::CONTENT_TYPE, "text/plain")],
         Body::from_stream(body),
@@ -121,6 +129,10 @@ mod tests {
             .unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         let mut body = response.into_body().into_data_stream();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(1), body.next()).await;
+        let first = first.expect("a first line").expect("some").expect("bytes");
+        let expected = format!("{PROCESS_LINE}{}\n", crate::group::own_process_id());
+        assert_eq!(first, expected.as_bytes(), "it names this process first");
         let open = tokio::time::timeout(std::time::Duration::from_millis(100), body.next()).await;
         assert!(open.is_err(), "the body stays open");
         stop.cancel();

@@ -6,8 +6,10 @@
 //! so at once: it closes the process's sockets, and its listening port refuses connections.
 //!
 //! So each worker keeps a link to its peers' status APIs ([`link`]: every peer in a group of up
-//! to [`peers::WATCH_ALL_UP_TO`], its [`peers::SUCCESSORS`] in member order beyond). When a link
-//! ends and the peer's port then *refuses* a new connection, the peer's process is gone, and
+//! to [`peers::WATCH_ALL_UP_TO`], its [`peers::SUCCESSORS`] in member order beyond, and every
+//! peer while it leads). When a link that reached the peer's process (its `/watch` named the
+//! process identity the member advertised) ends and the peer's address then *refuses* a new
+//! connection, the peer's process is gone (`proof.rs` says why, and what proves nothing), and
 //! the worker
 //!
 //! 1. removes it from the group (LeaveGroup v3+ naming its member id and instance id, as
@@ -16,9 +18,9 @@
 //!
 //! A static peer whose worker stopped in order (its `/watch` body says so before it ends) is
 //! not removed: Kafka keeps a static member's place through a restart, and its tasks wait for
-//! it, as they do without fast failover. Nor is a static peer whose orderly stop could not be
-//! heard (see [`keeps_place`]); and a stopping worker holds its process until its `/watch`
-//! bodies have said so ([`end_links`]).
+//! it, as they do without fast failover; a stopping worker holds its process until its
+//! `/watch` bodies have said so ([`end_links`]). A peer no link ever reached — in another
+//! network, behind a proxy, already gone when it was first seen — is never removed.
 //!
 //! A paused process (SIGSTOP, a long GC), a partition, a blackholed link or a slow peer never
 //! produces a refused connection on the peer's host, so none of them removes a member early:
@@ -45,8 +47,10 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use link::{LinkMode, STOPPED};
+pub(crate) use link::{PROCESS_LINE, STOPPED};
 use peers::Peer;
+
+use super::proof::{self, Proofs};
 
 /// How long one DescribeGroups for the peer list may take.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -147,9 +151,8 @@ pub(crate) struct Settings {
     pub(crate) token: Option<Secret>,
     /// This worker's status API address, named in its hints.
     pub(crate) own_addr: String,
-    /// How links speak (the group's status APIs are assumed to share this worker's scheme);
-    /// over HTTPS no hint is sent.
-    pub(crate) mode: LinkMode,
+    /// What the links learn, shared with the leader's round (see `proof.rs`).
+    pub(crate) proofs: Arc<Proofs>,
 }
 
 /// The task's state.
@@ -157,7 +160,6 @@ struct Watch {
     settings: Settings,
     member: MemberHandle,
     observer: Option<Observer>,
-    own_host: Option<String>,
     peers: Vec<Peer>,
     /// Status addresses of workers that hinted this one but are not among `peers` yet (they
     /// just joined): they get this worker's hints too, until DescribeGroups shows them.
@@ -181,7 +183,6 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
         settings,
         member,
         observer,
-        own_host: super::liveness::host_name(),
         peers: Vec::new(),
         announced: BTreeSet::new(),
         links: HashMap::new(),
@@ -236,10 +237,17 @@ impl Watch {
         if group.state != GroupState::Stable {
             return;
         }
-        self.peers = peers::from_description(&group, &own);
+        self.peers = peers::from_description(&group, &own, proof::own().network.as_deref());
+        let present: BTreeSet<&str> = group.members.iter().map(|m| m.member_id.as_str()).collect();
+        self.settings.proofs.retain(|m| present.contains(m));
+        let leads = self
+            .member
+            .current()
+            .generation
+            .is_some_and(|g| g.is_leader());
         let known: BTreeSet<&str> = self.peers.iter().map(|p| p.status_addr.as_str()).collect();
         self.announced.retain(|addr| !known.contains(addr.as_str()));
-        let watched: HashMap<String, Peer> = peers::watched(&self.peers, &own)
+        let watched: HashMap<String, Peer> = peers::watched(&self.peers, &own, leads)
             .into_iter()
             .map(|p| (p.member_id.clone(), p.clone()))
             .collect();
@@ -255,10 +263,9 @@ impl Watch {
                 continue;
             }
             let deaths = self.deaths.clone();
-            let own_host = self.own_host.clone();
-            let mode = self.settings.mode;
+            let proofs = self.settings.proofs.clone();
             let link = tokio::spawn(async move {
-                let gone = link::until_gone(&peer, own_host.as_deref(), mode).await;
+                let gone = link::until_gone(&peer, &proofs).await;
                 let _ = deaths.send((peer.member_id, gone));
             });
             self.links.insert(member_id, link.abort_handle());
@@ -279,14 +286,11 @@ impl Watch {
             return;
         };
         let peer = self.peers.remove(index);
-        if keeps_place(peer.group_instance_id.is_some(), gone, self.settings.mode) {
+        if keeps_place(peer.group_instance_id.is_some(), gone) {
             tracing::info!(
                 peer = %peer.member_id,
-                orderly = gone.orderly,
-                linked = gone.linked,
-                "a static peer ended in order, or where its end cannot be told from a restart \
-                 (before it was watched, or over HTTPS): it keeps its place in the group until \
-                 it restarts or its session expires"
+                "a static peer ended in order: it keeps its place in the group until it \
+                 restarts or its session expires"
             );
             return;
         }
@@ -296,8 +300,8 @@ impl Watch {
             peer = %peer.member_id,
             addr = %peer.status_addr,
             ?generation,
-            "a peer's process ended (its status API refuses connections): removing it from \
-             the group and rejoining"
+            "a peer's process ended (its link ended and its status API now refuses \
+             connections): removing it from the group and rejoining"
         );
         if let Some(observer) = &self.observer {
             let reason = format!(
@@ -356,9 +360,6 @@ impl Watch {
 
     /// Tells every known peer that a rebalance from `generation` started.
     fn hint_peers(&self, generation: Option<i32>) {
-        if self.settings.mode != LinkMode::Http {
-            return;
-        }
         send_hints(
             self.hint_targets(),
             generation,
@@ -398,9 +399,6 @@ impl Watch {
     /// would then learn of the rebalance only at its next heartbeat. Runs on a task of its
     /// own, so that deaths and hints are handled meanwhile.
     fn hint_when_prepared(&self, generation: Option<i32>) {
-        if self.settings.mode != LinkMode::Http {
-            return;
-        }
         let Some(observer) = self.observer.clone() else {
             return;
         };
@@ -471,7 +469,9 @@ pub(crate) async fn members_before_join(
         }
     };
     match description {
-        Some(group) if group.state == GroupState::Stable => peers::from_description(&group, ""),
+        Some(group) if group.state == GroupState::Stable => {
+            peers::from_description(&group, "", proof::own().network.as_deref())
+        }
         _ => Vec::new(),
     }
 }
@@ -494,15 +494,12 @@ pub(crate) async fn end_links(stop: &CancellationToken, server: Option<JoinHandl
 }
 
 /// Whether a peer whose process is gone keeps its place in the group (left to its session)
-/// rather than being removed: a static peer (`is_static`), unless its link saw it crash. A
-/// static peer that stopped in order keeps its place, as Kafka intends. One that was never
-/// linked may have stopped in order too (its process ended before this worker's link was
-/// open), and over HTTPS ([`LinkMode::Bare`]) no link hears the last line of an orderly stop:
-/// removing such a peer could undo a restart, so it is left to its session, as without fast
-/// failover. A dynamic peer never keeps its place: it sent LeaveGroup itself if it stopped
-/// in order, and Kafka gives a new process a new member id anyway.
-fn keeps_place(is_static: bool, gone: link::Gone, mode: LinkMode) -> bool {
-    is_static && (gone.orderly || !gone.linked || mode == LinkMode::Bare)
+/// rather than being removed: a static peer (`is_static`) that stopped in order, as Kafka
+/// intends. (A peer no link reached is never found gone at all, so how it ended is never
+/// guessed.) A dynamic peer never keeps its place: it sent LeaveGroup itself if it stopped in
+/// order, and Kafka gives a new process a new member id anyway.
+fn keeps_place(is_static: bool, gone: link::Gone) -> bool {
+    is_static && gone.orderly
 }
 
 /// Whether a hint naming `hinted`
@@ -570,20 +567,11 @@ mod tests {
 
     #[test]
     fn only_a_static_peer_seen_to_crash_is_removed() {
-        let gone = |orderly, linked| link::Gone { orderly, linked };
-        let crashed = gone(false, true);
-        assert!(!keeps_place(true, crashed, LinkMode::Http), "a crash");
-        assert!(keeps_place(true, gone(true, true), LinkMode::Http));
-        assert!(keeps_place(true, gone(false, false), LinkMode::Http));
-        assert!(
-            keeps_place(true, crashed, LinkMode::Bare),
-            "over HTTPS no link hears an orderly stop"
-        );
-        for mode in [LinkMode::Http, LinkMode::Bare] {
-            for (orderly, linked) in [(false, true), (true, true), (false, false)] {
-                assert!(!keeps_place(false, gone(orderly, linked), mode));
-            }
-        }
+        let gone = |orderly| link::Gone { orderly };
+        assert!(!keeps_place(true, gone(false)), "a crash");
+        assert!(keeps_place(true, gone(true)), "an orderly stop");
+        assert!(!keeps_place(false, gone(false)));
+        assert!(!keeps_place(false, gone(true)));
     }
 
     #[test]

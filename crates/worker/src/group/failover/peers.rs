@@ -3,6 +3,7 @@
 
 use kroupier_coordinator::observer::GroupDescription;
 
+use crate::group::proof;
 use crate::protocol::MemberMetadata;
 
 /// Up to this many peers, a worker watches every one of them (each death is seen by every
@@ -22,25 +23,37 @@ pub(crate) struct Peer {
     pub(crate) group_instance_id: Option<String>,
     /// Its status API address, from its metadata.
     pub(crate) status_addr: String,
-    /// Its host name, from its metadata.
-    pub(crate) host: Option<String>,
+    /// Its process identity, from its metadata: what its `/watch` must name.
+    pub(crate) process_id: String,
 }
 
-/// Every other member of a described group whose metadata advertises a status API, sorted by
-/// member id. Members whose metadata does not decode (or says nothing) are left out: nothing
-/// can be proved about them, so they fall back to their session timeout.
-pub(crate) fn from_description(group: &GroupDescription, own_member_id: &str) -> Vec<Peer> {
+/// Every other member of a described group whose death this worker can prove (see
+/// `proof.rs`), sorted by member id: its metadata advertises a status API and a process
+/// identity, and a loopback address only to a worker in its own network (`own_network`).
+/// Members whose metadata does not decode, says nothing, or names another network's loopback
+/// are left out: nothing can be proved about them, so they fall back to their session timeout.
+pub(crate) fn from_description(
+    group: &GroupDescription,
+    own_member_id: &str,
+    own_network: Option<&str>,
+) -> Vec<Peer> {
     let mut peers: Vec<Peer> = group
         .members
         .iter()
         .filter(|m| m.member_id != own_member_id)
         .filter_map(|m| {
             let metadata = MemberMetadata::decode_without_tasks(&m.metadata).ok()?;
+            let status_addr = metadata.status_addr?;
+            if proof::is_local_only(&status_addr)
+                && (own_network.is_none() || metadata.network_id.as_deref() != own_network)
+            {
+                return None;
+            }
             Some(Peer {
                 member_id: m.member_id.clone(),
                 group_instance_id: m.group_instance_id.clone(),
-                status_addr: metadata.status_addr?,
-                host: metadata.host,
+                status_addr,
+                process_id: metadata.process_id?,
             })
         })
         .collect();
@@ -48,10 +61,12 @@ pub(crate) fn from_description(group: &GroupDescription, own_member_id: &str) ->
     peers
 }
 
-/// The peers to keep a link to: all of `peers` (sorted, without this member) in a small group,
-/// else the [`SUCCESSORS`] that follow `own_member_id` in member order, wrapping around.
-pub(crate) fn watched<'a>(peers: &'a [Peer], own_member_id: &str) -> Vec<&'a Peer> {
-    if peers.len() <= WATCH_ALL_UP_TO {
+/// The peers to keep a link to: all of `peers` (sorted, without this member) in a small group
+/// or when this member leads (`all`: the leader decides which vanished members' tasks need no
+/// hold, and only its own links prove it), else the [`SUCCESSORS`] that follow
+/// `own_member_id` in member order, wrapping around.
+pub(crate) fn watched<'a>(peers: &'a [Peer], own_member_id: &str, all: bool) -> Vec<&'a Peer> {
+    if all || peers.len() <= WATCH_ALL_UP_TO {
         return peers.iter().collect();
     }
     let first = peers.partition_point(|p| p.member_id.as_str() < own_member_id);
@@ -72,7 +87,7 @@ mod tests {
             member_id: id.to_owned(),
             group_instance_id: None,
             status_addr: "127.0.0.1:1".to_owned(),
-            host: None,
+            process_id: format!("p-{id}"),
         }
     }
 
@@ -85,7 +100,7 @@ mod tests {
         let peers: Vec<Peer> = (0..WATCH_ALL_UP_TO)
             .map(|i| peer(&format!("m-{i:02}")))
             .collect();
-        assert_eq!(watched(&peers, "m-99").len(), WATCH_ALL_UP_TO);
+        assert_eq!(watched(&peers, "m-99", false).len(), WATCH_ALL_UP_TO);
     }
 
     #[test]
@@ -94,12 +109,23 @@ mod tests {
             .filter(|i| *i != 20)
             .map(|i| peer(&format!("m-{i:02}")))
             .collect();
-        assert_eq!(ids(&watched(&peers, "m-20")), ["m-21", "m-22", "m-23"]);
+        assert_eq!(
+            ids(&watched(&peers, "m-20", false)),
+            ["m-21", "m-22", "m-23"]
+        );
+        assert_eq!(
+            watched(&peers, "m-20", true).len(),
+            39,
+            "a leader watches everyone"
+        );
         let without_38: Vec<Peer> = (0..40)
             .filter(|i| *i != 38)
             .map(|i| peer(&format!("m-{i:02}")))
             .collect();
-        assert_eq!(ids(&watched(&without_38, "m-38")), ["m-39", "m-00", "m-01"]);
+        assert_eq!(
+            ids(&watched(&without_38, "m-38", false)),
+            ["m-39", "m-00", "m-01"]
+        );
         // Every member is watched by SUCCESSORS others.
         let mut all: Vec<Peer> = (0..40).map(|i| peer(&format!("m-{i:02}"))).collect();
         all.sort();
@@ -108,7 +134,7 @@ mod tests {
                 .iter()
                 .filter(|w| {
                     let others: Vec<Peer> = all.iter().filter(|p| p != w).cloned().collect();
-                    watched(&others, &w.member_id).contains(&target)
+                    watched(&others, &w.member_id, false).contains(&target)
                 })
                 .count();
             assert_eq!(watchers, SUCCESSORS, "{}", target.member_id);
@@ -116,11 +142,13 @@ mod tests {
     }
 
     #[test]
-    fn peers_come_from_the_described_metadata_without_this_member() {
-        let metadata = |addr: Option<&str>| {
+    fn peers_are_the_members_whose_death_this_worker_can_prove() {
+        let metadata = |addr: Option<&str>, process: Option<&str>, network: Option<&str>| {
             let mut m = MemberMetadata::new("w".to_owned());
             m.status_addr = addr.map(str::to_owned);
-            m.host = Some("h".to_owned());
+            m.process_id = process.map(str::to_owned);
+            m.network_id = network.map(str::to_owned);
+            m.host = Some("same-host-name".to_owned());
             Bytes::from(m.encode())
         };
         let member = |id: &str, metadata: Bytes| MemberDescription {
@@ -131,28 +159,35 @@ mod tests {
             metadata,
             assignment: Bytes::new(),
         };
+        let here = Some("boot/1");
         let group = GroupDescription {
             group_id: "g".to_owned(),
             state: GroupState::Stable,
             protocol_type: "kroupier".to_owned(),
             protocol: "sticky".to_owned(),
             members: vec![
-                member("m-3", metadata(Some("127.0.0.1:3"))),
-                member("m-1", metadata(Some("127.0.0.1:1"))),
-                member("me", metadata(Some("127.0.0.1:9"))),
-                member("m-2", metadata(None)),
+                member("m-3", metadata(Some("10.0.0.3:3"), Some("p-3"), None)),
+                member("m-1", metadata(Some("127.0.0.1:1"), Some("p-1"), here)),
+                member("me", metadata(Some("127.0.0.1:9"), Some("p-9"), here)),
+                member("m-2", metadata(None, Some("p-2"), here)),
                 member("m-4", Bytes::from_static(b"garbage")),
+                // Another network's loopback, whatever its host name says.
+                member(
+                    "m-5",
+                    metadata(Some("127.0.0.1:5"), Some("p-5"), Some("boot/2")),
+                ),
+                member("m-6", metadata(Some("127.0.0.1:6"), Some("p-6"), None)),
+                // An earlier release, or an address that is not its own: no process identity.
+                member("m-7", metadata(Some("10.0.0.7:7"), None, None)),
             ],
         };
-        let peers = from_description(&group, "me");
-        assert_eq!(
-            peers
-                .iter()
-                .map(|p| p.member_id.as_str())
-                .collect::<Vec<_>>(),
-            ["m-1", "m-3"]
-        );
+        let peers = from_description(&group, "me", here);
+        let ids: Vec<&str> = peers.iter().map(|p| p.member_id.as_str()).collect();
+        assert_eq!(ids, ["m-1", "m-3"]);
         assert_eq!(peers[0].status_addr, "127.0.0.1:1");
-        assert_eq!(peers[0].host.as_deref(), Some("h"));
+        assert_eq!(peers[0].process_id, "p-1");
+        let elsewhere = from_description(&group, "me", None);
+        let ids: Vec<&str> = elsewhere.iter().map(|p| p.member_id.as_str()).collect();
+        assert_eq!(ids, ["m-3"], "without a network identity, no loopback peer");
     }
 }

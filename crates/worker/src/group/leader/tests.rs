@@ -35,8 +35,9 @@ fn member(id: &str, kinds: &[&str], owned: &[(&str, i32)], fingerprint: u64) -> 
 static NONE_GONE: BTreeSet<MemberId> = BTreeSet::new();
 static NO_CONTACT: LeaderContact = LeaderContact {
     heartbeat_interval: None,
+    session_timeout: None,
     status_addr: None,
-    host: None,
+    network_id: None,
 };
 
 fn round<'a>(catalogue: &'a Catalogue, assignor: &'a dyn Assignor) -> Round<'a> {
@@ -222,10 +223,10 @@ fn static_members_are_keyed_by_instance_id() {
     assert_eq!(decoded[1].1.tasks, set(&["task-0", "task-1"]));
 }
 
-/// 500 ms heartbeats (the leader's, for owners that do not say) plus a 200 ms round trip.
+/// 6 s sessions (the leader's, for owners that do not say) plus a 200 ms round trip.
 const HOLD: LostHold = LostHold {
     round_trip: Duration::from_millis(200),
-    heartbeat_interval: Duration::from_millis(500),
+    session_timeout: Duration::from_secs(6),
 };
 
 /// A round over `a`, `b`, `c` with 6 beats, then `c` vanishes (or leaves, with `leaving`).
@@ -276,7 +277,7 @@ fn the_tasks_of_a_vanished_member_are_marked_lost_with_the_hold() {
     assert_eq!(lost.len(), 2, "c's two tasks: {decoded:?}");
     for (_, a) in &decoded {
         assert!(a.lost.is_subset(&a.tasks));
-        let expected = (!a.lost.is_empty()).then_some(Duration::from_millis(700));
+        let expected = (!a.lost.is_empty()).then_some(Duration::from_millis(6_200));
         assert_eq!(a.lost_hold, expected);
     }
     assert_eq!(decoded[0].1.member_id.as_deref(), Some("a"));
@@ -322,7 +323,7 @@ fn a_leader_without_memory_suspects_only_unclaimed_tasks_of_a_running_group() {
 }
 
 #[test]
-fn a_new_leader_holds_a_vanished_leader_s_tasks_for_its_heartbeat_unless_it_is_gone() {
+fn a_new_leader_holds_a_vanished_leader_s_tasks_for_its_session_unless_it_is_gone() {
     let cat = beats(4);
     let fp = cat.fingerprint();
     let assignor = Cooperative::default();
@@ -335,18 +336,18 @@ fn a_new_leader_holds_a_vanished_leader_s_tasks_for_its_heartbeat_unless_it_is_g
     next.lost_hold = Some(HOLD);
     next.vanished_leader = Some(VanishedLeader {
         gone: false,
-        heartbeat_interval: Some(Duration::from_secs(2)),
+        session_timeout: Some(Duration::from_secs(30)),
     });
     let decoded = decode(&assign(&next, &running).unwrap());
     let holds: BTreeSet<Duration> = decoded.iter().filter_map(|(_, a)| a.lost_hold).collect();
     assert_eq!(
         holds,
-        BTreeSet::from([Duration::from_millis(2_200)]),
-        "its 2 s heartbeat, not the new leader's 500 ms: {decoded:?}"
+        BTreeSet::from([Duration::from_millis(30_200)]),
+        "its 30 s session, not the new leader's 6 s: {decoded:?}"
     );
     next.vanished_leader = Some(VanishedLeader {
         gone: true,
-        heartbeat_interval: Some(Duration::from_secs(2)),
+        session_timeout: Some(Duration::from_secs(30)),
     });
     let decoded = decode(&assign(&next, &running).unwrap());
     assert!(
@@ -362,8 +363,9 @@ fn every_assignment_says_how_to_reach_its_leader() {
     let assignor = Cooperative::default();
     let contact = LeaderContact {
         heartbeat_interval: Some(Duration::from_millis(500)),
+        session_timeout: Some(Duration::from_secs(10)),
         status_addr: Some("127.0.0.1:8083".into()),
-        host: Some("node-1".into()),
+        network_id: Some("boot/4026531840".into()),
     };
     let mut with_contact = round(&cat, &assignor);
     with_contact.contact = &contact;
@@ -374,7 +376,9 @@ fn every_assignment_says_how_to_reach_its_leader() {
     for (_, a) in decode(&assign(&with_contact, &members).unwrap()) {
         assert_eq!(a.leader_heartbeat_interval, contact.heartbeat_interval);
         assert_eq!(a.leader_status_addr, contact.status_addr);
-        assert_eq!(a.leader_host, contact.host);
+        assert_eq!(a.leader_session_timeout, contact.session_timeout);
+        assert_eq!(a.leader_network_id, contact.network_id);
+        assert_eq!(a.leader_host, None, "a host name proves nothing");
     }
 }
 
@@ -603,4 +607,197 @@ fn a_task_a_waiting_member_claims_waits_in_another_member_but_not_in_it() {
     assert!(a.tasks.contains("task-1"), "{a:?}");
     assert!(a.lost.contains("task-1"), "{a:?}");
     assert_eq!(a.lost_hold, Some(TAKEOVER));
+}
+
+/// A member with `session` as its session timeout, claiming `owned` (generation 1), and
+/// holding back `held` for `hold_left`.
+fn member_with(
+    id: &str,
+    fingerprint: u64,
+    owned: &[&str],
+    session: Duration,
+    held: (&[&str], Option<Duration>),
+) -> GroupMember {
+    let mut metadata = MemberMetadata::new(format!("worker-{id}"));
+    metadata.kinds = set(&["beat"]);
+    metadata.catalogue_fingerprint = fingerprint;
+    metadata.owned = owned.iter().map(|t| (t.to_string(), 1)).collect();
+    metadata.session_timeout = Some(session);
+    metadata.heartbeat_interval = Some(Duration::from_millis(500));
+    metadata.held = held.0.iter().map(|t| t.to_string()).collect();
+    metadata.hold_left = held.1;
+    GroupMember {
+        member_id: id.to_owned(),
+        group_instance_id: None,
+        metadata: Bytes::from(metadata.encode()),
+    }
+}
+
+/// Who got `task`, and the hold on it (`None`: not held).
+fn holder_of(decoded: &[(String, Assignment)], task: &str) -> (String, Option<Duration>) {
+    let (member, a) = decoded
+        .iter()
+        .find(|(_, a)| a.tasks.contains(task))
+        .unwrap_or_else(|| panic!("{task} is assigned: {decoded:?}"));
+    let hold = a.lost.contains(task).then_some(a.lost_hold).flatten();
+    (member.clone(), hold)
+}
+
+#[test]
+fn a_removed_member_s_tasks_are_held_for_its_session_not_its_heartbeat() {
+    // A paused member with a 30 s session and 500 ms heartbeats, removed by a third party: it
+    // passes its lease checks until 30 s (less its margin) after its last heartbeat, whatever
+    // its heartbeat interval says.
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let session = Duration::from_secs(30);
+    let members = vec![
+        member_with("a", fp, &[], Duration::from_secs(6), (&[], None)),
+        member_with("c", fp, &[], session, (&[], None)),
+    ];
+    let mut first = round(&cat, &assignor);
+    first.lost_hold = Some(HOLD);
+    let outcome = assign(&first, &members).unwrap();
+    let c_tasks: Vec<String> = decode(&outcome)[1].1.tasks.iter().cloned().collect();
+    assert_eq!(c_tasks.len(), 2);
+    let a_tasks: Vec<String> = decode(&outcome)[0].1.tasks.iter().cloned().collect();
+    let claims: Vec<&str> = a_tasks.iter().map(String::as_str).collect();
+    let mut next = round(&cat, &assignor);
+    next.memory = Some(&outcome.memory);
+    next.generation = 2;
+    next.lost_hold = Some(HOLD);
+    let survivors = [member_with(
+        "a",
+        fp,
+        &claims,
+        Duration::from_secs(6),
+        (&[], None),
+    )];
+    let decoded = decode(&assign(&next, &survivors).unwrap());
+    for task in &c_tasks {
+        assert_eq!(
+            holder_of(&decoded, task),
+            ("a".to_owned(), Some(session + HOLD.round_trip)),
+            "{decoded:?}"
+        );
+    }
+    // Proved gone: no hold at all.
+    let gone = BTreeSet::from([MemberId::from("c")]);
+    next.gone = &gone;
+    let decoded = decode(&assign(&next, &survivors).unwrap());
+    assert!(
+        decoded.iter().all(|(_, a)| a.lost.is_empty()),
+        "{decoded:?}"
+    );
+}
+
+#[test]
+fn a_hold_travels_with_its_task_through_later_rounds() {
+    // Round 1: a and c; round 2: c vanished, a gets c's tasks with a 10 s hold; round 3 (2 s
+    // later, same leader): d joins and an eager assignor moves some of them to d, who must
+    // wait what is left of the hold, not start them at once.
+    let cat = beats(6);
+    let fp = cat.fingerprint();
+    let eager = kroupier_assignor::RoundRobin;
+    let session = Duration::from_secs(10);
+    let mut r1 = round(&cat, &eager);
+    r1.lost_hold = Some(HOLD);
+    let one = vec![
+        member_with("a", fp, &[], session, (&[], None)),
+        member_with("c", fp, &[], session, (&[], None)),
+    ];
+    let out1 = assign(&r1, &one).unwrap();
+    let c_tasks: BTreeSet<String> = decode(&out1)[1].1.tasks.clone();
+    let mut r2 = round(&cat, &eager);
+    r2.memory = Some(&out1.memory);
+    r2.generation = 2;
+    r2.lost_hold = Some(HOLD);
+    let out2 = assign(&r2, &[member_with("a", fp, &[], session, (&[], None))]).unwrap();
+    let held: Vec<String> = c_tasks.iter().cloned().collect();
+    let held: Vec<&str> = held.iter().map(String::as_str).collect();
+    let mut r3 = round(&cat, &eager);
+    r3.memory = Some(&out2.memory);
+    r3.generation = 3;
+    r3.lost_hold = Some(HOLD);
+    r3.now = r2.now + Duration::from_secs(2);
+    let three = vec![
+        // a still claims them while it holds them back (its held claims).
+        member_with(
+            "a",
+            fp,
+            &held,
+            session,
+            (&held, Some(Duration::from_secs(8))),
+        ),
+        member_with("d", fp, &[], session, (&[], None)),
+    ];
+    let decoded = decode(&assign(&r3, &three).unwrap());
+    let mut moved = 0;
+    for task in &c_tasks {
+        let (owner, hold) = holder_of(&decoded, task);
+        let hold = hold.unwrap_or_else(|| panic!("{task} on {owner} unheld: {decoded:?}"));
+        assert!(
+            hold >= Duration::from_secs(8),
+            "{task} on {owner}: {hold:?}"
+        );
+        moved += usize::from(owner == "d");
+    }
+    assert!(
+        moved > 0,
+        "round-robin moved some of them to d: {decoded:?}"
+    );
+
+    // A new leader without memory sees the hold in a's metadata only.
+    let mut fresh = round(&cat, &eager);
+    fresh.lost_hold = Some(HOLD);
+    let decoded = decode(&assign(&fresh, &three).unwrap());
+    for task in &c_tasks {
+        let (owner, hold) = holder_of(&decoded, task);
+        assert!(
+            hold.is_some_and(|h| h >= Duration::from_secs(8)),
+            "{task} on {owner}: {hold:?} {decoded:?}"
+        );
+    }
+}
+
+#[test]
+fn only_proofs_not_host_names_make_a_vanished_owner_gone() {
+    let cat = beats(2);
+    let fp = cat.fingerprint();
+    let assignor = Cooperative::default();
+    let with_contact = |id: &str, addr: &str, network: Option<&str>| {
+        let mut metadata = MemberMetadata::new(format!("worker-{id}"));
+        metadata.kinds = set(&["beat"]);
+        metadata.catalogue_fingerprint = fp;
+        metadata.status_addr = Some(addr.to_owned());
+        metadata.network_id = network.map(str::to_owned);
+        metadata.host = Some("localhost".to_owned());
+        GroupMember {
+            member_id: id.to_owned(),
+            group_instance_id: None,
+            metadata: Bytes::from(metadata.encode()),
+        }
+    };
+    let members = vec![
+        with_contact("a", "127.0.0.1:1", Some("net-a")),
+        with_contact("b", "127.0.0.1:2", Some("net-b")),
+        with_contact("c", "10.0.0.3:3", None),
+    ];
+    let outcome = assign(&round(&cat, &assignor), &members).unwrap();
+    let now = std::slice::from_ref(&members[0]);
+    // Nothing proved, nothing nearby: nobody is gone.
+    let none = gone_owners(&outcome.memory, now, |_| false, |_, _| false);
+    assert!(none.is_empty());
+    // b is in this worker's network and its address refuses; c was proved by a link.
+    let found = gone_owners(
+        &outcome.memory,
+        now,
+        |member| member == "c",
+        |addr, network| addr == "127.0.0.1:2" && network == Some("net-b"),
+    );
+    assert_eq!(
+        found,
+        BTreeSet::from([MemberId::from("b"), MemberId::from("c")])
+    );
 }

@@ -187,6 +187,7 @@ impl Loop {
             if key != held_key {
                 held_key = key;
                 self.protocol.set_held_claims(reconciler.held_claims());
+                self.protocol.set_held_lost(reconciler.holding_lost());
             }
         }
     }
