@@ -852,4 +852,71 @@ mod tests {
         p.on_revoked(&generation(3, "cooperative"));
         assert_eq!(runtime.owned().len(), 1);
     }
+
+    /// The old leader's tasks as the next leader (`m-new`, without memory) hands them out,
+    /// when the old leader advertised `status_addr` from the network `network`: the holds of
+    /// the assignments that carry lost tasks.
+    fn after_the_leader_vanished(status_addr: &str, network: Option<String>) -> Vec<Duration> {
+        let p = protocol_with(&["cooperative"], 4);
+        p.set_lost_hold(LostHold {
+            round_trip: Duration::from_millis(250),
+            session_timeout: Duration::from_secs(10),
+        });
+        let mut from_old = Assignment::new("m-old", 3);
+        from_old.leader_status_addr = Some(status_addr.to_owned());
+        from_old.leader_network_id = network;
+        from_old.leader_session_timeout = Some(Duration::from_secs(30));
+        p.note_leader("m-old", &from_old);
+        // This member claims t-2 and t-3; the old leader ran t-0 and t-1.
+        let mut metadata = MemberMetadata::new("w1");
+        metadata.kinds = ids(&["idle"]);
+        metadata.catalogue_fingerprint = p.runtime().supervisor().catalogue().fingerprint();
+        metadata.owned = [("t-2".to_owned(), 3)].into();
+        let other = GroupMember {
+            member_id: "m-other".into(),
+            group_instance_id: None,
+            metadata: Bytes::from(metadata.encode()),
+        };
+        let own = GroupMember {
+            member_id: "m-new".into(),
+            group_instance_id: None,
+            metadata: p.protocols()[0].metadata.clone(),
+        };
+        let assignments = p
+            .assign(
+                &AssignContext::new(4, "m-new", "cooperative"),
+                &[own, other],
+            )
+            .unwrap();
+        assignments
+            .iter()
+            .map(|a| Assignment::decode(&a.assignment).unwrap())
+            .filter(|a| !a.lost.is_empty())
+            .filter_map(|a| a.lost_hold)
+            .collect()
+    }
+
+    #[test]
+    fn the_next_leader_probes_the_old_leader_s_loopback_only_from_its_network() {
+        // The old leader's status API was on its own loopback, on another host: the same port
+        // here refuses, which proves nothing about it.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let held_for_its_session = |holds: Vec<Duration>| {
+            !holds.is_empty() && holds.iter().all(|h| *h == Duration::from_millis(30_250))
+        };
+        let elsewhere = Some("another-boot/4026531840".to_owned());
+        assert!(
+            held_for_its_session(after_the_leader_vanished(&addr, elsewhere)),
+            "held for the old leader's session"
+        );
+        assert!(
+            held_for_its_session(after_the_leader_vanished(&addr, None)),
+            "an old leader of unknown network is held too"
+        );
+        // In this very network namespace the refusal is a proof: nothing is held.
+        let here = proof::own().network.clone();
+        assert!(after_the_leader_vanished(&addr, here).is_empty());
+    }
 }
