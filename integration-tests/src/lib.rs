@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod fault;
 pub mod journal;
+pub mod netns;
 pub mod process;
 pub mod quickstart;
 pub mod topics;
