@@ -604,7 +604,7 @@ fn a_crash_across_namespaces_fails_over_in_round_trips() {
 }
 
 #[test]
-#[ignore = "a measurement: 10 kills across namespaces, about two minutes"]
+#[ignore = "a measurement: 10 kills across namespaces, about half a minute"]
 fn a_crash_across_namespaces_fails_over_in_round_trips_measured() {
     let Some(mut measured) = kill_failovers(
         "multi-host: a crash across namespaces, measured",
