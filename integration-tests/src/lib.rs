@@ -5,8 +5,10 @@
 //! and returns — unless `CI=true` or `KROUPIER_REQUIRE_KAFKA=1`, where a missing broker fails the
 //! run: in CI, a skipped test must never look like a passing one.
 
+pub mod admin;
 pub mod fault;
 pub mod journal;
+pub mod netns;
 pub mod process;
 pub mod quickstart;
 pub mod topics;

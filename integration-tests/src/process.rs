@@ -86,7 +86,30 @@ impl Process {
         stderr: Option<std::fs::File>,
         env: &[(String, String)],
     ) -> Self {
-        let mut child = Command::new(binary(name))
+        Self::spawn_under(&[], name, args, stderr, env)
+    }
+
+    /// [`spawn_logged`](Self::spawn_logged) under `wrapper`, a command that ends by executing
+    /// the binary with its arguments (`ip netns exec NS ...`, see [`crate::netns`]); empty, the
+    /// binary starts directly. Every part of the wrapper must `exec`, so that the process id
+    /// is the binary's and signals reach it.
+    pub fn spawn_under(
+        wrapper: &[String],
+        name: &str,
+        args: &[String],
+        stderr: Option<std::fs::File>,
+        env: &[(String, String)],
+    ) -> Self {
+        let binary = binary(name);
+        let mut command = match wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        let mut child = command
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
@@ -121,6 +144,15 @@ impl Process {
     /// Waits for the process to exit and returns its exit code (`None` when a signal ended it).
     pub fn wait(&mut self) -> Option<i32> {
         self.child.wait().expect("wait for child").code()
+    }
+
+    /// The exit code if the process has exited (`Some(None)` when a signal ended it), `None`
+    /// while it runs.
+    pub fn try_wait(&mut self) -> Option<Option<i32>> {
+        self.child
+            .try_wait()
+            .expect("look at the child")
+            .map(|status| status.code())
     }
 
     /// Hands the child's stdout lines to a thread that sends each one to the returned channel.

@@ -86,6 +86,10 @@ pub struct Group {
     pub logs: Option<PathBuf>,
     /// Environment variables for the workers (`RUST_LOG`, ...); none by default.
     pub env: Vec<(String, String)>,
+    /// A command the workers run under, which executes the binary in the end (a network
+    /// namespace and a host name of their own: [`crate::netns::Namespace::wrapper`]); empty
+    /// (the default) starts them directly.
+    pub wrapper: Vec<String>,
 }
 
 impl Group {
@@ -101,6 +105,7 @@ impl Group {
             extra: Vec::new(),
             logs: None,
             env: Vec::new(),
+            wrapper: Vec::new(),
         }
     }
 
@@ -130,7 +135,8 @@ impl Group {
                 .open(dir.join(format!("{id}.stderr")))
                 .expect("open the worker's stderr log")
         });
-        let mut process = Process::spawn_logged("quickstart", &args, stderr, &self.env);
+        let mut process =
+            Process::spawn_under(&self.wrapper, "quickstart", &args, stderr, &self.env);
         let lines = process.stdout_lines();
         let mut worker = Worker {
             id: id.to_owned(),
@@ -184,25 +190,30 @@ impl Worker {
 
     /// `GET path` on the worker's status API: the body.
     pub fn get(&self, path: &str) -> String {
-        let mut stream = TcpStream::connect(&self.status_addr).expect("connect to the status API");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("read timeout");
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.status_addr
-        )
-        .expect("send the request");
-        let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .expect("read the response");
-        response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_owned())
-            .unwrap_or_default()
+        let stream = TcpStream::connect(&self.status_addr).expect("connect to the status API");
+        http_get(stream, &self.status_addr, path)
     }
+}
+
+/// `GET path` over `stream`, a connection to a status API at `host` (its address, or a proxy's
+/// in front of it): the body.
+pub fn http_get(mut stream: TcpStream, host: &str, path: &str) -> String {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("read timeout");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send the request");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("read the response");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
 }
 
 /// Polls `check` every 100 ms until it returns `Some` or `timeout` passes.
@@ -244,6 +255,20 @@ pub fn counts(owners: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
     counts
 }
 
+/// Each task's owner if every task runs on exactly one worker (beating after `since_ms`) and
+/// the counts are balanced over `workers` workers; `None` otherwise.
+pub fn balanced(
+    dir: &Path,
+    tasks: usize,
+    workers: usize,
+    since_ms: u64,
+) -> Option<BTreeMap<String, String>> {
+    let owners = running(dir, tasks, since_ms)?;
+    let counts = counts(&owners);
+    let (min, max) = (counts.values().min()?, counts.values().max()?);
+    (counts.len() == workers && max - min <= 1).then_some(owners)
+}
+
 /// Waits until every task runs on exactly one worker (beating after `since_ms`) and the counts
 /// are balanced over `workers` workers.
 pub fn wait_balanced_since(
@@ -253,10 +278,7 @@ pub fn wait_balanced_since(
     since_ms: u64,
 ) -> BTreeMap<String, String> {
     poll(Duration::from_secs(30), || {
-        let owners = running(dir, tasks, since_ms)?;
-        let counts = counts(&owners);
-        let (min, max) = (counts.values().min()?, counts.values().max()?);
-        (counts.len() == workers && max - min <= 1).then_some(owners)
+        balanced(dir, tasks, workers, since_ms)
     })
     .unwrap_or_else(|| {
         panic!(
@@ -271,13 +293,31 @@ pub fn wait_balanced(dir: &Path, tasks: usize, workers: usize) -> BTreeMap<Strin
     wait_balanced_since(dir, tasks, workers, 0)
 }
 
+/// The first task whose journal shows two workers beating in overlapping time, described
+/// (`None`: no task ran on two workers at once).
+pub fn first_overlap(dir: &Path) -> Option<String> {
+    journals(dir).into_iter().find_map(|(task, beats)| {
+        let tenures = journal::tenures(&beats, TENURE_GAP_MS);
+        let (a, b) = journal::overlaps(&tenures).into_iter().next()?;
+        Some(format!(
+            "{task} ran on two workers at once: {a:?} and {b:?}"
+        ))
+    })
+}
+
 /// Asserts that no task's journal shows two workers beating in overlapping time.
 pub fn assert_no_overlap(dir: &Path) {
-    for (task, beats) in journals(dir) {
-        if let Some((a, b)) = journal::overlaps(&journal::tenures(&beats, TENURE_GAP_MS)).first() {
-            panic!("{task} ran on two workers at once: {a:?} and {b:?}");
-        }
+    if let Some(overlap) = first_overlap(dir) {
+        panic!("{overlap}");
     }
+}
+
+/// How many tasks ran on two workers at once, by the journals.
+pub fn overlapping_tasks(dir: &Path) -> usize {
+    journals(dir)
+        .values()
+        .filter(|beats| !journal::overlaps(&journal::tenures(beats, TENURE_GAP_MS)).is_empty())
+        .count()
 }
 
 /// Waits until every task in `moved` beats on another worker than `from` after `since_ms`;
@@ -320,6 +360,55 @@ pub fn recent_generations(dir: &Path) -> BTreeSet<i32> {
         .flat_map(|beats| beats.iter().filter(|b| b.unix_ms + RECENT_MS >= now))
         .map(|b| b.generation)
         .collect()
+}
+
+/// The generations of the beats after `since_ms`.
+pub fn generations_since(dir: &Path, since_ms: u64) -> BTreeSet<i32> {
+    journals(dir)
+        .values()
+        .flat_map(|beats| beats.iter().filter(|b| b.unix_ms > since_ms))
+        .map(|b| b.generation)
+        .collect()
+}
+
+/// The highest generation any task beat in, if any task beat.
+pub fn latest_generation(dir: &Path) -> Option<i32> {
+    journals(dir)
+        .values()
+        .flat_map(|beats| beats.iter().map(|b| b.generation))
+        .max()
+}
+
+/// When `worker` last beat for any task, in Unix ms.
+pub fn last_beat_of(dir: &Path, worker: &str) -> Option<u64> {
+    journals(dir)
+        .values()
+        .flat_map(|beats| beats.iter().filter(|b| b.worker == worker))
+        .map(|b| b.unix_ms)
+        .max()
+}
+
+/// The index of the worker that says (in its `assigned` lines) it leads the latest generation.
+pub fn leader_index(workers: &mut [Worker]) -> usize {
+    poll(Duration::from_secs(10), || {
+        let mut best: Option<(i64, usize)> = None;
+        for (i, worker) in workers.iter_mut().enumerate() {
+            worker.drain();
+            let led = worker
+                .seen
+                .iter()
+                .filter(|v| v["event"] == "assigned" && v["leader"] == true)
+                .filter_map(|v| v["generation"].as_i64())
+                .max();
+            if let Some(g) = led
+                && best.is_none_or(|(b, _)| g > b)
+            {
+                best = Some((g, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    })
+    .expect("a worker says it leads")
 }
 
 /// Waits until the group has settled (the follow-up round after the last join is done): every

@@ -26,8 +26,8 @@ use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::{
-    Group, TempDir, Worker, assert_no_overlap, journals, moved_after, poll, settled_generation,
-    slowest_move, tasks_of, wait_balanced, wait_balanced_since,
+    Group, TempDir, Worker, assert_no_overlap, journals, leader_index, moved_after, poll,
+    settled_generation, slowest_move, tasks_of, wait_balanced, wait_balanced_since,
 };
 
 const TASKS: usize = 12;
@@ -64,29 +64,6 @@ fn start_group_with(
     // loaded machine time for that. A static peer that ends before it is linked keeps its place.
     std::thread::sleep(Duration::from_millis(1_500));
     (dir, group, workers)
-}
-
-/// The index of the worker that says it leads the latest generation.
-fn leader_index(workers: &mut [Worker]) -> usize {
-    poll(Duration::from_secs(10), || {
-        let mut best: Option<(i64, usize)> = None;
-        for (i, worker) in workers.iter_mut().enumerate() {
-            worker.drain();
-            let led = worker
-                .seen
-                .iter()
-                .filter(|v| v["event"] == "assigned" && v["leader"] == true)
-                .filter_map(|v| v["generation"].as_i64())
-                .max();
-            if let Some(g) = led
-                && best.is_none_or(|(b, _)| g > b)
-            {
-                best = Some((g, i));
-            }
-        }
-        best.map(|(_, i)| i)
-    })
-    .expect("a worker says it leads")
 }
 
 /// Kills the workers at `victims` with `signal`, and returns how long until all their tasks

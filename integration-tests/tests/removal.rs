@@ -14,60 +14,11 @@
 
 use std::time::Duration;
 
-use kafka_protocol::messages::leave_group_request::MemberIdentity;
-use kafka_protocol::messages::{DescribeGroupsRequest, GroupId, LeaveGroupRequest};
-use kafka_protocol::protocol::StrBytes;
+use kroupier_integration_tests::admin::{member_id_of, remove_member};
 use kroupier_integration_tests::journal::{self, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::*;
-use kroupier_integration_tests::wire::Connection;
-use kroupier_worker::protocol::MemberMetadata;
-
-/// The member id of the worker whose metadata names `worker_id`, from DescribeGroups once the
-/// group is stable (Kafka shows members' metadata only then).
-async fn member_id_of(bootstrap: &str, group: &str, worker_id: &str) -> String {
-    let mut connection = Connection::connect(bootstrap).await.expect("connect");
-    let request = DescribeGroupsRequest::default()
-        .with_groups(vec![GroupId(StrBytes::from_string(group.to_owned()))]);
-    let mut last = None;
-    for _ in 0..100 {
-        let response = connection.send(&request, 5).await.expect("DescribeGroups");
-        let described = response.groups.into_iter().next().expect("one group");
-        let found = described
-            .members
-            .iter()
-            .find(|m| {
-                MemberMetadata::decode(&m.member_metadata)
-                    .is_ok_and(|meta| meta.worker_id == worker_id)
-            })
-            .map(|m| m.member_id.to_string());
-        if let Some(member_id) = found.filter(|_| described.group_state.as_str() == "Stable") {
-            return member_id;
-        }
-        last = Some(described);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{worker_id} is not in the stable group {group}: {last:?}")
-}
-
-/// Removes `member_id` from `group` as an operator would: LeaveGroup v3+ naming it.
-async fn remove_member(bootstrap: &str, group: &str, member_id: &str) {
-    let mut connection = Connection::connect(bootstrap).await.expect("connect");
-    let request = LeaveGroupRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
-        .with_members(vec![
-            MemberIdentity::default()
-                .with_member_id(StrBytes::from_string(member_id.to_owned()))
-                .with_reason(Some(StrBytes::from_static_str("removed by an operator"))),
-        ]);
-    let response = connection.send(&request, 5).await.expect("LeaveGroup");
-    assert_eq!(response.error_code, 0, "{response:?}");
-    assert!(
-        response.members.iter().all(|m| m.error_code == 0),
-        "{response:?}"
-    );
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_worker_removed_by_a_third_party_never_overlaps_its_successors() {
@@ -91,7 +42,7 @@ async fn a_busy_worker_removed_by_a_third_party_never_overlaps_its_successors() 
         let before = tokio::task::block_in_place(|| settled_generation(&dir.0));
         let member_id = member_id_of(&bootstrap, &group.group, victim).await;
         let removed_ms = unix_ms();
-        remove_member(&bootstrap, &group.group, &member_id).await;
+        remove_member(&bootstrap, &group.group, &member_id, None).await;
         // The removed worker stops them, their next owners (possibly the removed worker
         // itself, rejoined as a new member) start them, and the group is balanced again.
         owners = tokio::task::block_in_place(|| {
