@@ -42,6 +42,19 @@ pub(crate) struct Memory {
     /// Tasks handed out with a hold, and until when (Unix time, this leader's clock): a task
     /// keeps what is left of its hold wherever a later round sends it.
     pub(crate) holds: BTreeMap<Arc<str>, Duration>,
+    /// The member id of each static member (keyed by instance id): one that comes back under
+    /// another member id replaced a process that may still run.
+    pub(crate) static_members: BTreeMap<MemberId, String>,
+}
+
+impl Memory {
+    /// Whether the member at `key` now, `member_id`, replaced the static member the leader
+    /// remembers at that key.
+    fn replaced(&self, key: &MemberId, member_id: &str) -> bool {
+        self.static_members
+            .get(key)
+            .is_some_and(|remembered| remembered != member_id)
+    }
 }
 
 /// How a member can be proved gone, from its metadata.
@@ -153,9 +166,10 @@ pub(crate) struct Outcome {
 #[error("{0}")]
 pub(crate) struct RoundError(String);
 
-/// A member as the round sees it: its assignor key and its metadata.
+/// A member as the round sees it: its assignor key, its member id and its metadata.
 struct Decoded {
     key: MemberId,
+    member_id: String,
     metadata: Option<MemberMetadata>,
 }
 
@@ -182,6 +196,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         .iter()
         .map(|m| Decoded {
             key: MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id)),
+            member_id: m.member_id.clone(),
             metadata: match MemberMetadata::decode(&m.metadata) {
                 Ok(metadata) => Some(metadata),
                 Err(error) => {
@@ -412,6 +427,15 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
         leases,
         contacts,
         holds,
+        static_members: members
+            .iter()
+            .filter_map(|m| {
+                Some((
+                    MemberId::from(m.group_instance_id.as_deref()?),
+                    m.member_id.clone(),
+                ))
+            })
+            .collect(),
     };
     Ok(Outcome {
         assignments,
@@ -470,8 +494,15 @@ fn lost_tasks<'a>(
     gone: &BTreeSet<MemberId>,
     vanished_leader: Option<VanishedLeader>,
 ) -> Suspects<'a> {
-    let present: BTreeSet<&MemberId> = decoded.iter().map(|d| &d.key).collect();
     if let Some(memory) = memory {
+        // A static member whose instance id came back under another member id replaced the
+        // process the leader remembers, which may still run its tasks (removed by a third
+        // party, or cut off): those tasks are as suspect as a vanished member's.
+        let present: BTreeSet<&MemberId> = decoded
+            .iter()
+            .filter(|d| !memory.replaced(&d.key, &d.member_id))
+            .map(|d| &d.key)
+            .collect();
         return Suspects::Known(
             memory
                 .previous
@@ -571,7 +602,12 @@ pub(crate) fn gone_owners(
 ) -> BTreeSet<MemberId> {
     let present: BTreeSet<MemberId> = members
         .iter()
-        .map(|m| MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id)))
+        .map(|m| {
+            let key = MemberId::from(m.group_instance_id.as_deref().unwrap_or(&m.member_id));
+            (key, &m.member_id)
+        })
+        .filter(|(key, member_id)| !memory.replaced(key, member_id))
+        .map(|(key, _)| key)
         .collect();
     memory
         .previous

@@ -7,12 +7,13 @@
 //! assignment before then ([`Takeover::MustWait`]: one session timeout from its first join).
 //!
 //! Whether that can happen is asked before joining: DescribeGroups says which member id holds
-//! the instance id now. No group at all (a first start) means nothing is taken over
-//! ([`Takeover::Clean`]). A group where nobody holds the instance id does not mean the old
-//! process ended: a third party may have removed it while it was paused or cut off (KIP-345's
-//! recipe for a stuck static member: `kafka-consumer-groups --delete-members`, then start a
-//! new process), and it passes its lease checks until its lease ends. So that waits too, as
-//! does a holder: a process that may still be alive, and the wait
+//! the instance id now. Nobody (a first start, a new instance, or the old member was removed:
+//! its session expired, fast failover saw its process end, or a third party removed it while
+//! it still runs) means Kafka hands this process nothing of the old one's: its JoinGroup starts
+//! a rebalance, and the leader holds every task of a member that vanished without a proof of
+//! death — or that came back under another member id in the same round — for that member's
+//! session, wherever it goes (`leader.rs`), so this process needs no wait of its own
+//! ([`Takeover::Clean`]). A holder means a process that may still be alive, and the wait
 //! applies to every assignment until then, whoever computed it: Kafka hands the new process
 //! the old assignment when the group is stable, and a rebalance in progress when it joins
 //! hands it an assignment computed for its own member id that may hold the old process's tasks
@@ -24,23 +25,20 @@
 //! exited. So a static worker that stops cleanly (every task stopped, none left unresponsive)
 //! leaves a note in the host's temporary directory naming its member id; the next process
 //! with the same group and instance id reads it (and removes it) before it joins. If the
-//! member id holding the instance id is the note's, or nobody holds it, it starts at once:
-//! then the process being replaced is the one that wrote the note, and it has stopped. Any
-//! doubt — a holder and no note (a crash, another host), nobody and no note (a removal, or a
-//! crash whose session expired), another member id (a third process took over meanwhile), no
+//! member id holding the instance id is the note's, it starts at once: then the process being
+//! replaced is the one that wrote the note, and it has stopped. Any doubt — a holder and no
+//! note (a crash, another host), another member id (a third process took over meanwhile), no
 //! answer from the coordinator — means waiting.
 //!
-//! Assumptions: one restart at a time per instance id (a process that takes the instance id
-//! over between the DescribeGroups and the JoinGroup of the next one is not seen); and a group
-//! is not deleted within one session of a member's removal (Kafka deletes an empty group
-//! without offsets at its next offsets retention check, every 10 minutes by default).
+//! Assumption: one restart at a time per instance id (a process that takes the instance id
+//! over between the DescribeGroups and the JoinGroup of the next one is not seen).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
-use kroupier_coordinator::observer::{GroupDescription, GroupState, Observer};
+use kroupier_coordinator::observer::{GroupDescription, Observer};
 use serde::{Deserialize, Serialize};
 
 use super::reconciler::Takeover;
@@ -141,15 +139,13 @@ pub(crate) async fn policy(
         .ok()
         .flatten();
     let holder = match &description {
-        Some(description) => match description
-            .members
-            .iter()
-            .find(|m| m.group_instance_id.as_deref() == Some(instance_id))
-        {
-            Some(member) => Holder::Member(member.member_id.clone()),
-            None if description.state == GroupState::Dead => Holder::NoGroup,
-            None => Holder::Nobody,
-        },
+        Some(description) => Holder::Known(
+            description
+                .members
+                .iter()
+                .find(|m| m.group_instance_id.as_deref() == Some(instance_id))
+                .map(|m| m.member_id.clone()),
+        ),
         None => Holder::Unknown,
     };
     let takeover = decide(note.as_ref().map(|n| n.member_id.as_str()), holder);
@@ -161,38 +157,24 @@ pub(crate) async fn policy(
 enum Holder {
     /// No answer: a live process may hold it.
     Unknown,
-    /// The group does not exist: a first start.
-    NoGroup,
-    /// Nobody in the group: the last holder left, crashed, or was removed while it runs.
-    Nobody,
-    /// The member id holding it.
-    Member(String),
+    /// The member id holding it, if any.
+    Known(Option<String>),
 }
 
 /// The decision of [`policy`], given the member id of the handover note (if any) and the
 /// holder of the instance id.
 fn decide(note: Option<&str>, holder: Holder) -> Takeover {
     match holder {
-        // No group: joining starts one, nothing is taken over.
-        Holder::NoGroup => Takeover::Clean,
-        // Nobody holds it, and the last process to hold it stopped cleanly.
-        Holder::Nobody if note.is_some() => Takeover::Clean,
-        Holder::Nobody => {
-            tracing::warn!(
-                "nobody holds this instance id and no handover note says its last process \
-                 stopped: a third party may have removed it while it still runs; tasks start \
-                 one session timeout after this worker joins"
-            );
-            Takeover::MustWait
-        }
-        Holder::Member(member_id) if note == Some(member_id.as_str()) => {
+        // Nobody holds the instance id: joining starts a rebalance, nothing is taken over.
+        Holder::Known(None) => Takeover::Clean,
+        Holder::Known(Some(member_id)) if note == Some(member_id.as_str()) => {
             tracing::info!(
                 %member_id,
                 "the previous process of this instance id stopped cleanly; starting at once"
             );
             Takeover::Clean
         }
-        Holder::Member(member_id) => {
+        Holder::Known(Some(member_id)) => {
             tracing::warn!(
                 %member_id,
                 "member {member_id} holds this instance id and no handover note says its \
@@ -219,16 +201,9 @@ mod tests {
 
     #[test]
     fn only_a_holder_whose_stop_a_note_proves_or_no_holder_starts_at_once() {
-        let holder = |id: &str| Holder::Member(id.to_owned());
-        assert_eq!(
-            decide(None, Holder::NoGroup),
-            Takeover::Clean,
-            "a first start"
-        );
-        assert_eq!(decide(Some("m-1"), Holder::Nobody), Takeover::Clean);
-        // Nobody holds it and no note: removed by a third party (KIP-345's recipe) while it
-        // may still run, or crashed: either way its lease may not have ended.
-        assert_eq!(decide(None, Holder::Nobody), Takeover::MustWait);
+        let holder = |id: &str| Holder::Known(Some(id.to_owned()));
+        assert_eq!(decide(None, Holder::Known(None)), Takeover::Clean);
+        assert_eq!(decide(Some("m-1"), Holder::Known(None)), Takeover::Clean);
         assert_eq!(decide(Some("m-1"), holder("m-1")), Takeover::Clean);
         // A holder and no note: a crash, another host, or a live process cut off.
         assert_eq!(decide(None, holder("m-1")), Takeover::MustWait);

@@ -451,7 +451,7 @@ proptest::proptest! {
             .map(|(m, owned)| {
                 let mut metadata = MemberMetadata::new(format!("w{m}"));
                 metadata.owned = owned.iter().map(|(t, g)| (format!("task-{t}"), *g)).collect();
-                Decoded { key: MemberId::from(format!("m{m}").as_str()), metadata: Some(metadata) }
+                Decoded { key: MemberId::from(format!("m{m}").as_str()), member_id: format!("m{m}"), metadata: Some(metadata) }
             })
             .collect();
         let tasks = task_set(&cat).unwrap();
@@ -527,9 +527,11 @@ fn while_a_member_waits_out_a_takeover_unclaimed_tasks_wait_as_long_wherever_the
             assert!(a.lost.iter().all(|t| x_tasks.contains(t)), "{a:?}");
         }
         if !a.lost.is_empty() {
+            // The takeover's wait, or the replaced process's session if longer (the leader
+            // remembers its member id: `x-new` replaced it).
             assert_eq!(
                 a.lost_hold,
-                Some(TAKEOVER + HOLD.round_trip),
+                Some(TAKEOVER.max(HOLD.session_timeout) + HOLD.round_trip),
                 "{member}: {a:?}"
             );
         }
@@ -551,14 +553,16 @@ fn while_a_member_waits_out_a_takeover_unclaimed_tasks_wait_as_long_wherever_the
 }
 
 #[test]
-fn without_a_takeover_a_present_static_member_s_old_tasks_start_at_once() {
-    // The same round, but pod-x's process did not replace a live one (a note proved its
-    // predecessor stopped, or nobody held the instance id): nothing is held.
+fn without_a_takeover_wait_a_replaced_static_member_s_old_tasks_still_wait_its_session() {
+    // The same round, but pod-x's new process advertises no wait (nobody held the instance id
+    // when it asked: a third party removed the old process, which may still run). The leader
+    // remembers the old member id: its tasks wait for its session wherever they go.
     let decoded = round_after_a_takeover(None);
-    assert!(
-        decoded.iter().all(|(_, a)| a.lost.is_empty()),
-        "{decoded:?}"
-    );
+    let held: BTreeSet<String> = decoded.iter().flat_map(|(_, a)| a.lost.clone()).collect();
+    assert_eq!(held, set(&["task-3", "task-4", "task-5"]), "{decoded:?}");
+    for (_, a) in decoded.iter().filter(|(_, a)| !a.lost.is_empty()) {
+        assert_eq!(a.lost_hold, Some(HOLD.session_timeout + HOLD.round_trip));
+    }
 }
 
 #[test]
@@ -799,5 +803,52 @@ fn only_proofs_not_host_names_make_a_vanished_owner_gone() {
     assert_eq!(
         found,
         BTreeSet::from([MemberId::from("b"), MemberId::from("c")])
+    );
+}
+
+#[test]
+fn a_static_member_back_under_another_member_id_gets_its_old_tasks_held() {
+    // KIP-345's recipe for a stuck static member: a third party removes it while it is paused,
+    // and a new process joins with its instance id in the same rebalance. The old process may
+    // resume inside its lease: its tasks wait for that lease, even on its own successor.
+    let cat = beats(4);
+    let fp = cat.fingerprint();
+    let assignor = Sticky::default();
+    let session = Duration::from_secs(20);
+    let statik = |member_id: &str, owned: &[&str]| {
+        let mut m = member_with(member_id, fp, owned, session, (&[], None));
+        m.group_instance_id = Some("pod-1".into());
+        m
+    };
+    let mut r1 = round(&cat, &assignor);
+    r1.lost_hold = Some(HOLD);
+    let out1 = assign(
+        &r1,
+        &[
+            statik("m-old", &[]),
+            member_with("m-b", fp, &[], session, (&[], None)),
+        ],
+    )
+    .unwrap();
+    let decoded = decode(&out1);
+    let pod_tasks: Vec<String> = decoded[0].1.tasks.iter().cloned().collect();
+    let b_tasks: Vec<String> = decoded[1].1.tasks.iter().cloned().collect();
+    let b_claims: Vec<&str> = b_tasks.iter().map(String::as_str).collect();
+    let mut r2 = round(&cat, &assignor);
+    r2.memory = Some(&out1.memory);
+    r2.generation = 2;
+    r2.lost_hold = Some(HOLD);
+    let b = member_with("m-b", fp, &b_claims, session, (&[], None));
+    let decoded = decode(&assign(&r2, &[statik("m-new", &[]), b.clone()]).unwrap());
+    for task in &pod_tasks {
+        let (_, hold) = holder_of(&decoded, task);
+        assert_eq!(hold, Some(session + HOLD.round_trip), "{task}: {decoded:?}");
+    }
+    // The same member id (a rebalance the static member went through itself): nothing held.
+    let pod_claims: Vec<&str> = pod_tasks.iter().map(String::as_str).collect();
+    let decoded = decode(&assign(&r2, &[statik("m-old", &pod_claims), b]).unwrap());
+    assert!(
+        decoded.iter().all(|(_, a)| a.lost.is_empty()),
+        "{decoded:?}"
     );
 }
