@@ -813,7 +813,7 @@ fn a_static_member_back_under_another_member_id_gets_its_old_tasks_held() {
     // resume inside its lease: its tasks wait for that lease, even on its own successor.
     let cat = beats(4);
     let fp = cat.fingerprint();
-    let assignor = Sticky::default();
+    let assignor = Sticky;
     let session = Duration::from_secs(20);
     let statik = |member_id: &str, owned: &[&str]| {
         let mut m = member_with(member_id, fp, owned, session, (&[], None));
