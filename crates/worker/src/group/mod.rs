@@ -417,15 +417,7 @@ pub(crate) async fn spawn_with_store(
             .clone()
             .unwrap_or_else(|| bound.to_string())
     });
-    let provable = match &advertised_addr {
-        Some(_) if status_tls.is_some() => Err(
-            "the status API speaks HTTPS, and a peer's link cannot tell which process answers \
-             it"
-            .to_owned(),
-        ),
-        Some(addr) => proof::advertised_is_own(addr),
-        None => Err("no status API".to_owned()),
-    };
+    let provable = proof::provable(advertised_addr.as_deref(), status_tls.is_some());
     if let Some(addr) = &advertised_addr {
         protocol.set_status_addr(addr.clone(), provable.is_ok());
     }

@@ -91,6 +91,21 @@ pub(crate) fn advertised_is_own(advertised: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether this worker's peers can prove its end, with its status API advertised at
+/// `advertised` (`None`: no status API) and speaking HTTPS or not; the error says why not.
+/// Where they cannot, the worker advertises no identity and fast failover stays off.
+pub(crate) fn provable(advertised: Option<&str>, https: bool) -> Result<(), String> {
+    match advertised {
+        None => Err("no status API".to_owned()),
+        Some(_) if https => Err(
+            "the status API speaks HTTPS, and a peer's link cannot tell \
+                                 which process answers it"
+                .to_owned(),
+        ),
+        Some(addr) => advertised_is_own(addr),
+    }
+}
+
 /// Whether a connection to `addr` is refused (nothing listens there, in this network). An
 /// unspecified address is probed on loopback. Blocks for at most [`PROBE_TIMEOUT`].
 pub(crate) fn refused(addr: &str) -> bool {
@@ -243,6 +258,21 @@ mod tests {
         let error = advertised_is_own("203.0.113.7:8083").unwrap_err();
         assert!(error.contains("not an address of this host"), "{error}");
         assert!(advertised_is_own("no-such-host.invalid:8083").is_err());
+    }
+
+    #[test]
+    fn no_proof_is_offered_over_https_through_a_proxy_or_without_a_status_api() {
+        assert_eq!(provable(Some("127.0.0.1:8083"), false), Ok(()));
+        assert!(
+            provable(Some("127.0.0.1:8083"), true)
+                .unwrap_err()
+                .contains("HTTPS")
+        );
+        assert!(
+            provable(Some("203.0.113.7:8083"), false).is_err(),
+            "a proxy's address"
+        );
+        assert!(provable(None, false).is_err());
     }
 
     #[test]
