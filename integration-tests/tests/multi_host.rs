@@ -125,6 +125,14 @@ impl Scenario {
     }
 
     /// [`spawn`](Self::spawn) with the scenario's group, kept with the others.
+    /// Starts `w1` .. `wN` on hosts `host-1` .. `host-N`, one per namespace.
+    fn start_hosts(&mut self, n: usize) {
+        for host in 0..n {
+            let (name, id) = (format!("host-{}", host + 1), format!("w{}", host + 1));
+            self.start(host, &name, &id);
+        }
+    }
+
     fn start(&mut self, host: usize, host_name: &str, id: &str) {
         let group = self.group.clone();
         self.start_as(&group, host, host_name, id);
@@ -327,13 +335,7 @@ fn a_paused_member_removed_by_a_third_party_never_runs_beside_its_successor() {
     };
     s.group.session_ms = 12_000;
     s.group.heartbeat_ms = 1_000;
-    for host in 0..3 {
-        s.start(
-            host,
-            &format!("host-{}", host + 1),
-            &format!("w{}", host + 1),
-        );
-    }
+    s.start_hosts(3);
     let owners = s.settle(3);
     let victim = s.follower();
     let held = tasks_of(&owners, &victim);
@@ -516,13 +518,7 @@ fn a_join_during_a_hold_never_starts_the_held_tasks_early() {
     };
     s.group.session_ms = 10_000;
     s.group.heartbeat_ms = 1_000;
-    for host in 0..3 {
-        s.start(
-            host,
-            &format!("host-{}", host + 1),
-            &format!("w{}", host + 1),
-        );
-    }
+    s.start_hosts(3);
     let owners = s.settle(3);
     let victim = s.follower();
     let held = tasks_of(&owners, &victim);
@@ -561,13 +557,7 @@ fn kill_failovers(test: &str, name: &str, runs: usize) -> Option<Vec<u64>> {
     let mut s = Scenario::new(test, name, 3, Status::HostAddress)?;
     s.group.session_ms = 10_000;
     s.group.heartbeat_ms = 3_000;
-    for host in 0..3 {
-        s.start(
-            host,
-            &format!("host-{}", host + 1),
-            &format!("w{}", host + 1),
-        );
-    }
+    s.start_hosts(3);
     let mut owners = s.settle(3);
     let mut measured = Vec::with_capacity(runs);
     for run in 0..runs {
