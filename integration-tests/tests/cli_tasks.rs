@@ -148,6 +148,39 @@ fn tasks_commands_write_the_store_and_refuse_bad_input() {
 }
 
 #[test]
+fn failed_and_read_only_commands_create_no_task_store() {
+    let Some(bootstrap) = kafka_bootstrap("failed_and_read_only_commands_create_no_task_store")
+    else {
+        return;
+    };
+    let group = unique("typo");
+    for action in ["pause", "resume", "restart", "delete"] {
+        let stderr = failure(&bootstrap, &group, &[action, "x"], 1);
+        assert!(
+            stderr.contains("\"x\" is not in the task store") && stderr.contains("no task store"),
+            "{action}: {stderr}"
+        );
+    }
+    // A put the store would refuse fails before the store is opened.
+    let dir = TempDir::new("cli-tasks-typo");
+    let big = dir.0.join("big.json");
+    std::fs::write(&big, format!(r#"{{"blob":"{}"}}"#, "x".repeat(600 * 1024))).expect("write");
+    let big = big.to_str().expect("a UTF-8 path");
+    failure(
+        &bootstrap,
+        &group,
+        &["put", "big", "--kind", "beat", "--config-file", big],
+        1,
+    );
+    failure(&bootstrap, &group, &["put", "", "--kind", "beat"], 1);
+    // Listing twice: the first list created nothing for the second to find.
+    for _ in 0..2 {
+        let stderr = failure(&bootstrap, &group, &["list"], 1);
+        assert!(stderr.contains("no task store yet"), "{stderr}");
+    }
+}
+
+#[test]
 fn list_and_describe_show_each_tasks_owner_or_why_it_has_none() {
     let Some(bootstrap) =
         kafka_bootstrap("list_and_describe_show_each_tasks_owner_or_why_it_has_none")
