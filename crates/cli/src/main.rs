@@ -12,6 +12,7 @@ mod demo;
 mod describe;
 mod placement;
 mod signal;
+mod table;
 mod tasks;
 mod watch;
 mod worker;

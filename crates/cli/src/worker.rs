@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub bootstrap: String,
     /// The group id the workers share.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub group: String,
     /// This worker's id (shown by describe and in journals).
     #[arg(long)]

@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long)]
     bootstrap: Option<String>,
     /// The group id (default: `kroupier-demo-<pid>`).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     group: Option<String>,
     /// The workers' session timeout: how soon the killed worker's tasks move with
     /// `--no-fast-failover` (with fast failover, its peers see its process end at once).
