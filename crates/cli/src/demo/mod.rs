@@ -33,6 +33,7 @@ use kroupier_worker::journal::unix_ms;
 
 use crate::command_config::{CommandConfig, UsageError};
 use crate::describe::{self, GroupView};
+use crate::watch::lines::Changes;
 use crate::watch::model::{self, Move, Tracker};
 use crate::watch::view::{Screen, Ui};
 use workers::{Launch, Workers};
@@ -153,7 +154,7 @@ struct Progress {
     start: Instant,
     title: String,
     notes: Vec<String>,
-    last_line: String,
+    changes: Changes,
 }
 
 impl Progress {
@@ -193,36 +194,8 @@ impl Progress {
             }
             return Ok(());
         }
-        for m in fresh {
-            self.note(format!(
-                "{}: {} → {} (unowned {:.2} s)",
-                m.task,
-                m.from,
-                m.to,
-                m.unowned_for.as_secs_f64()
-            ));
-        }
-        if let Some(view) = view.filter(|v| v.state != "Stable") {
-            let line = format!("{}: {} members", view.state, view.members.len());
-            if line != self.last_line {
-                self.last_line = line.clone();
-                self.note(line);
-            }
-        } else if let Some(view) = view {
-            let line = format!(
-                "{} generation {}: {}",
-                view.state,
-                view.generation.map_or("-".into(), |g| g.to_string()),
-                view.members
-                    .iter()
-                    .map(|m| format!("{} {}", m.name(), m.tasks.as_ref().map_or(0, Vec::len)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            if line != self.last_line {
-                self.last_line = line.clone();
-                self.note(line);
-            }
+        for line in self.changes.plain(view, error, fresh) {
+            self.note(line);
         }
         Ok(())
     }
@@ -360,7 +333,7 @@ async fn demo(
             start,
             title,
             notes: Vec::new(),
-            last_line: String::new(),
+            changes: Changes::new(),
         },
         deadline: start + Duration::from_secs(args.timeout),
         workers,
