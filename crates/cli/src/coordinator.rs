@@ -106,13 +106,7 @@ impl Args {
 /// (`RUST_LOG` sets the level): a damaged data file truncated at start, connections refused
 /// over the limit, bad requests.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    crate::logs::init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

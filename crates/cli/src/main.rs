@@ -10,6 +10,7 @@ mod console;
 mod coordinator;
 mod demo;
 mod describe;
+mod logs;
 mod placement;
 mod signal;
 mod table;

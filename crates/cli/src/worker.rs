@@ -105,12 +105,7 @@ impl Task for Beat {
 /// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group); a second
 /// signal exits at once.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    crate::logs::init();
     if args.exit_with_stdin {
         std::thread::spawn(|| {
             let mut sink = [0u8; 64];
