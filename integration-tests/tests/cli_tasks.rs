@@ -133,7 +133,7 @@ fn tasks_commands_write_the_store_and_refuse_bad_input() {
         &bootstrap,
         &group,
         &["put", "big", "--kind", "beat", "--config-file", big],
-        1,
+        2,
     );
     assert!(stderr.contains("limit"), "{stderr}");
     assert_eq!(
@@ -170,9 +170,9 @@ fn failed_and_read_only_commands_create_no_task_store() {
         &bootstrap,
         &group,
         &["put", "big", "--kind", "beat", "--config-file", big],
-        1,
+        2,
     );
-    failure(&bootstrap, &group, &["put", "", "--kind", "beat"], 1);
+    failure(&bootstrap, &group, &["put", "", "--kind", "beat"], 2);
     // Listing twice: the first list created nothing for the second to find.
     for _ in 0..2 {
         let stderr = failure(&bootstrap, &group, &["list"], 1);

@@ -19,7 +19,9 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kroupier_embedded::{EmbeddedCoordinator, ServerTls};
+use kroupier_embedded::{EmbeddedCoordinator, EmbeddedError, ServerTls};
+
+use crate::command_config::UsageError;
 
 /// Arguments of `kroupier coordinator`.
 #[derive(Debug, clap::Args)]
@@ -134,10 +136,26 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             .max_topics(args.max_topics)
             .max_request_frame(frame)
             .bind(args.listen.as_str())
-            .await?;
+            .await
+            .map_err(usage_or_failure)?;
         println!("bootstrap={}", coordinator.bootstrap());
         crate::signal::terminated().await?;
         coordinator.shutdown().await;
         Ok(())
     })
+}
+
+/// A start that failed on the flags themselves (settings that contradict each other, a TLS file
+/// that does not load, a `--listen` that is no address) is bad input, exit 2; the rest (a port in
+/// use, a data directory that cannot be written) is a failure, exit 1.
+fn usage_or_failure(error: EmbeddedError) -> Box<dyn Error> {
+    match &error {
+        EmbeddedError::Config(_) | EmbeddedError::Tls { .. } => {
+            UsageError(error.to_string()).into()
+        }
+        EmbeddedError::Bind { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+            UsageError(error.to_string()).into()
+        }
+        _ => error.into(),
+    }
 }

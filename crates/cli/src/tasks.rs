@@ -234,8 +234,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         None => tasks_topic(&on.target.group).map_err(|e| UsageError(e.to_string()))?,
     };
     let request = Request::from_action(&args.action)?;
-    // Everything that can be checked here is checked before the cluster is asked anything.
-    request.check()?;
+    // Everything that can be checked here is checked before the cluster is asked anything:
+    // what the store would refuse is bad input (exit 2), as a bad flag is.
+    request.check().map_err(|e| UsageError(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -248,6 +249,12 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             let store = match TaskStore::open(cluster.clone(), topic.clone(), create).await {
                 Err(StoreError::Log(LogError::Missing { .. })) => {
                     return Err(request.no_store(&on.target.group, &topic).into());
+                }
+                // A --topic Kafka cannot name a topic (refused before anything is sent).
+                Err(StoreError::Log(LogError::Kafka {
+                    code: 17, message, ..
+                })) => {
+                    return Err(UsageError(format!("--topic: {message}")).into());
                 }
                 opened => opened?,
             };

@@ -22,7 +22,7 @@ use kroupier_worker::shutdown::{Outcome, two_signals};
 use kroupier_worker::{Kind, Task, TaskContext, TaskError, WorkerBuilder, WorkerConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::command_config::CommandConfig;
+use crate::command_config::{CommandConfig, UsageError};
 
 /// Arguments of `kroupier worker`.
 #[derive(Debug, clap::Args)]
@@ -139,6 +139,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if !config.status.fast_failover {
         config.status.addr = None;
     }
+
+    // A config that cannot work is bad input (exit 2), found before anything connects.
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
 
     let worker_id: Arc<str> = args.worker_id.as_str().into();
     let journal_dir = args.journal_dir.clone();

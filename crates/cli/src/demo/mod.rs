@@ -94,7 +94,10 @@ const HOLD: Duration = Duration::from_secs(4);
 /// Runs the command.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if args.heartbeat_interval_ms >= args.session_timeout_ms {
-        return Err("--heartbeat-interval-ms must be below --session-timeout-ms".into());
+        return Err(UsageError(
+            "--heartbeat-interval-ms must be below --session-timeout-ms".to_owned(),
+        )
+        .into());
     }
     if args.config.command_config.is_some() && args.bootstrap.is_none() {
         return Err(UsageError(
@@ -104,6 +107,10 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         .into());
     }
     let security = args.config.security()?;
+    if let Some(bootstrap) = &args.bootstrap {
+        // A --bootstrap that names no server is bad input, found before any worker starts.
+        describe::cluster(bootstrap, security.clone(), Duration::from_secs(5))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
