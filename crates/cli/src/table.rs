@@ -9,7 +9,7 @@
 //! (`%2D`). A URL decoder gives every value back.
 
 /// What a cell shows for an empty or absent value.
-pub const NONE: &str = "-";
+const NONE: &str = "-";
 
 /// `value` as one cell: [`NONE`] when empty, percent-encoded where it would break a column.
 pub fn cell(value: &str) -> String {
