@@ -59,10 +59,11 @@ pub fn os_signals() -> impl Stream<Item = ()> + Unpin {
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (`warn` when unset): the examples' stdout is for
-/// their JSON lines.
+/// their JSON lines. Colours only when stderr is a terminal: a log file gets plain text.
 pub fn init_logs() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )

@@ -182,9 +182,9 @@ impl GroupProtocol for Other {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn describe_json_leaves_other_protocol_types_undecoded_and_missing_groups_dead() {
+async fn describe_json_leaves_other_protocol_types_undecoded_and_refuses_missing_groups() {
     let Some(bootstrap) = kafka_bootstrap(
-        "describe_json_leaves_other_protocol_types_undecoded_and_missing_groups_dead",
+        "describe_json_leaves_other_protocol_types_undecoded_and_refuses_missing_groups",
     ) else {
         return;
     };
@@ -215,14 +215,23 @@ async fn describe_json_leaves_other_protocol_types_undecoded_and_missing_groups_
     handle.leave("test done").await;
     driver.abort();
 
+    // A group that does not exist: exit 1, why on stderr, nothing on stdout.
     let missing = {
         let bootstrap = bootstrap.clone();
-        tokio::task::spawn_blocking(move || describe(&bootstrap, &unique("missing")))
-            .await
-            .unwrap()
+        tokio::task::spawn_blocking(move || {
+            Command::new(binary("kroupier"))
+                .args(["describe", "--bootstrap", &bootstrap, "--json", "--group"])
+                .arg(unique("missing"))
+                .output()
+                .expect("run kroupier describe")
+        })
+        .await
+        .unwrap()
     };
-    assert_eq!(missing["state"], "Dead", "{missing}");
-    assert_eq!(missing["members"], serde_json::json!([]), "{missing}");
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(missing.stdout.is_empty(), "{stderr}");
 }
 
 #[test]

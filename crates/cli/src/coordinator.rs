@@ -19,7 +19,9 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kroupier_embedded::{EmbeddedCoordinator, ServerTls};
+use kroupier_embedded::{EmbeddedCoordinator, EmbeddedError, ServerTls};
+
+use crate::command_config::UsageError;
 
 /// Arguments of `kroupier coordinator`.
 #[derive(Debug, clap::Args)]
@@ -106,13 +108,7 @@ impl Args {
 /// (`RUST_LOG` sets the level): a damaged data file truncated at start, connections refused
 /// over the limit, bad requests.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    crate::logs::init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -140,10 +136,26 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             .max_topics(args.max_topics)
             .max_request_frame(frame)
             .bind(args.listen.as_str())
-            .await?;
+            .await
+            .map_err(usage_or_failure)?;
         println!("bootstrap={}", coordinator.bootstrap());
         crate::signal::terminated().await?;
         coordinator.shutdown().await;
         Ok(())
     })
+}
+
+/// A start that failed on the flags themselves (settings that contradict each other, a TLS file
+/// that does not load, a `--listen` that is no address) is bad input, exit 2; the rest (a port in
+/// use, a data directory that cannot be written) is a failure, exit 1.
+fn usage_or_failure(error: EmbeddedError) -> Box<dyn Error> {
+    match &error {
+        EmbeddedError::Config(_) | EmbeddedError::Tls { .. } => {
+            UsageError(error.to_string()).into()
+        }
+        EmbeddedError::Bind { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+            UsageError(error.to_string()).into()
+        }
+        _ => error.into(),
+    }
 }

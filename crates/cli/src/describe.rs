@@ -3,7 +3,8 @@
 //!
 //! DescribeGroups carries no generation and no leader; for kroupier groups both are decoded
 //! from the members' assignments (see `docs/protocol.md`), and each member's tasks are the full
-//! target set its assignment carries. The JSON object is the contract in `DESIGN.md`:
+//! target set its assignment carries. The table and the JSON object are documented in
+//! `docs/operations.md` ("The `kroupier` command line"):
 //!
 //! ```text
 //! {"group","state","generation","protocol_type","protocol","leader",
@@ -13,12 +14,13 @@
 //! - `generation` and `leader` (a member id) are `null` when no assignment records them: the
 //!   group rebalances, is empty, or is not a kroupier group.
 //! - `protocol_type` and `protocol` are `null` when the coordinator reports them empty (a group
-//!   that does not exist, or one that is rebalancing).
+//!   that is rebalancing, or one DescribeGroups shows as `Dead` while ListGroups lists it).
 //! - `tasks` is a sorted list for each member of a kroupier group (`[]` while the group
 //!   rebalances: Kafka shows assignments only once the group is stable), and `null` when the
 //!   tasks are unknown: a group of another protocol type (not decoded), or a member whose bytes
 //!   do not decode as kroupier's.
-//! - A group that does not exist is described with state `Dead` and no members.
+//! - A group that does not exist is no answer: the command exits 1 with the reason on stderr
+//!   and prints nothing on stdout (docs/operations.md, "Exit codes").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
@@ -40,7 +42,7 @@ pub struct GroupTarget {
     #[arg(long)]
     pub bootstrap: String,
     /// The group id.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub group: String,
     #[command(flatten)]
     pub config: CommandConfig,
@@ -301,6 +303,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         )
         .await
         .map_err(Box::<dyn Error>::from)?;
+        missing(&observer, &view, &args.target.bootstrap).await?;
         // The task store's tasks, where each runs and why some run nowhere (table only: the
         // JSON object is a contract).
         let stored = if args.json || view.protocol_type.as_deref() != Some(PROTOCOL_TYPE) {
@@ -320,6 +323,27 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         }
     }
     Ok(())
+}
+
+/// An error when `view` is of a group that does not exist. DescribeGroups answers `Dead` with
+/// no members both for a group that does not exist and (Kafka 4) for a group of another type
+/// than classic; ListGroups, which lists every group, tells them apart.
+async fn missing(observer: &Observer, view: &GroupView, bootstrap: &str) -> Result<(), String> {
+    if view.state != "Dead" || !view.members.is_empty() {
+        return Ok(());
+    }
+    let group = &view.group;
+    match observer.list_groups().await {
+        Ok(groups) if groups.iter().any(|g| &g.group_id == group) => Ok(()),
+        Ok(_) => Err(format!(
+            "group `{group}` does not exist at {bootstrap}: no member has joined it, or it was \
+             deleted; check --group (a group exists from its first member's JoinGroup)"
+        )),
+        Err(e) => Err(format!(
+            "group `{group}` is Dead with no members at {bootstrap}: it does not exist, unless it \
+             is of a type DescribeGroups cannot show, and ListGroups, which would tell, failed: {e}"
+        )),
+    }
 }
 
 /// The task store's section of `describe`'s table: every stored task with its desired state and
@@ -349,64 +373,63 @@ async fn stored_tasks(
     }
 }
 
-/// The human-readable form of a view.
+/// The human-readable form of a view: a line of the group's facts, then a table of its members
+/// (cells as [`crate::table`] writes them). `LEADER` marks the leader's row with `*`; `TASKS`
+/// counts a member's tasks and `TASK_IDS` lists them, both `-` when the tasks are unknown (a
+/// member of another protocol type, or bytes that do not decode).
 pub fn table(view: &GroupView) -> String {
-    let dash = |v: Option<&str>| v.unwrap_or("-").to_owned();
+    use crate::table::{cell, list, optional};
     let mut out = format!(
         "group {}  state {}  protocol {}/{}  generation {}  leader {}\n",
-        view.group,
-        view.state,
-        dash(view.protocol_type.as_deref()),
-        dash(view.protocol.as_deref()),
-        view.generation.map_or("-".to_owned(), |g| g.to_string()),
-        dash(view.leader.as_deref()),
+        cell(&view.group),
+        cell(&view.state),
+        optional(view.protocol_type.as_deref()),
+        optional(view.protocol.as_deref()),
+        view.generation
+            .map_or_else(|| "-".to_owned(), |g| g.to_string()),
+        optional(view.leader.as_deref()),
     );
     if view.members.is_empty() {
         out.push_str("no members\n");
         return out;
     }
-    let rows: Vec<[String; 5]> = view
+    let rows: Vec<[String; 8]> = view
         .members
         .iter()
         .map(|m| {
             let leader = view.leader.as_deref() == Some(m.member_id.as_str());
+            let (count, ids) = match &m.tasks {
+                Some(tasks) => (
+                    tasks.len().to_string(),
+                    list(tasks.iter().map(String::as_str)),
+                ),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
             [
-                format!("{}{}", m.name(), if leader { " *" } else { "" }),
-                m.member_id.clone(),
-                format!("{} {}", m.client_id, m.host),
-                m.instance_id.clone().unwrap_or_else(|| "-".into()),
-                match &m.tasks {
-                    Some(tasks) if tasks.is_empty() => "(none)".to_owned(),
-                    Some(tasks) => format!("{} {}", tasks.len(), tasks.join(",")),
-                    None => "(not decoded)".to_owned(),
-                },
+                cell(m.name()),
+                cell(&m.member_id),
+                cell(&m.client_id),
+                cell(&m.host),
+                optional(m.instance_id.as_deref()),
+                (if leader { "*" } else { "-" }).to_owned(),
+                count,
+                ids,
             ]
         })
         .collect();
-    let header = ["WORKER", "MEMBER ID", "CLIENT HOST", "INSTANCE", "TASKS"];
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: [&str; 5]| {
-        let mut s = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i == 4 {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            }
-        }
-        s.push('\n');
-        s
-    };
-    out.push_str(&line(header));
-    for row in &rows {
-        out.push_str(&line([&row[0], &row[1], &row[2], &row[3], &row[4]]));
-    }
-    out.push_str("(* leader)\n");
+    out.push_str(&crate::table::render(
+        [
+            "WORKER",
+            "MEMBER_ID",
+            "CLIENT_ID",
+            "HOST",
+            "INSTANCE_ID",
+            "LEADER",
+            "TASKS",
+            "TASK_IDS",
+        ],
+        &rows,
+    ));
     out
 }
 

@@ -1,8 +1,10 @@
 //! `kroupier`: the command line of kroupier (demo, coordinator, describe, watch, console, assign).
 //!
 //! Each subcommand lives in its own file and exposes an `Args` struct and a `run` function;
-//! `main` only parses and dispatches. Exit codes: 0 done, 1 failed, 2 bad usage (flags, or a
-//! `--command-config` file that does not parse), with the reason on stderr.
+//! `main` only parses and dispatches. Exit codes (docs/operations.md, "Exit codes"): 0 done, 1
+//! the cluster said no or the run failed, 2 bad input found before anything is sent (a
+//! [`UsageError`](command_config::UsageError), or a flag clap refuses), with the reason on
+//! stderr.
 
 mod assign;
 mod command_config;
@@ -10,8 +12,10 @@ mod console;
 mod coordinator;
 mod demo;
 mod describe;
+mod logs;
 mod placement;
 mod signal;
+mod table;
 mod tasks;
 mod watch;
 mod worker;

@@ -60,28 +60,28 @@ pub fn place(store: &StoreView, group: &GroupView) -> Vec<Placed> {
         .collect()
 }
 
-/// The table `kroupier describe` and `kroupier tasks list` print.
+/// The table `kroupier describe` and `kroupier tasks list` print (cells as [`crate::table`]
+/// writes them): `OWNER` is the worker that holds the task, `UNPLACED` why none does when the
+/// leader says; both `-` for a task no assignment mentions yet.
 pub fn table(placed: &[Placed]) -> String {
-    let mut out = format!(
-        "{:<24} {:<16} {:<8} {:>8} OWNER\n",
-        "TASK", "KIND", "STATE", "VERSION"
-    );
-    for p in placed {
-        let state = match p.state {
-            DesiredState::Running => "running",
-            DesiredState::Paused => "paused",
-        };
-        let owner = match (&p.owner, &p.unplaced) {
-            (Some(owner), _) => owner.clone(),
-            (None, Some(reason)) => format!("(unplaced: {reason})"),
-            (None, None) => "(none yet)".to_owned(),
-        };
-        out.push_str(&format!(
-            "{:<24} {:<16} {:<8} {:>8} {owner}\n",
-            p.id, p.kind, state, p.version
-        ));
-    }
-    out
+    use crate::table::{cell, optional};
+    let rows: Vec<[String; 6]> = placed
+        .iter()
+        .map(|p| {
+            [
+                cell(&p.id),
+                cell(&p.kind),
+                p.state.as_str().to_owned(),
+                p.version.to_string(),
+                optional(p.owner.as_deref()),
+                optional(p.unplaced.as_deref()),
+            ]
+        })
+        .collect();
+    crate::table::render(
+        ["TASK", "KIND", "STATE", "VERSION", "OWNER", "UNPLACED"],
+        &rows,
+    )
 }
 
 #[cfg(test)]
@@ -164,7 +164,20 @@ mod tests {
         );
         assert_eq!(placed[1].state, DesiredState::Paused);
         let table = table(&placed);
-        assert!(table.contains("(unplaced: no_eligible_member)"), "{table}");
-        assert!(table.contains("paused"), "{table}");
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows[0],
+            ["TASK", "KIND", "STATE", "VERSION", "OWNER", "UNPLACED"]
+        );
+        assert_eq!(rows[2], ["b", "beat", "paused", "1", "w2", "-"], "{table}");
+        assert_eq!(
+            rows[3],
+            ["c", "mystery", "running", "2", "-", "no_eligible_member"],
+            "{table}"
+        );
+        assert_eq!(rows[4], ["d", "beat", "running", "3", "-", "-"], "{table}");
     }
 }

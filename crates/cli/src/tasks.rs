@@ -12,7 +12,7 @@ use std::time::Duration;
 use kroupier_coordinator::log::LogError;
 use kroupier_coordinator::observer::Observer;
 use kroupier_worker::store::{
-    DesiredState, StoreError, StoreView, TaskRecord, TaskStore, tasks_topic,
+    DesiredState, StoreError, StoreView, TaskRecord, TaskStore, tasks_topic, validate_id,
 };
 use serde::Serialize;
 
@@ -148,6 +148,36 @@ impl Request {
     }
 }
 
+impl Request {
+    /// Checks what the store would refuse (the task id, a `put`'s record and its size), so
+    /// that a command bound to fail fails before it opens, let alone creates, the store.
+    fn check(&self) -> Result<(), StoreError> {
+        match self {
+            Request::List => Ok(()),
+            Request::Put(id, record) => record.encode(id).map(drop),
+            Request::Delete(id) | Request::SetState(id, ..) | Request::Restart(id) => {
+                validate_id(id)
+            }
+        }
+    }
+
+    /// What to say when the group has no task store under `topic`.
+    fn no_store(&self, group: &str, topic: &str) -> String {
+        let id = match self {
+            Request::List | Request::Put(..) => None,
+            Request::Delete(id) | Request::SetState(id, ..) | Request::Restart(id) => Some(id),
+        };
+        let what = match id {
+            Some(id) => format!("task {id:?} is not in the task store: "),
+            None => String::new(),
+        };
+        format!(
+            "{what}group `{group}` has no task store yet (no topic `{topic}`); `kroupier tasks \
+             put` creates it, or pass --topic if the workers use another one"
+        )
+    }
+}
+
 /// One task as `kroupier tasks list --json` prints it.
 #[derive(Debug, Serialize)]
 struct TaskRow<'a> {
@@ -204,22 +234,27 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         None => tasks_topic(&on.target.group).map_err(|e| UsageError(e.to_string()))?,
     };
     let request = Request::from_action(&args.action)?;
+    // Everything that can be checked here is checked before the cluster is asked anything:
+    // what the store would refuse is bad input (exit 2), as a bad flag is.
+    request.check().map_err(|e| UsageError(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         let cluster = cluster(&on.target.bootstrap, security, timeout)?;
         let work = async {
-            // Only a write may create the store: listing a group that has none says so.
-            let create = !matches!(request, Request::List);
+            // Only `put` may create the store: the other commands need a task that is in it,
+            // and a command that fails leaves nothing behind.
+            let create = matches!(request, Request::Put(..));
             let store = match TaskStore::open(cluster.clone(), topic.clone(), create).await {
                 Err(StoreError::Log(LogError::Missing { .. })) => {
-                    return Err(format!(
-                        "group `{}` has no task store yet (no topic `{topic}`); `kroupier tasks \
-                         put` creates it, or pass --topic if the workers use another one",
-                        on.target.group
-                    )
-                    .into());
+                    return Err(request.no_store(&on.target.group, &topic).into());
+                }
+                // A --topic Kafka cannot name a topic (refused before anything is sent).
+                Err(StoreError::Log(LogError::Kafka {
+                    code: 17, message, ..
+                })) => {
+                    return Err(UsageError(format!("--topic: {message}")).into());
                 }
                 opened => opened?,
             };

@@ -22,7 +22,7 @@ use kroupier_worker::shutdown::{Outcome, two_signals};
 use kroupier_worker::{Kind, Task, TaskContext, TaskError, WorkerBuilder, WorkerConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::command_config::CommandConfig;
+use crate::command_config::{CommandConfig, UsageError};
 
 /// Arguments of `kroupier worker`.
 #[derive(Debug, clap::Args)]
@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub bootstrap: String,
     /// The group id the workers share.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub group: String,
     /// This worker's id (shown by describe and in journals).
     #[arg(long)]
@@ -105,12 +105,7 @@ impl Task for Beat {
 /// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group); a second
 /// signal exits at once.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    crate::logs::init();
     if args.exit_with_stdin {
         std::thread::spawn(|| {
             let mut sink = [0u8; 64];
@@ -144,6 +139,9 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if !config.status.fast_failover {
         config.status.addr = None;
     }
+
+    // A config that cannot work is bad input (exit 2), found before anything connects.
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
 
     let worker_id: Arc<str> = args.worker_id.as_str().into();
     let journal_dir = args.journal_dir.clone();

@@ -183,10 +183,33 @@ async fn describe_json_shows_two_workers_and_their_tasks_on_the_embedded_coordin
         "{text}"
     );
 
-    // A group that does not exist is Dead, with no members.
-    let missing = describe_json(bootstrap.clone(), "no-such-group").await;
-    assert_eq!(missing["state"], "Dead");
-    assert_eq!(missing["members"], serde_json::json!([]));
+    // A group that does not exist is no answer: exit 1, the reason on stderr, nothing on
+    // stdout, with or without --json.
+    for json in [true, false] {
+        let bootstrap = bootstrap.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            let mut args = vec![
+                "describe",
+                "--bootstrap",
+                &bootstrap,
+                "--group",
+                "no-such-group",
+            ];
+            if json {
+                args.push("--json");
+            }
+            kroupier(&args)
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("group `no-such-group` does not exist"),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty(), "json {json}: stdout printed");
+    }
 
     for worker in workers {
         worker.shutdown().await.unwrap();
@@ -256,6 +279,18 @@ fn bad_arguments_exit_2() {
         &["demo", "--tasks", "lots"][..],
         &["watch"][..],
         &["no-such-command"][..],
+        &["describe", "--bootstrap", "127.0.0.1:9092", "--group", ""][..],
+        &["watch", "--bootstrap", "127.0.0.1:9092", "--group", ""][..],
+        &["console", "--bootstrap", "127.0.0.1:9092", "--group", ""][..],
+        &[
+            "tasks",
+            "list",
+            "--bootstrap",
+            "127.0.0.1:9092",
+            "--group",
+            "",
+        ][..],
+        &["demo", "--group", ""][..],
     ] {
         let output = kroupier(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
@@ -322,12 +357,16 @@ fn coordinator_prints_its_bootstrap_serves_describe_and_stops_on_sigterm() {
         "nobody",
         "--json",
     ]);
-    let view: Value = serde_json::from_slice(&output.stdout).expect("describe --json");
-    assert_eq!(view["state"], "Dead");
+    // SIGTERM first, so that a failed assertion leaves no coordinator behind.
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "nobody is a group that does not exist"
+    );
 }

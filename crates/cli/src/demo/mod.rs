@@ -33,6 +33,7 @@ use kroupier_worker::journal::unix_ms;
 
 use crate::command_config::{CommandConfig, UsageError};
 use crate::describe::{self, GroupView};
+use crate::watch::lines::Changes;
 use crate::watch::model::{self, Move, Tracker};
 use crate::watch::view::{Screen, Ui};
 use workers::{Launch, Workers};
@@ -53,7 +54,7 @@ pub struct Args {
     #[arg(long)]
     bootstrap: Option<String>,
     /// The group id (default: `kroupier-demo-<pid>`).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     group: Option<String>,
     /// The workers' session timeout: with `--no-fast-failover` the killed worker's tasks move
     /// after two of them (its session, then a hold as long, since nothing proves it stopped);
@@ -94,7 +95,10 @@ const HOLD: Duration = Duration::from_secs(4);
 /// Runs the command.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if args.heartbeat_interval_ms >= args.session_timeout_ms {
-        return Err("--heartbeat-interval-ms must be below --session-timeout-ms".into());
+        return Err(UsageError(
+            "--heartbeat-interval-ms must be below --session-timeout-ms".to_owned(),
+        )
+        .into());
     }
     if args.config.command_config.is_some() && args.bootstrap.is_none() {
         return Err(UsageError(
@@ -104,6 +108,10 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         .into());
     }
     let security = args.config.security()?;
+    if let Some(bootstrap) = &args.bootstrap {
+        // A --bootstrap that names no server is bad input, found before any worker starts.
+        describe::cluster(bootstrap, security.clone(), Duration::from_secs(5))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -154,7 +162,7 @@ struct Progress {
     start: Instant,
     title: String,
     notes: Vec<String>,
-    last_line: String,
+    changes: Changes,
 }
 
 impl Progress {
@@ -194,36 +202,8 @@ impl Progress {
             }
             return Ok(());
         }
-        for m in fresh {
-            self.note(format!(
-                "{}: {} → {} (unowned {:.2} s)",
-                m.task,
-                m.from,
-                m.to,
-                m.unowned_for.as_secs_f64()
-            ));
-        }
-        if let Some(view) = view.filter(|v| v.state != "Stable") {
-            let line = format!("{}: {} members", view.state, view.members.len());
-            if line != self.last_line {
-                self.last_line = line.clone();
-                self.note(line);
-            }
-        } else if let Some(view) = view {
-            let line = format!(
-                "{} generation {}: {}",
-                view.state,
-                view.generation.map_or("-".into(), |g| g.to_string()),
-                view.members
-                    .iter()
-                    .map(|m| format!("{} {}", m.name(), m.tasks.as_ref().map_or(0, Vec::len)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            if line != self.last_line {
-                self.last_line = line.clone();
-                self.note(line);
-            }
+        for line in self.changes.plain(view, error, fresh) {
+            self.note(line);
         }
         Ok(())
     }
@@ -361,7 +341,7 @@ async fn demo(
             start,
             title,
             notes: Vec::new(),
-            last_line: String::new(),
+            changes: Changes::new(),
         },
         deadline: start + Duration::from_secs(args.timeout),
         workers,

@@ -123,6 +123,13 @@ fn a_dead_group_has_nulls_and_no_members() {
     assert!(table(&view).contains("no members"));
 }
 
+/// The table's lines, split into words.
+fn words(text: &str) -> Vec<Vec<&str>> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}
+
 #[test]
 fn the_table_marks_the_leader_and_lists_tasks() {
     let view = build_view(group(
@@ -134,7 +141,119 @@ fn the_table_marks_the_leader_and_lists_tasks() {
         )],
     ));
     let text = table(&view);
-    assert!(text.contains("worker-a *"), "{text}");
-    assert!(text.contains("2 task-0,task-1"), "{text}");
+    let rows = words(&text);
+    assert_eq!(
+        rows[1],
+        [
+            "WORKER",
+            "MEMBER_ID",
+            "CLIENT_ID",
+            "HOST",
+            "INSTANCE_ID",
+            "LEADER",
+            "TASKS",
+            "TASK_IDS"
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        rows[2],
+        [
+            "worker-a",
+            "m-a",
+            "kroupier-worker-a",
+            "/127.0.0.1",
+            "-",
+            "*",
+            "2",
+            "task-0,task-1"
+        ],
+        "{text}"
+    );
     assert!(text.contains("generation 1"), "{text}");
+    assert!(!text.contains("(* leader)"), "{text}");
+}
+
+#[test]
+fn no_row_is_marked_leader_when_no_assignment_names_one() {
+    let mut consumer = member("m-1", "ignored", None);
+    consumer.metadata = Bytes::from_static(b"consumer bytes");
+    let text = table(&build_view(group("consumer", vec![consumer])));
+    let rows = words(&text);
+    assert_eq!(rows[2][5], "-", "{text}");
+    assert_eq!(&rows[2][6..], ["-", "-"], "tasks unknown: {text}");
+    assert!(!text.contains('*') && !text.contains("leader)"), "{text}");
+}
+
+#[test]
+fn every_value_is_one_word_of_the_table() {
+    let mut spaced = member("m 1", "worker one", Some(assignment("m 1", 2, &[])));
+    spaced.client_id = "my client".into();
+    spaced.group_instance_id = Some(String::new());
+    let mut view = build_view(group("kroupier", vec![spaced]));
+    view.group = "a group".into();
+    let text = table(&view);
+    assert!(
+        text.starts_with(
+            "group a%20group  state Stable  protocol kroupier/sticky  generation 2  leader m%201\n"
+        ),
+        "{text}"
+    );
+    let rows = words(&text);
+    for row in &rows[1..] {
+        assert_eq!(row.len(), 8, "{text}");
+    }
+    assert_eq!(
+        rows[2],
+        [
+            "worker%20one",
+            "m%201",
+            "my%20client",
+            "/127.0.0.1",
+            "-",
+            "*",
+            "0",
+            "-"
+        ],
+        "{text}"
+    );
+}
+
+/// The group docs/operations.md shows as an example.
+fn documented_group() -> GroupView {
+    let mut one = member(
+        "kroupier-w1-3f2c…",
+        "w1",
+        Some(assignment("kroupier-w1-3f2c…", 4, &["task-0", "task-2"])),
+    );
+    one.client_id = "kroupier-w1".into();
+    let mut two = member(
+        "kroupier-w2-81aa…",
+        "w2",
+        Some(assignment("kroupier-w1-3f2c…", 4, &["task-1"])),
+    );
+    two.client_id = "kroupier-w2".into();
+    let mut description = group("kroupier", vec![two, one]);
+    description.group_id = "beats".into();
+    description.protocol = "cooperative".into();
+    build_view(description)
+}
+
+const OPERATIONS: &str = include_str!("../../../../docs/operations.md");
+
+#[test]
+fn the_documented_table_and_json_are_what_describe_prints() {
+    let view = documented_group();
+    let text = table(&view);
+    assert!(
+        OPERATIONS.contains(&text),
+        "docs/operations.md shows:\n{text}"
+    );
+    let json = OPERATIONS
+        .split("`--json` prints one object on one line instead:\n\n```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/operations.md has describe's JSON example");
+    let documented: serde_json::Value = serde_json::from_str(json).expect("the example parses");
+    assert_eq!(documented, serde_json::to_value(&view).unwrap());
 }
