@@ -56,13 +56,12 @@ pub struct Args {
     /// The group id (default: `kroupier-demo-<pid>`).
     #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     group: Option<String>,
-    /// The workers' session timeout: with `--no-fast-failover` the killed worker's tasks move
-    /// after two of them (its session, then a hold as long, since nothing proves it stopped);
-    /// with fast failover, its peers see its process end at once.
+    /// The workers' session timeout: how soon the killed worker's tasks move with
+    /// `--no-fast-failover` (with fast failover, its peers see its process end at once).
     #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(1..))]
     session_timeout_ms: u64,
     /// Turn the workers' fast failover off: the killed worker's tasks move after its session
-    /// timeout and a hold as long, as without kroupier's peer links.
+    /// timeout, as on Kafka's group protocol without kroupier's peer links.
     #[arg(long)]
     no_fast_failover: bool,
     /// Skip the last step, which adds a task at run time through the group's task store and
@@ -495,8 +494,8 @@ async fn demo(
     } else {
         format!(
             "fast failover off: the coordinator expires a dead worker {:.1} s, the session \
-             timeout, after its last heartbeat, and its tasks then wait one more session, since \
-             nothing proves it is not still running",
+             timeout, after its last heartbeat (then the leader, in the same network, sees its \
+             port refuse: its tasks need no hold)",
             session.as_secs_f64()
         )
     };
