@@ -46,9 +46,10 @@ struct Args {
     /// This worker's id (shown in status and journals).
     #[arg(long)]
     worker_id: String,
-    /// How many tasks the group runs: `task-0` .. `task-{N-1}`.
-    #[arg(long)]
-    tasks: usize,
+    /// How many tasks the group runs: `task-0` .. `task-{N-1}`, at most 1,000,000 (each is a
+    /// catalogue entry every worker holds in memory).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    tasks: u32,
     /// Where the status API listens (`/status`, `/metrics`, `/healthz`, `/readyz`); port 0 picks one.
     #[arg(long, default_value = "127.0.0.1:0")]
     status_addr: SocketAddr,
