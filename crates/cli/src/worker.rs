@@ -36,9 +36,9 @@ pub struct Args {
     /// This worker's id (shown by describe and in journals).
     #[arg(long)]
     pub worker_id: String,
-    /// How many tasks the group runs: `task-0` .. `task-{N-1}`.
-    #[arg(long)]
-    pub tasks: usize,
+    /// How many tasks the group runs: `task-0` .. `task-{N-1}`, at most 1,000,000.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub tasks: u32,
     /// Write each task's beats to `DIR/<task-id>.log`.
     #[arg(long)]
     pub journal_dir: Option<PathBuf>,
@@ -214,6 +214,23 @@ mod tests {
         ];
         let tasks = ["--tasks", "1"];
         Cli::parse_from(worker.iter().chain(&tasks).chain(extra)).worker
+    }
+
+    #[test]
+    fn more_tasks_than_a_worker_can_hold_are_bad_input() {
+        let worker = [
+            "kroupier",
+            "--bootstrap",
+            "b:1",
+            "--group",
+            "g",
+            "--worker-id",
+            "w",
+        ];
+        let error =
+            Cli::try_parse_from(worker.iter().chain(&["--tasks", "4294967296"])).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("1000000"), "{error}");
     }
 
     #[test]
