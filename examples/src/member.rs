@@ -12,7 +12,7 @@ use kroupier::election::ElectionEvent;
 use kroupier::worker::journal::unix_ms;
 use tokio::task::JoinError;
 
-use crate::command_config;
+use crate::SessionArgs;
 
 /// The group member's settings, as every election-shaped example takes them.
 #[derive(Debug, clap::Args)]
@@ -26,15 +26,13 @@ pub struct MemberArgs {
     /// This member's stable id (the lowest id leads when nobody led before).
     #[arg(long)]
     pub id: String,
-    /// Kafka's `session.timeout.ms`: how soon a dead leader is replaced.
-    #[arg(long, default_value_t = 10_000)]
-    pub session_timeout_ms: u64,
-    /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
-    #[arg(long, default_value_t = 3_000)]
-    pub heartbeat_interval_ms: u64,
+    /// Kafka's session settings: how soon a dead leader is replaced.
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
     /// `ssl.truststore.location`, ...), as Kafka's own tools take them. The connection's
-    /// security comes from them; other keys are checked but not used.
+    /// security and the session settings come from them (a flag given wins); other keys are
+    /// checked but not used.
     #[arg(long, value_name = "FILE")]
     pub command_config: Option<PathBuf>,
 }
@@ -45,18 +43,15 @@ impl MemberArgs {
     /// # Errors
     /// The command config file's error, naming the file.
     pub fn member_config(&self, program: &str) -> Result<MemberConfig, String> {
-        let mut config = MemberConfig::new(&self.bootstrap, &self.group).with_timeouts(
-            Duration::from_millis(self.session_timeout_ms),
-            Duration::from_millis(self.heartbeat_interval_ms),
-        );
+        let file = self.session.worker_config(self.command_config.as_deref())?;
+        let membership = &file.member.membership;
+        let mut config = MemberConfig::new(&self.bootstrap, &self.group)
+            .with_timeouts(membership.session_timeout, membership.heartbeat_interval);
         // No client-side guess of the broker's session bounds: the broker checks the session
         // timeout against its own group.min/max.session.timeout.ms, and its error names them.
         config.membership.min_session_timeout = Duration::ZERO;
         config.cluster.connection.client_id = format!("{program}-{}", self.id);
-        config.cluster.security = command_config(self.command_config.as_deref())?
-            .member
-            .cluster
-            .security;
+        config.cluster.security = file.member.cluster.security;
         Ok(config)
     }
 }
@@ -148,6 +143,34 @@ mod tests {
         assert_eq!(config.membership.heartbeat_interval, Duration::from_secs(1));
         assert_eq!(config.cluster.connection.client_id, "example-a");
         assert_eq!(config.cluster.bootstrap_servers, ["127.0.0.1:9092"]);
+    }
+
+    /// A `--command-config` file holding `text`, for this test process.
+    fn properties(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("kroupier-member-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the test dir");
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write the properties file");
+        path
+    }
+
+    #[test]
+    fn the_files_session_timeout_wins_over_the_default_and_a_given_flag_over_the_file() {
+        let path = properties("session.properties", "session.timeout.ms=500\n");
+        let path = path.to_str().unwrap();
+        let member = ["x", "--bootstrap", "b:1", "--group", "g", "--id", "a"];
+        let file_only = Cli::parse_from(member.into_iter().chain(["--command-config", path]));
+        let config = file_only.member.member_config("example").unwrap();
+        assert_eq!(
+            config.membership.session_timeout,
+            Duration::from_millis(500)
+        );
+        assert_eq!(config.membership.heartbeat_interval, Duration::from_secs(3));
+
+        let flag = ["--command-config", path, "--session-timeout-ms", "6000"];
+        let both = Cli::parse_from(member.into_iter().chain(flag));
+        let config = both.member.member_config("example").unwrap();
+        assert_eq!(config.membership.session_timeout, Duration::from_secs(6));
     }
 
     #[test]

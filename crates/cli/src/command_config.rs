@@ -9,7 +9,8 @@
 //!
 //! - `describe`, `watch` and `demo --bootstrap` connect with the file's security settings
 //!   (TLS, SASL); its other keys are checked but not used.
-//! - The workers `demo` starts get the file as is: its keys apply, then their flags.
+//! - The workers `demo` starts get the file as is: their defaults, then its keys, then the
+//!   flags given.
 
 use std::error::Error;
 use std::fmt;
@@ -40,16 +41,18 @@ pub struct CommandConfig {
 }
 
 impl CommandConfig {
-    /// The worker configuration the file describes (the defaults without a file).
+    /// `defaults` with the file's keys set over them (`defaults` without a file): what the file
+    /// leaves out keeps its default, so a subcommand's own defaults never override the file.
     ///
     /// # Errors
     /// A [`UsageError`] naming the file and the key at fault.
-    pub fn worker_config(&self) -> Result<WorkerConfig, UsageError> {
-        match &self.command_config {
-            None => Ok(WorkerConfig::default()),
-            Some(path) => WorkerConfig::from_properties_file(path)
-                .map_err(|e| UsageError(format!("--command-config {}: {e}", path.display()))),
+    pub fn worker_config(&self, mut defaults: WorkerConfig) -> Result<WorkerConfig, UsageError> {
+        if let Some(path) = &self.command_config {
+            defaults
+                .set_properties_file(path)
+                .map_err(|e| UsageError(format!("--command-config {}: {e}", path.display())))?;
         }
+        Ok(defaults)
     }
 
     /// The connection security the file sets (PLAINTEXT without a file).
@@ -57,6 +60,10 @@ impl CommandConfig {
     /// # Errors
     /// As [`worker_config`](Self::worker_config).
     pub fn security(&self) -> Result<Security, UsageError> {
-        Ok(self.worker_config()?.member.cluster.security)
+        Ok(self
+            .worker_config(WorkerConfig::default())?
+            .member
+            .cluster
+            .security)
     }
 }

@@ -36,19 +36,20 @@ pub struct Args {
     /// This worker's id (shown by describe and in journals).
     #[arg(long)]
     pub worker_id: String,
-    /// How many tasks the group runs: `task-0` .. `task-{N-1}`.
-    #[arg(long)]
-    pub tasks: usize,
+    /// How many tasks the group runs: `task-0` .. `task-{N-1}`, at most 1,000,000.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub tasks: u32,
     /// Write each task's beats to `DIR/<task-id>.log`.
     #[arg(long)]
     pub journal_dir: Option<PathBuf>,
     /// Kafka's `session.timeout.ms`: how soon a dead worker's tasks move when its death cannot
-    /// be proved (a host crash, a partition; any death with fast failover off).
-    #[arg(long, default_value_t = 3_000)]
-    pub session_timeout_ms: u64,
-    /// Kafka's `heartbeat.interval.ms`.
-    #[arg(long, default_value_t = 500)]
-    pub heartbeat_interval_ms: u64,
+    /// be proved (a host crash, a partition; any death with fast failover off). Default: the
+    /// `--command-config` file's, else 3000.
+    #[arg(long)]
+    pub session_timeout_ms: Option<u64>,
+    /// Kafka's `heartbeat.interval.ms`. Default: the `--command-config` file's, else 500.
+    #[arg(long)]
+    pub heartbeat_interval_ms: Option<u64>,
     /// Exit at once when standard input closes (the parent is gone).
     #[arg(long)]
     pub exit_with_stdin: bool,
@@ -102,6 +103,45 @@ impl Task for Beat {
     }
 }
 
+/// The worker's configuration: its defaults (a 3 s session, 500 ms heartbeats), then the
+/// `--command-config` file's keys, then the flags given.
+///
+/// # Errors
+/// A [`UsageError`] (exit code 2) for a file that cannot be read or a config that cannot work,
+/// found before anything connects.
+fn worker_config(args: &Args) -> Result<WorkerConfig, UsageError> {
+    // The default assignor (cooperative) moves a dead worker's tasks at once; the abort
+    // timeout is derived from the session, within the self-fencing margin.
+    let mut defaults = WorkerConfig::default();
+    defaults.member.membership.session_timeout = Duration::from_secs(3);
+    defaults.member.membership.heartbeat_interval = Duration::from_millis(500);
+    let mut config = args.config.worker_config(defaults)?;
+    let member = &mut config.member;
+    args.group.clone_into(&mut member.membership.group_id);
+    member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
+    member.cluster.connection.client_id = format!("kroupier-{}", args.worker_id);
+    if let Some(ms) = args.session_timeout_ms {
+        member.membership.session_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = args.heartbeat_interval_ms {
+        member.membership.heartbeat_interval = Duration::from_millis(ms);
+    }
+    config.worker_id = args.worker_id.clone();
+    if args.no_fast_failover {
+        config.status.fast_failover = false;
+    }
+    if args.task_store {
+        config.tasks.store.enabled = true;
+    }
+    // The status API (on a free loopback port) is what fast failover watches.
+    if !config.status.fast_failover {
+        config.status.addr = None;
+    }
+    // A config that cannot work is bad input (exit 2), found before anything connects.
+    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    Ok(config)
+}
+
 /// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group); a second
 /// signal exits at once.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
@@ -119,29 +159,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create the journal dir {}: {e}", dir.display()))?;
     }
-    // The default assignor (cooperative) moves a dead worker's tasks at once; the abort
-    // timeout is derived from the session, within the self-fencing margin.
-    let mut config: WorkerConfig = args.config.worker_config()?;
-    let member = &mut config.member;
-    args.group.clone_into(&mut member.membership.group_id);
-    member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
-    member.cluster.connection.client_id = format!("kroupier-{}", args.worker_id);
-    member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);
-    member.membership.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
-    config.worker_id = args.worker_id.clone();
-    if args.no_fast_failover {
-        config.status.fast_failover = false;
-    }
-    if args.task_store {
-        config.tasks.store.enabled = true;
-    }
-    // The status API (on a free loopback port) is what fast failover watches.
-    if !config.status.fast_failover {
-        config.status.addr = None;
-    }
-
-    // A config that cannot work is bad input (exit 2), found before anything connects.
-    config.validate().map_err(|e| UsageError(e.to_string()))?;
+    let config = worker_config(args)?;
 
     let worker_id: Arc<str> = args.worker_id.as_str().into();
     let journal_dir = args.journal_dir.clone();
@@ -170,4 +188,87 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             Outcome::Finished(exit) => exit.map(drop).map_err(Into::into),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        worker: Args,
+    }
+
+    fn parse(extra: &[&str]) -> Args {
+        let worker = [
+            "kroupier",
+            "--bootstrap",
+            "b:1",
+            "--group",
+            "g",
+            "--worker-id",
+            "w",
+        ];
+        let tasks = ["--tasks", "1"];
+        Cli::parse_from(worker.iter().chain(&tasks).chain(extra)).worker
+    }
+
+    #[test]
+    fn more_tasks_than_a_worker_can_hold_are_bad_input() {
+        let worker = [
+            "kroupier",
+            "--bootstrap",
+            "b:1",
+            "--group",
+            "g",
+            "--worker-id",
+            "w",
+        ];
+        let error =
+            Cli::try_parse_from(worker.iter().chain(&["--tasks", "4294967296"])).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        assert!(error.to_string().contains("1000000"), "{error}");
+    }
+
+    #[test]
+    fn the_files_session_timeout_wins_over_the_default_and_a_given_flag_over_the_file() {
+        let dir = std::env::temp_dir().join(format!("kroupier-cli-worker-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("session.properties");
+        std::fs::write(
+            &path,
+            "session.timeout.ms=2000\nheartbeat.interval.ms=400\n",
+        )
+        .unwrap();
+        let path = path.to_str().unwrap();
+
+        let config = worker_config(&parse(&["--command-config", path])).unwrap();
+        let membership = &config.member.membership;
+        assert_eq!(membership.session_timeout, Duration::from_secs(2));
+        assert_eq!(membership.heartbeat_interval, Duration::from_millis(400));
+
+        let flag = ["--command-config", path, "--session-timeout-ms", "6000"];
+        let config = worker_config(&parse(&flag)).unwrap();
+        assert_eq!(
+            config.member.membership.session_timeout,
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            config.member.membership.heartbeat_interval,
+            Duration::from_millis(400)
+        );
+
+        let config = worker_config(&parse(&[])).unwrap();
+        assert_eq!(
+            config.member.membership.session_timeout,
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            config.member.membership.heartbeat_interval,
+            Duration::from_millis(500)
+        );
+    }
 }

@@ -29,7 +29,7 @@ use clap::Parser;
 use kroupier::coordinator::connection::Cluster;
 use kroupier::coordinator::driver::{Member, MemberConfig};
 use kroupier_examples::consumer::{Assignor, ConsumerProtocol, Ownership, partition_counts};
-use kroupier_examples::{command_config, terminated};
+use kroupier_examples::{SessionArgs, terminated};
 use tokio::sync::mpsc;
 
 /// How often the partition counts are read again.
@@ -58,14 +58,11 @@ struct Args {
     /// rack-aware assignors. kroupier's own assignors do not use racks.
     #[arg(long)]
     client_rack: Option<String>,
-    /// Kafka's `session.timeout.ms`.
-    #[arg(long, default_value_t = 10_000)]
-    session_timeout_ms: u64,
-    /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
-    #[arg(long, default_value_t = 3_000)]
-    heartbeat_interval_ms: u64,
+    #[command(flatten)]
+    session: SessionArgs,
     /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
-    /// `ssl.truststore.location`, ...), as Kafka's own tools take them.
+    /// `ssl.truststore.location`, ...), as Kafka's own tools take them. The connection's
+    /// security and the session settings come from them (a flag given wins).
     #[arg(long, value_name = "FILE")]
     command_config: Option<PathBuf>,
 }
@@ -103,20 +100,22 @@ async fn main() -> ExitCode {
         eprintln!("consumer_group: unknown assignor {:?}", args.assignor);
         return ExitCode::from(2);
     };
-    let session = Duration::from_millis(args.session_timeout_ms);
-    let heartbeat = Duration::from_millis(args.heartbeat_interval_ms);
-    let mut config =
-        MemberConfig::new(&args.bootstrap, &args.group).with_timeouts(session, heartbeat);
-    // The broker checks the session timeout against its own bounds, and its error names them.
-    config.membership.min_session_timeout = Duration::ZERO;
-    config.cluster.connection.client_id = args.id.clone();
-    match command_config(args.command_config.as_deref()) {
-        Ok(file) => config.cluster.security = file.member.cluster.security,
+    // The session settings: a flag given, else the file's, else the defaults; the connection's
+    // security from the file.
+    let file = match args.session.worker_config(args.command_config.as_deref()) {
+        Ok(file) => file,
         Err(e) => {
             eprintln!("consumer_group: {e}");
             return ExitCode::from(2);
         }
-    }
+    };
+    let membership = &file.member.membership;
+    let mut config = MemberConfig::new(&args.bootstrap, &args.group)
+        .with_timeouts(membership.session_timeout, membership.heartbeat_interval);
+    // The broker checks the session timeout against its own bounds, and its error names them.
+    config.membership.min_session_timeout = Duration::ZERO;
+    config.cluster.connection.client_id = args.id.clone();
+    config.cluster.security = file.member.cluster.security;
     let cluster = match Cluster::new(config.cluster.clone()) {
         Ok(cluster) => cluster,
         Err(e) => {

@@ -12,8 +12,8 @@
 //! only after its lease check passes. Prints one JSON line per change on stdout (an assignment
 //! with where its time went: `join_ms`, the leader's `assign_ms`, `sync_ms`, `apply_ms`); logs go to
 //! stderr (`RUST_LOG`). `--command-config FILE` takes Kafka client properties (TLS, SASL, and
-//! any key of `kroupier::worker::config`, such as `kroupier.status.token`); the flags apply over
-//! them. SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
+//! any key of `kroupier::worker::config`, such as `kroupier.status.token`); the flags given
+//! apply over them, and the defaults only to what neither sets. SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
 //! signal exits at once.
 
 use std::collections::BTreeSet;
@@ -31,7 +31,7 @@ use kroupier::worker::journal::unix_ms;
 use kroupier::worker::shutdown::{Outcome, two_signals};
 use kroupier::worker::{AssignedTimes, WorkerBuilder, WorkerConfig, WorkerEvent};
 use kroupier_examples::beat::{BEAT, Beat, BeatConfig, BeatEnv};
-use kroupier_examples::{command_config, os_signals};
+use kroupier_examples::{SessionArgs, os_signals};
 
 /// Run `beat` tasks in a Kafka group.
 #[derive(Debug, Parser)]
@@ -46,21 +46,19 @@ struct Args {
     /// This worker's id (shown in status and journals).
     #[arg(long)]
     worker_id: String,
-    /// How many tasks the group runs: `task-0` .. `task-{N-1}`.
+    /// How many tasks the group runs: `task-0` .. `task-{N-1}`, at most 1,000,000 (each is a
+    /// catalogue entry every worker holds in memory).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    tasks: u32,
+    /// Where the status API listens (`/status`, `/metrics`, `/healthz`, `/readyz`); port 0 picks
+    /// one (default: the `--command-config` file's `kroupier.status.addr`, else 127.0.0.1:0).
     #[arg(long)]
-    tasks: usize,
-    /// Where the status API listens (`/status`, `/metrics`, `/healthz`, `/readyz`); port 0 picks one.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    status_addr: SocketAddr,
+    status_addr: Option<SocketAddr>,
     /// Write each task's beats to `DIR/<task-id>.log`.
     #[arg(long)]
     journal_dir: Option<PathBuf>,
-    /// Kafka's `session.timeout.ms`: how soon a dead worker's tasks move.
-    #[arg(long, default_value_t = 10_000)]
-    session_timeout_ms: u64,
-    /// Kafka's `heartbeat.interval.ms`; about a third of the session timeout.
-    #[arg(long, default_value_t = 3_000)]
-    heartbeat_interval_ms: u64,
+    #[command(flatten)]
+    session: SessionArgs,
     /// Static membership: `group.instance.id` = the worker id, so a restart moves nothing.
     #[arg(long = "static")]
     static_membership: bool,
@@ -90,7 +88,8 @@ struct Args {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     beat_ms: u64,
     /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
-    /// `ssl.truststore.location`, ...), as Kafka's own tools take them; the flags apply over them.
+    /// `ssl.truststore.location`, ...), as Kafka's own tools take them; the flags given apply
+    /// over them.
     #[arg(long, value_name = "FILE")]
     command_config: Option<PathBuf>,
 }
@@ -168,7 +167,8 @@ async fn main() -> ExitCode {
 
     // The worker: where Kafka is, which group, how fast to fail over. What depends on the
     // session (self-fencing margin, abort timeout) is derived from it.
-    let mut config: WorkerConfig = match command_config(args.command_config.as_deref()) {
+    let mut config: WorkerConfig = match args.session.worker_config(args.command_config.as_deref())
+    {
         Ok(config) => config,
         Err(e) => {
             eprintln!("quickstart: {e}");
@@ -179,8 +179,6 @@ async fn main() -> ExitCode {
     args.group.clone_into(&mut member.membership.group_id);
     member.cluster.bootstrap_servers = args.bootstrap.split(',').map(str::to_owned).collect();
     member.cluster.connection.client_id = format!("quickstart-{}", args.worker_id);
-    member.membership.session_timeout = Duration::from_millis(args.session_timeout_ms);
-    member.membership.heartbeat_interval = Duration::from_millis(args.heartbeat_interval_ms);
     member.membership.group_instance_id = args
         .instance_id
         .clone()
@@ -189,7 +187,9 @@ async fn main() -> ExitCode {
         member.membership.rebalance_timeout = Duration::from_millis(ms);
     }
     config.worker_id = args.worker_id.clone();
-    config.status.addr = Some(args.status_addr);
+    if let Some(addr) = args.status_addr {
+        config.status.addr = Some(addr);
+    }
     config.tasks.restart.max_attempts = args.max_attempts;
     config.tasks.restart.initial_backoff = Duration::from_millis(args.restart_backoff_ms);
 

@@ -157,6 +157,19 @@ impl WorkerConfig {
     /// # Errors
     /// [`PropertiesError::Read`], [`PropertiesError::Syntax`], or those of `from_properties`.
     pub fn from_properties_file(path: impl AsRef<Path>) -> Result<Self, PropertiesError> {
+        let mut config = WorkerConfig::default();
+        config.set_properties_file(path)?;
+        Ok(config)
+    }
+
+    /// Sets the fields that the keys of a Java `.properties` file name (as
+    /// [`from_properties_file`](Self::from_properties_file) reads it), over this config: what
+    /// the file leaves out keeps its value here. A program with defaults of its own sets them
+    /// first, then the file, then the flags its user gave.
+    ///
+    /// # Errors
+    /// As [`from_properties_file`](Self::from_properties_file).
+    pub fn set_properties_file(&mut self, path: impl AsRef<Path>) -> Result<(), PropertiesError> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| PropertiesError::Read {
             path: path.to_owned(),
@@ -167,7 +180,10 @@ impl WorkerConfig {
             line,
             reason,
         })?;
-        Self::from_properties(&properties)
+        for (key, value) in &properties {
+            self.set_property(key, value)?;
+        }
+        self.apply_security_properties()
     }
 
     /// Sets the field that Kafka client property `key` names.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use kroupier_assignor::{Assignor, RebalanceProtocol, TaskSet};
+use kroupier_assignor::{Assignor, RebalanceProtocol, TaskSet, UnplacedReason};
 use kroupier_coordinator::membership::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
 use super::proof::{self, Proofs};
 use crate::catalogue::Catalogue;
-use crate::protocol::PROTOCOL_TYPE;
+use crate::protocol::{MemberMetadata, PROTOCOL_TYPE};
 use crate::runtime::Runtime;
 use crate::supervisor::StopReport;
 
@@ -457,9 +457,35 @@ impl GroupProtocol for WorkerProtocol {
             .collect();
         {
             let state = self.state();
-            for (task, reason) in &outcome.unplaced {
-                if !state.unplaced.contains(task) {
-                    tracing::warn!(task = %task, ?reason, "task not assigned to any worker");
+            let fresh: Vec<&(String, UnplacedReason)> = outcome
+                .unplaced
+                .iter()
+                .filter(|(task, _)| !state.unplaced.contains(task))
+                .collect();
+            // Decoded only when there is something to say: the metadata lists what each
+            // member owns.
+            let leaving = if fresh.is_empty() {
+                0
+            } else {
+                members_leaving(members)
+            };
+            match unplaced_warning(fresh.len(), leaving, members.len()) {
+                UnplacedWarning::Quiet => {}
+                UnplacedWarning::EachTask => {
+                    for (task, reason) in fresh {
+                        tracing::warn!(task = %task, ?reason, "task not assigned to any worker");
+                    }
+                }
+                UnplacedWarning::Count => {
+                    let (task, reason) = fresh[0];
+                    tracing::warn!(
+                        count = fresh.len(),
+                        first = %task,
+                        ?reason,
+                        leaving,
+                        "tasks not assigned to any worker (the status API's /tasks lists them); \
+                         start a worker that can run them"
+                    );
                 }
             }
         }
@@ -560,12 +586,48 @@ impl GroupProtocol for WorkerProtocol {
     }
 }
 
+/// At most this many newly unplaced tasks are warned about one line each; more are one line
+/// with their count, so that a round leaving 50,000 tasks unplaced logs one line, not 50,000.
+const UNPLACED_LINES: usize = 3;
+
+/// How the leader warns about the tasks a round left unplaced that no earlier round warned about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UnplacedWarning {
+    /// Nothing to say: none are new, or every member is leaving (the group is shutting down).
+    Quiet,
+    /// One line per task: a few, and no member leaving.
+    EachTask,
+    /// One line with their count: many, or some members are leaving.
+    Count,
+}
+
+/// The warning for `fresh` newly unplaced tasks in a round of `members` members, `leaving` of
+/// which said they are leaving.
+fn unplaced_warning(fresh: usize, leaving: usize, members: usize) -> UnplacedWarning {
+    if fresh == 0 || leaving >= members {
+        UnplacedWarning::Quiet
+    } else if leaving > 0 || fresh > UNPLACED_LINES {
+        UnplacedWarning::Count
+    } else {
+        UnplacedWarning::EachTask
+    }
+}
+
+/// How many of `members` said in their metadata that they are leaving (metadata that does not
+/// decode counts as staying: the leader's assignment reports it).
+fn members_leaving(members: &[GroupMember]) -> usize {
+    members
+        .iter()
+        .filter(|m| MemberMetadata::decode(&m.metadata).is_ok_and(|metadata| metadata.leaving))
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::protocol::{Assignment, MemberMetadata};
+    use crate::protocol::Assignment;
     use crate::runtime::AssignmentChange;
     use crate::{
         FencingToken, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig,
@@ -651,6 +713,104 @@ mod tests {
             p.assign(&AssignContext::new(1, "m1", "round-robin"), &[]),
             Err(AssignError::UnknownProtocol(_))
         ));
+    }
+
+    /// Counts the WARN events about unplaced tasks ("not assigned") emitted on this thread
+    /// while it is the default subscriber.
+    #[derive(Default)]
+    struct Warnings(std::sync::atomic::AtomicUsize);
+
+    /// Whether an event's message says a task is not assigned.
+    #[derive(Default)]
+    struct NotAssigned(bool);
+
+    impl tracing::field::Visit for NotAssigned {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+            if field.name() == "message" {
+                self.0 |= format!("{value:?}").contains("not assigned");
+            }
+        }
+    }
+
+    impl tracing::Subscriber for Warnings {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut message = NotAssigned::default();
+            event.record(&mut message);
+            if *event.metadata().level() == tracing::Level::WARN && message.0 {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// The WARN lines about unplaced tasks of one `assign` by `leader` over `members`.
+    fn warnings_of_assign(leader: &WorkerProtocol, members: &[GroupMember]) -> usize {
+        let warnings = Arc::new(Warnings::default());
+        let context = AssignContext::new(3, members[0].member_id.as_str(), "cooperative");
+        tracing::subscriber::with_default(warnings.clone(), || {
+            leader.assign(&context, members).unwrap();
+        });
+        warnings.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn member(id: &str, p: &WorkerProtocol) -> GroupMember {
+        GroupMember {
+            member_id: id.into(),
+            group_instance_id: None,
+            metadata: p.protocols()[0].metadata.clone(),
+        }
+    }
+
+    #[test]
+    fn the_last_worker_leaving_warns_about_no_task() {
+        let p = protocol_with(&["cooperative"], 50);
+        p.set_leaving();
+        assert_eq!(warnings_of_assign(&p, &[member("m1", &p)]), 0);
+    }
+
+    #[test]
+    fn a_worker_leaving_warns_once_with_a_count_not_per_task() {
+        // The staying member registers no kind the catalogue uses: nothing can run the tasks.
+        let leaving = protocol_with(&["cooperative"], 50);
+        leaving.set_leaving();
+        let staying = WorkerProtocol::new(
+            Arc::new(
+                WorkerBuilder::new(WorkerConfig {
+                    worker_id: "w2".into(),
+                    ..WorkerConfig::new("g")
+                })
+                .register::<Idle>("other")
+                .build_runtime()
+                .unwrap(),
+            ),
+            vec![Arc::from(
+                kroupier_assignor::by_name("cooperative").unwrap(),
+            )],
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        );
+        let members = [member("m1", &leaving), member("m2", &staying)];
+        assert_eq!(warnings_of_assign(&leaving, &members), 1);
+    }
+
+    #[test]
+    fn unplaced_tasks_are_warned_one_by_one_only_when_few_and_nobody_leaves() {
+        use UnplacedWarning::{Count, EachTask, Quiet};
+        assert_eq!(unplaced_warning(0, 0, 2), Quiet);
+        assert_eq!(unplaced_warning(50_000, 1, 1), Quiet);
+        assert_eq!(unplaced_warning(50_000, 2, 2), Quiet);
+        assert_eq!(unplaced_warning(2, 1, 2), Count);
+        assert_eq!(unplaced_warning(UNPLACED_LINES + 1, 0, 2), Count);
+        assert_eq!(unplaced_warning(UNPLACED_LINES, 0, 2), EachTask);
     }
 
     #[test]
