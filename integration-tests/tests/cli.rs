@@ -29,6 +29,12 @@ fn unique(name: &str) -> String {
 }
 
 fn describe(bootstrap: &str, group: &str) -> Value {
+    describe_once(bootstrap, group).unwrap_or_else(|stderr| panic!("kroupier describe: {stderr}"))
+}
+
+/// `kroupier describe --json` once: the JSON object, or (exit 1: the group does not exist yet,
+/// before its first member's JoinGroup) the reason on stderr. Any other exit fails the test.
+fn describe_once(bootstrap: &str, group: &str) -> Result<Value, String> {
     let output = Command::new(binary("kroupier"))
         .args([
             "describe",
@@ -40,13 +46,12 @@ fn describe(bootstrap: &str, group: &str) -> Value {
         ])
         .output()
         .expect("run kroupier describe");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "kroupier describe: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("one JSON object")
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    match output.status.code() {
+        Some(0) => Ok(serde_json::from_slice(&output.stdout).expect("one JSON object")),
+        Some(1) if stderr.contains("does not exist") => Err(stderr),
+        code => panic!("kroupier describe exited {code:?}: {stderr}"),
+    }
 }
 
 fn keys(value: &Value) -> BTreeSet<&str> {
@@ -98,7 +103,18 @@ fn describe_json_shows_kroupier_workers_and_their_tasks() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     let view = loop {
-        let view = describe(&bootstrap, &group);
+        // The workers may not have joined yet: then the group does not exist.
+        let view = match describe_once(&bootstrap, &group) {
+            Ok(view) => view,
+            Err(not_yet) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the group never appeared: {not_yet}"
+                );
+                std::thread::sleep(Duration::from_millis(250));
+                continue;
+            }
+        };
         let tasks: usize = view["members"]
             .as_array()
             .map(|m| {
