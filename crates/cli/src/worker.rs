@@ -202,33 +202,26 @@ mod tests {
         worker: Args,
     }
 
+    /// The flags every worker needs, before `--tasks`.
+    const WORKER: [&str; 7] = [
+        "kroupier",
+        "--bootstrap",
+        "b:1",
+        "--group",
+        "g",
+        "--worker-id",
+        "w",
+    ];
+
     fn parse(extra: &[&str]) -> Args {
-        let worker = [
-            "kroupier",
-            "--bootstrap",
-            "b:1",
-            "--group",
-            "g",
-            "--worker-id",
-            "w",
-        ];
         let tasks = ["--tasks", "1"];
-        Cli::parse_from(worker.iter().chain(&tasks).chain(extra)).worker
+        Cli::parse_from(WORKER.iter().chain(&tasks).chain(extra)).worker
     }
 
     #[test]
     fn more_tasks_than_a_worker_can_hold_are_bad_input() {
-        let worker = [
-            "kroupier",
-            "--bootstrap",
-            "b:1",
-            "--group",
-            "g",
-            "--worker-id",
-            "w",
-        ];
         let error =
-            Cli::try_parse_from(worker.iter().chain(&["--tasks", "4294967296"])).unwrap_err();
+            Cli::try_parse_from(WORKER.iter().chain(&["--tasks", "4294967296"])).unwrap_err();
         assert_eq!(error.exit_code(), 2);
         assert!(error.to_string().contains("1000000"), "{error}");
     }
