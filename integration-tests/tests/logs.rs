@@ -1,15 +1,29 @@
-//! The worker's logs when stderr is a file: plain text, no colour codes (as the coordinator's).
+//! The worker binaries' logs when stderr is a file: plain text, no colour codes (as the
+//! coordinator's). Needs no broker: the workers dial a bootstrap nothing listens on.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs `binary ARGS` against a bootstrap nothing listens on, at debug level, with stderr going
-/// to a file; stops it once it logged a few lines (bounded) and returns the file's bytes.
-fn logs_to_a_file(binary: &str, args: &[&str], name: &str) -> Vec<u8> {
+use kroupier_integration_tests::process::binary;
+
+/// Runs the binary `name` with `args` against a bootstrap nothing listens on, at debug level,
+/// with stderr going to a file; stops it once it logged a few lines (bounded) and checks that
+/// the file has log lines and no colour codes.
+fn assert_plain_log_file(name: &str, args: &[&str]) {
     let path = std::env::temp_dir().join(format!("kroupier-{name}-{}.log", std::process::id()));
     let file = std::fs::File::create(&path).expect("create the log file");
-    let mut child = Command::new(binary)
+    let mut child = Command::new(binary(name))
         .args(args)
+        .args([
+            "--bootstrap",
+            "127.0.0.1:1",
+            "--group",
+            "g",
+            "--worker-id",
+            "w",
+            "--tasks",
+            "1",
+        ])
         .env("RUST_LOG", "debug")
         // tracing honours NO_COLOR; the test is about the terminal check alone.
         .env_remove("NO_COLOR")
@@ -29,33 +43,23 @@ fn logs_to_a_file(binary: &str, args: &[&str], name: &str) -> Vec<u8> {
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_file(&path);
-    bytes
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        text.contains("DEBUG") || text.contains("INFO"),
+        "{name}: no log lines: {text}"
+    );
+    assert!(
+        !text.contains('\x1b'),
+        "{name}: colour codes in a log file: {text:?}"
+    );
 }
 
 #[test]
 fn a_workers_log_file_has_no_colour_codes() {
-    let bytes = logs_to_a_file(
-        env!("CARGO_BIN_EXE_kroupier"),
-        &[
-            "worker",
-            "--bootstrap",
-            "127.0.0.1:1",
-            "--group",
-            "g",
-            "--worker-id",
-            "w",
-            "--tasks",
-            "1",
-        ],
-        "cli-worker",
-    );
-    let text = String::from_utf8_lossy(&bytes);
-    assert!(
-        text.contains("DEBUG") || text.contains("INFO"),
-        "no log lines: {text}"
-    );
-    assert!(
-        !text.contains('\x1b'),
-        "colour codes in a log file: {text:?}"
-    );
+    assert_plain_log_file("kroupier", &["worker"]);
+}
+
+#[test]
+fn the_quickstart_log_file_has_no_colour_codes() {
+    assert_plain_log_file("quickstart", &[]);
 }
