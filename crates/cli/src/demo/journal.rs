@@ -8,10 +8,21 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use kroupier_worker::journal::{Beat, Journals, read_dir};
 use kroupier_worker::journal::{NotRunningOnce, exactly_once_since, overlaps, tenures};
 
+/// The kill the journals are checked against, in Unix milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kill<'a> {
+    /// The killed worker's id.
+    pub worker: &'a str,
+    /// Just before SIGKILL was sent: the failover is timed from here.
+    pub signal_ms: u64,
+    /// After the process was reaped: it cannot have written anything later.
+    pub reaped_ms: u64,
+}
+
 /// What the journals say about the failover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failover {
-    /// Each of the killed worker's tasks: its new owner and how long after the kill (ms) the
+    /// Each of the killed worker's tasks: its new owner and how long after the signal (ms) the
     /// new owner's first beat came.
     pub resumed: BTreeMap<String, (String, u64)>,
 }
@@ -25,8 +36,8 @@ impl Failover {
 
 /// Checks the journals after a worker was killed:
 /// - no task ran on two workers at once (tenures split at gaps over `max_gap_ms`);
-/// - the killed worker wrote nothing after `killed_ms`;
-/// - each of its tasks (`moved`) ran again after the kill on exactly one other worker;
+/// - the killed worker wrote nothing after it was reaped;
+/// - each of its tasks (`moved`) ran again after the signal on exactly one other worker;
 /// - every task of `final_owners` beat since `recent_ms` (the group settled) on its final
 ///   owner only.
 ///
@@ -34,13 +45,17 @@ impl Failover {
 /// Every violation found, one sentence each.
 pub fn check(
     journals: &Journals,
-    killed: &str,
-    killed_ms: u64,
+    kill: Kill<'_>,
     moved: &BTreeSet<String>,
     final_owners: &BTreeMap<String, String>,
     recent_ms: u64,
     max_gap_ms: u64,
 ) -> Result<Failover, Vec<String>> {
+    let Kill {
+        worker: killed,
+        signal_ms,
+        reaped_ms,
+    } = kill;
     let mut problems = Vec::new();
     let mut failover = Failover {
         resumed: BTreeMap::new(),
@@ -54,10 +69,10 @@ pub fn check(
         }
         if let Some(late) = beats
             .iter()
-            .find(|b| b.worker == killed && b.unix_ms > killed_ms)
+            .find(|b| b.worker == killed && b.unix_ms > reaped_ms)
         {
             problems.push(format!(
-                "{task} beat on the killed {killed} at {} after the kill at {killed_ms}",
+                "{task} beat on the killed {killed} at {} after it was reaped at {reaped_ms}",
                 late.unix_ms
             ));
         }
@@ -67,14 +82,14 @@ pub fn check(
             .get(task)
             .map_or(&[][..], Vec::as_slice)
             .iter()
-            .filter(|b| b.unix_ms > killed_ms && b.worker != killed)
+            .filter(|b| b.unix_ms > signal_ms && b.worker != killed)
             .collect();
         let owners: BTreeSet<&str> = after.iter().map(|b| b.worker.as_str()).collect();
         match (owners.len(), after.iter().min_by_key(|b| b.unix_ms)) {
             (1, Some(first)) => {
                 failover.resumed.insert(
                     task.clone(),
-                    (first.worker.clone(), first.unix_ms - killed_ms),
+                    (first.worker.clone(), first.unix_ms - signal_ms),
                 );
             }
             (0, _) => problems.push(format!("{task} did not run again after the kill")),

@@ -373,12 +373,13 @@ async fn demo(
     let victim_name = victim.name().to_owned();
     let victim_tasks: BTreeSet<String> = victim.tasks.iter().flatten().cloned().collect();
     let kill_at = Instant::now();
+    let signal_ms = unix_ms();
     let pid = follow
         .workers
         .kill(&victim_name)
         .await
         .map_err(|e| format!("cannot kill {victim_name}: {e}"))?;
-    let killed_ms = unix_ms();
+    let reaped_ms = unix_ms();
     follow.tracker.mark_lost(&victim_name, kill_at);
     let kill_offset = kill_at.duration_since(start);
     follow.progress.note(format!(
@@ -429,8 +430,11 @@ async fn demo(
         .collect();
     let failover = journal::check(
         &journals,
-        &victim_name,
-        killed_ms,
+        journal::Kill {
+            worker: &victim_name,
+            signal_ms,
+            reaped_ms,
+        },
         &victim_tasks,
         &final_owners,
         settled_ms,
@@ -444,8 +448,8 @@ async fn demo(
     };
     if follow.progress.ui.is_some() {
         follow.progress.note(format!(
-            "all checks passed, failover {:.2} s; the summary follows (q: now)",
-            failover.time_ms() as f64 / 1000.0
+            "all checks passed, failover {} ms; the summary follows (q: now)",
+            failover.time_ms()
         ));
         let hold = Instant::now();
         // q (an error from poll) only cuts the hold short: the demo has succeeded.
@@ -475,8 +479,7 @@ async fn demo(
     ));
     for (task, (owner, ms)) in &failover.resumed {
         out.push_str(&format!(
-            "  {task:<10} {victim_name} → {owner:<10} running again {:.2} s after the kill\n",
-            *ms as f64 / 1000.0
+            "  {task:<10} {victim_name} → {owner:<10} running again {ms} ms after the kill\n"
         ));
     }
     for m in &others {
@@ -500,8 +503,8 @@ async fn demo(
         )
     };
     out.push_str(&format!(
-        "failover time: {:.2} s (kill → the last moved task running again; {why})\n",
-        failover.time_ms() as f64 / 1000.0,
+        "failover time: {} ms (SIGKILL sent → the last moved task running again; {why})\n",
+        failover.time_ms(),
     ));
     if let Some(added) = &runtime_task {
         out.push_str(&format!(

@@ -21,6 +21,14 @@ fn journal(parts: &[Vec<(u64, String)>]) -> Vec<Beat> {
     all
 }
 
+fn kill(signal_ms: u64, reaped_ms: u64) -> Kill<'static> {
+    Kill {
+        worker: "a",
+        signal_ms,
+        reaped_ms,
+    }
+}
+
 #[test]
 fn a_clean_failover_passes_and_is_timed() {
     let mut journals = BTreeMap::new();
@@ -34,7 +42,7 @@ fn a_clean_failover_passes_and_is_timed() {
         ("task-0".to_string(), "b".to_string()),
         ("task-1".to_string(), "b".to_string()),
     ]);
-    let failover = check(&journals, "a", 5050, &moved, &finals, 11000, 300).unwrap();
+    let failover = check(&journals, kill(5050, 5060), &moved, &finals, 11000, 300).unwrap();
     assert_eq!(failover.resumed["task-0"], ("b".to_string(), 3350));
     assert_eq!(failover.time_ms(), 3350);
 }
@@ -55,10 +63,10 @@ fn violations_are_all_reported() {
     journals.insert("task-1".to_string(), journal(&[every_100("a", 0, 5000)]));
     let moved = BTreeSet::from(["task-0".to_string(), "task-1".to_string()]);
     let finals = BTreeMap::from([("task-1".to_string(), "b".to_string())]);
-    let problems = check(&journals, "a", 4500, &moved, &finals, 11000, 300).unwrap_err();
+    let problems = check(&journals, kill(4500, 4500), &moved, &finals, 11000, 300).unwrap_err();
     let text = problems.join("\n");
     assert!(text.contains("task-0 ran on a"), "{text}");
-    assert!(text.contains("after the kill at 4500"), "{text}");
+    assert!(text.contains("after it was reaped at 4500"), "{text}");
     assert!(
         text.contains("task-0 ran on 2 workers after the kill"),
         "{text}"
@@ -68,4 +76,20 @@ fn violations_are_all_reported() {
         text.contains("task-1 should be running on b only"),
         "{text}"
     );
+}
+
+#[test]
+fn the_failover_is_timed_from_the_signal_not_from_the_reaping() {
+    // SIGKILL sent at 5000, the process reaped at 5300 (a slow reap on a busy machine), its
+    // last beat at 5000; the new owner's first beat at 5040: 40 ms, not 0 (or less).
+    let mut journals = BTreeMap::new();
+    journals.insert(
+        "task-0".to_string(),
+        journal(&[every_100("a", 0, 5000), every_100("b", 5040, 12000)]),
+    );
+    let moved = BTreeSet::from(["task-0".to_string()]);
+    let finals = BTreeMap::from([("task-0".to_string(), "b".to_string())]);
+    let failover = check(&journals, kill(5000, 5300), &moved, &finals, 11000, 300).unwrap();
+    assert_eq!(failover.resumed["task-0"], ("b".to_string(), 40));
+    assert_eq!(failover.time_ms(), 40);
 }
