@@ -7,7 +7,9 @@ use kroupier_coordinator::log::LogError;
 #[non_exhaustive]
 pub enum StoreError {
     /// The task id cannot be stored.
-    #[error("task id {id:?} is invalid: {reason}; use a non-empty id of at most 249 bytes")]
+    #[error(
+        "task id {id:?} is invalid: {reason}; use 1 to 249 ASCII letters, digits, '.', '_' or '-' (as in a Kafka topic name)"
+    )]
     InvalidId {
         /// The id, as given.
         id: String,
