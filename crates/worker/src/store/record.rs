@@ -170,14 +170,14 @@ impl TaskRecord {
 /// [`StoreError::InvalidId`] saying which rule the id breaks.
 pub fn validate_id(id: &str) -> Result<(), StoreError> {
     let reason = if id.is_empty() {
-        "it is empty"
+        "it is empty".to_owned()
     } else if id.len() > MAX_ID_BYTES {
-        "it is longer than 249 characters"
-    } else if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        format!("it is {} characters long", id.chars().count())
+    } else if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        "it holds a character other than ASCII letters, digits, '.', '_' and '-'"
+        format!("it holds {bad:?}")
     } else {
         return Ok(());
     };
@@ -250,7 +250,7 @@ mod tests {
         let error = validate_id("").unwrap_err();
         assert!(error.to_string().contains("empty"), "{error}");
         let error = validate_id(&"x".repeat(MAX_ID_BYTES + 1)).unwrap_err();
-        assert!(error.to_string().contains("249 characters"), "{error}");
+        assert!(error.to_string().contains("250 characters long"), "{error}");
         // What breaks tables, URLs and file names: refused, saying what an id may hold.
         for id in ["✓\n", "x/y", "a b", "é", "t@3", "a:b", "a\\b", "\0"] {
             let error = validate_id(id).unwrap_err();
@@ -258,10 +258,7 @@ mod tests {
                 matches!(error, StoreError::InvalidId { .. }),
                 "{id:?}: {error}"
             );
-            assert!(
-                error.to_string().contains("a character other than"),
-                "{error}"
-            );
+            assert!(error.to_string().contains("it holds"), "{error}");
         }
         let error = TaskRecord::new("beat", json!({})).encode("").unwrap_err();
         assert!(matches!(error, StoreError::InvalidId { .. }), "{error}");
