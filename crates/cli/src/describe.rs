@@ -1,5 +1,6 @@
 //! `kroupier describe`: one group's members, leader, generation, protocol and each member's
-//! tasks, from DescribeGroups alone (no worker is asked anything).
+//! tasks, from DescribeGroups alone; only the task store's section of the table asks the
+//! workers that hold stored tasks for their states (see [`crate::actual`]).
 //!
 //! DescribeGroups carries no generation and no leader; for kroupier groups both are decoded
 //! from the members' assignments (see `docs/protocol.md`), and each member's tasks are the full
@@ -259,8 +260,35 @@ pub async fn fetch(
     group: &str,
     timeout: Duration,
 ) -> Result<GroupView, String> {
+    describe_group(observer, bootstrap, group, timeout)
+        .await
+        .map(build_view)
+}
+
+/// As [`fetch`], with the status API address each worker advertises, by worker id (see
+/// [`status_addrs`](crate::console::poll::status_addrs)).
+///
+/// # Errors
+/// As [`fetch`].
+pub async fn fetch_with_status(
+    observer: &Observer,
+    bootstrap: &str,
+    group: &str,
+    timeout: Duration,
+) -> Result<(GroupView, BTreeMap<String, String>), String> {
+    let description = describe_group(observer, bootstrap, group, timeout).await?;
+    let addrs = crate::console::poll::status_addrs(&description);
+    Ok((build_view(description), addrs))
+}
+
+async fn describe_group(
+    observer: &Observer,
+    bootstrap: &str,
+    group: &str,
+    timeout: Duration,
+) -> Result<GroupDescription, String> {
     match tokio::time::timeout(timeout, observer.describe_group(group)).await {
-        Ok(Ok(description)) => Ok(build_view(description)),
+        Ok(Ok(description)) => Ok(description),
         Ok(Err(e)) => Err(format!(
             "cannot describe group `{group}` at {bootstrap}: {e}"
         )),
@@ -295,7 +323,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             }
         }
         let observer = Observer::new(cluster.clone());
-        let view = fetch(
+        let (view, addrs) = fetch_with_status(
             &observer,
             &args.target.bootstrap,
             &args.target.group,
@@ -309,7 +337,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         let stored = if args.json || view.protocol_type.as_deref() != Some(PROTOCOL_TYPE) {
             None
         } else {
-            stored_tasks(cluster, &args.target.group, &view, timeout).await
+            stored_tasks(cluster, &args.target.group, &view, &addrs, timeout).await
         };
         Ok::<_, Box<dyn Error>>((view, stored))
     })?;
@@ -346,12 +374,14 @@ async fn missing(observer: &Observer, view: &GroupView, bootstrap: &str) -> Resu
     }
 }
 
-/// The task store's section of `describe`'s table: every stored task with its desired state and
-/// owner, or why none; `None` when the group has no task store under the default topic.
+/// The task store's section of `describe`'s table: every stored task with its actual state (as
+/// its owner's status API reports it), desired state and owner, or why none; `None` when the
+/// group has no task store under the default topic.
 async fn stored_tasks(
     cluster: Arc<Cluster>,
     group: &str,
     view: &GroupView,
+    addrs: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> Option<String> {
     let topic = kroupier_worker::store::tasks_topic(group).ok()?;
@@ -360,11 +390,16 @@ async fn stored_tasks(
         store.read_all().await
     };
     match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(store)) => Some(format!(
-            "\ntask store `{topic}` (offset {}):\n{}",
-            store.offset,
-            crate::placement::table(&crate::placement::place(&store, view))
-        )),
+        Ok(Ok(store)) => {
+            let owners = crate::placement::owners(&store, view);
+            let wait = crate::tasks::STATUS_TIMEOUT.min(timeout);
+            let reports = crate::actual::ask(addrs, &owners, wait).await;
+            Some(format!(
+                "\ntask store `{topic}` (offset {}):\n{}",
+                store.offset,
+                crate::placement::table(&crate::placement::place(&store, view, &reports))
+            ))
+        }
         Ok(Err(kroupier_worker::store::StoreError::Log(
             kroupier_coordinator::log::LogError::Missing { .. },
         ))) => None,
