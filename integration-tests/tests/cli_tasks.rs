@@ -91,7 +91,9 @@ fn tasks_commands_write_the_store_and_refuse_bad_input() {
     json_of(
         &bootstrap,
         &group,
-        &["put", "beat-2", "--kind", "beat", "--weight", "3"],
+        &[
+            "put", "beat-2", "--kind", "beat", "--config", "{}", "--weight", "3",
+        ],
     );
     let paused = json_of(&bootstrap, &group, &["pause", "beat-1"]);
     assert!(paused["version"].as_i64().unwrap() > first_version);
@@ -100,17 +102,19 @@ fn tasks_commands_write_the_store_and_refuse_bad_input() {
     let tasks = listed(&bootstrap, &group);
     assert_eq!(tasks.len(), 2, "{tasks:?}");
     assert_eq!(tasks[0]["id"], "beat-1");
-    assert_eq!(tasks[0]["state"], "paused");
+    assert_eq!(tasks[0]["desired"], "paused");
+    // No worker runs: the actual state is Kafka Connect's UNASSIGNED.
+    assert_eq!(tasks[0]["state"], "UNASSIGNED");
     assert_eq!(tasks[0]["config"], json!({"every_ms": 100}));
     assert_eq!(tasks[1]["weight"], 3);
     assert_eq!(tasks[1]["restart"], 1);
-    assert_eq!(tasks[1]["state"], "running");
+    assert_eq!(tasks[1]["desired"], "running");
 
     json_of(&bootstrap, &group, &["resume", "beat-1"]);
     json_of(&bootstrap, &group, &["delete", "beat-2"]);
     let tasks = listed(&bootstrap, &group);
     assert_eq!(tasks.len(), 1);
-    assert_eq!(tasks[0]["state"], "running");
+    assert_eq!(tasks[0]["desired"], "running");
 
     // Bad input: a clear error, nothing written.
     let before = json_of(&bootstrap, &group, &["list"])["offset"].clone();
@@ -144,7 +148,7 @@ fn tasks_commands_write_the_store_and_refuse_bad_input() {
 
     // A group id Kafka cannot name a topic after needs --topic.
     let stderr = failure(&bootstrap, "bad/group", &["list"], 2);
-    assert!(stderr.contains("tasks.store.topic"), "{stderr}");
+    assert!(stderr.contains("pass --topic"), "{stderr}");
 }
 
 #[test]
@@ -172,7 +176,19 @@ fn failed_and_read_only_commands_create_no_task_store() {
         &["put", "big", "--kind", "beat", "--config-file", big],
         2,
     );
-    failure(&bootstrap, &group, &["put", "", "--kind", "beat"], 2);
+    failure(
+        &bootstrap,
+        &group,
+        &["put", "", "--kind", "beat", "--config", "{}"],
+        2,
+    );
+    failure(
+        &bootstrap,
+        &group,
+        &["put", "x/y", "--kind", "beat", "--config", "{}"],
+        2,
+    );
+    failure(&bootstrap, &group, &["put", "t-0", "--kind", "beat"], 2);
     // Listing twice: the first list created nothing for the second to find.
     for _ in 0..2 {
         let stderr = failure(&bootstrap, &group, &["list"], 1);
@@ -221,26 +237,55 @@ fn list_and_describe_show_each_tasks_owner_or_why_it_has_none() {
     json_of(
         &bootstrap,
         &name,
-        &["put", "orphan", "--kind", "no-such-kind"],
+        &["put", "orphan", "--kind", "no-such-kind", "--config", "{}"],
+    );
+    // A config the kind cannot read: the task fails on its owner.
+    json_of(
+        &bootstrap,
+        &name,
+        &[
+            "put",
+            "broken",
+            "--kind",
+            "beat",
+            "--config",
+            r#"{"every_ms":"often"}"#,
+        ],
     );
     let _worker = group.start("w1");
     let tasks = poll(Duration::from_secs(30), || {
         let tasks = listed(&bootstrap, &name);
-        let owner = |id: &str| {
+        let state = |id: &str| {
             tasks
                 .iter()
                 .find(|t| t["id"] == id)
-                .map(|t| t["owner"].clone())
+                .map(|t| (t["owner"].clone(), t["state"].clone()))
         };
-        (owner("runs") == Some(json!("w1")) && owner("held") == Some(json!("w1"))).then_some(tasks)
+        (state("runs") == Some((json!("w1"), json!("RUNNING")))
+            && state("held") == Some((json!("w1"), json!("PAUSED")))
+            && state("broken") == Some((json!("w1"), json!("FAILED"))))
+        .then_some(tasks)
     })
-    .expect("the worker holds the two beat tasks");
+    .expect("the worker holds the beat tasks and reports their states");
+    // The actual state is the worker's, the desired one the store's.
+    let broken = tasks
+        .iter()
+        .find(|t| t["id"] == "broken")
+        .expect("broken listed");
+    assert_eq!(broken["desired"], "running", "{broken}");
+    assert!(
+        broken["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("invalid type")),
+        "{broken}"
+    );
     let orphan = tasks
         .iter()
         .find(|t| t["id"] == "orphan")
         .expect("orphan listed");
     assert_eq!(orphan["owner"], Value::Null);
     assert_eq!(orphan["unplaced"], "no_eligible_member", "{orphan}");
+    assert_eq!(orphan["state"], "UNASSIGNED", "{orphan}");
 
     let output = Command::new(binary("kroupier"))
         .args(["describe", "--bootstrap", &bootstrap, "--group", &name])
@@ -248,20 +293,21 @@ fn list_and_describe_show_each_tasks_owner_or_why_it_has_none() {
         .expect("run kroupier describe");
     let table = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{table}");
-    // TASK KIND STATE VERSION OWNER UNPLACED, one word each.
+    // TASK KIND STATE DESIRED VERSION OWNER UNPLACED, one word each.
     let row = |id: &str| {
         let words: Vec<&str> = table
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
             .find(|words| words.first() == Some(&id))
             .unwrap_or_else(|| panic!("describe lists {id}:\n{table}"));
-        [words[2], words[4], words[5]].map(str::to_owned)
+        [words[2], words[3], words[5], words[6]].map(str::to_owned)
     };
-    assert_eq!(row("runs"), ["running", "w1", "-"], "{table}");
-    assert_eq!(row("held"), ["paused", "w1", "-"], "{table}");
+    assert_eq!(row("runs"), ["RUNNING", "running", "w1", "-"], "{table}");
+    assert_eq!(row("held"), ["PAUSED", "paused", "w1", "-"], "{table}");
+    assert_eq!(row("broken"), ["FAILED", "running", "w1", "-"], "{table}");
     assert_eq!(
         row("orphan"),
-        ["running", "-", "no_eligible_member"],
+        ["UNASSIGNED", "running", "-", "no_eligible_member"],
         "{table}"
     );
 }

@@ -698,14 +698,14 @@ fn console_task_writes_need_its_header_and_pass_the_workers_token_on() {
     .expect("the console learns the worker's status API");
     assert_eq!(code, 401, "{body}");
     assert_eq!(
-        tasks_json(&bootstrap, &name, &["list"])["tasks"][0]["state"],
+        tasks_json(&bootstrap, &name, &["list"])["tasks"][0]["desired"],
         "running"
     );
     // With it, the write reaches the store.
     let (code, body) = http(&addr, "POST", "/api/tasks/t/pause", with_token, 1 << 16);
     assert_eq!(code, 200, "{body}");
     assert_eq!(
-        tasks_json(&bootstrap, &name, &["list"])["tasks"][0]["state"],
+        tasks_json(&bootstrap, &name, &["list"])["tasks"][0]["desired"],
         "paused"
     );
     let (code, _) = http(&addr, "POST", "/api/tasks/t/explode", with_token, 1 << 16);

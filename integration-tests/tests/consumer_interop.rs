@@ -656,3 +656,109 @@ fn cooperative_sticky_with_a_java_leader_and_rust_followers() {
         "cooperative-sticky",
     );
 }
+
+/// `kroupier describe` of a KIP-848 `consumer` group shows its member and partitions (it used
+/// to say `Dead`, no members, exit 0).
+#[test]
+fn describe_shows_a_kip_848_consumer_group() {
+    let Some(kafka) = real_kafka("describe_shows_a_kip_848_consumer_group") else {
+        return;
+    };
+    let java = java_program(&kafka);
+    let topic = unique("kip848-topic");
+    let group = unique("kip848-group");
+    create_topic(&kafka, &topic, 3);
+    let classpath = format!(
+        "{}:{}/*",
+        java.join("classes").display(),
+        java.join("lib").display()
+    );
+    let child = Command::new("java")
+        .args([
+            "-Xmx96m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+        ])
+        .arg(classpath)
+        .arg("dev.kroupier.interop.ConsumerInterop")
+        .args(["--bootstrap", &kafka.bootstrap, "--group", &group])
+        .args(["--id", "java-kip848", "--topic", &topic])
+        .args(["--assignor", "uniform", "--group-protocol", "consumer"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the Java consumer");
+    let _consumer = Running {
+        id: "java-kip848".into(),
+        child,
+    };
+    let describe = |json: bool| {
+        let mut command = Command::new(binary("kroupier"));
+        command.args([
+            "describe",
+            "--bootstrap",
+            &kafka.bootstrap,
+            "--group",
+            &group,
+        ]);
+        if json {
+            command.arg("--json");
+        }
+        command.output().expect("run kroupier describe")
+    };
+    let deadline = Instant::now() + SETTLE;
+    let view = loop {
+        let output = describe(true);
+        let view: Option<Value> = serde_json::from_slice(&output.stdout).ok();
+        let settled = view.as_ref().is_some_and(|v| {
+            v["state"] == "Stable"
+                && v["members"][0]["assignment"].as_array().map(Vec::len) == Some(3)
+        });
+        if settled {
+            assert_eq!(output.status.code(), Some(0));
+            break view.expect("settled");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the KIP-848 group did not show its member with 3 partitions: exit {:?}, {}{}",
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(view["group"], group.as_str(), "{view}");
+    assert_eq!(view["group_type"], "consumer", "{view}");
+    assert_eq!(view["assignor"], "uniform", "{view}");
+    assert!(
+        view["group_epoch"].as_i64().is_some_and(|e| e > 0),
+        "{view}"
+    );
+    let member = &view["members"][0];
+    assert_eq!(member["client_id"], "java-kip848", "{view}");
+    assert_eq!(
+        member["subscribed_topics"],
+        serde_json::json!([topic]),
+        "{view}"
+    );
+    let partitions: Vec<String> = (0..3).map(|p| format!("{topic}-{p}")).collect();
+    assert_eq!(
+        member["assignment"],
+        serde_json::json!(partitions),
+        "{view}"
+    );
+    assert_eq!(member["target_assignment"], member["assignment"], "{view}");
+
+    let output = describe(false);
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{table}");
+    assert!(
+        table.starts_with(&format!("group {group}  type consumer  state Stable")),
+        "{table}"
+    );
+    assert!(table.contains("java-kip848"), "{table}");
+    assert!(table.contains("no leader and no generation"), "{table}");
+    assert!(!table.contains("Dead"), "{table}");
+}

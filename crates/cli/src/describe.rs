@@ -1,5 +1,6 @@
 //! `kroupier describe`: one group's members, leader, generation, protocol and each member's
-//! tasks, from DescribeGroups alone (no worker is asked anything).
+//! tasks, from DescribeGroups alone; only the task store's section of the table asks the
+//! workers that hold stored tasks for their states (see [`crate::actual`]).
 //!
 //! DescribeGroups carries no generation and no leader; for kroupier groups both are decoded
 //! from the members' assignments (see `docs/protocol.md`), and each member's tasks are the full
@@ -21,6 +22,9 @@
 //!   do not decode as kroupier's.
 //! - A group that does not exist is no answer: the command exits 1 with the reason on stderr
 //!   and prints nothing on stdout (docs/operations.md, "Exit codes").
+//! - A KIP-848 `consumer` group (ListGroups names its type; DescribeGroups shows it `Dead`) is
+//!   described with ConsumerGroupDescribe instead, in a shape of its own (see [`consumer`]); a
+//!   group of another type (`share`, `streams`) exits 1 saying it cannot be shown.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
@@ -28,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig, Security};
-use kroupier_coordinator::observer::{AssignmentDecoder, GroupDescription, Observer};
+use kroupier_coordinator::observer::{AssignmentDecoder, GroupDescription, GroupListing, Observer};
 use kroupier_worker::protocol::{Assignment, DecodeError, MemberMetadata, PROTOCOL_TYPE};
 use serde::Serialize;
 
@@ -259,8 +263,35 @@ pub async fn fetch(
     group: &str,
     timeout: Duration,
 ) -> Result<GroupView, String> {
+    describe_group(observer, bootstrap, group, timeout)
+        .await
+        .map(build_view)
+}
+
+/// As [`fetch`], with the status API address each worker advertises, by worker id (see
+/// [`status_addrs`](crate::console::poll::status_addrs)).
+///
+/// # Errors
+/// As [`fetch`].
+pub async fn fetch_with_status(
+    observer: &Observer,
+    bootstrap: &str,
+    group: &str,
+    timeout: Duration,
+) -> Result<(GroupView, BTreeMap<String, String>), String> {
+    let description = describe_group(observer, bootstrap, group, timeout).await?;
+    let addrs = crate::console::poll::status_addrs(&description);
+    Ok((build_view(description), addrs))
+}
+
+async fn describe_group(
+    observer: &Observer,
+    bootstrap: &str,
+    group: &str,
+    timeout: Duration,
+) -> Result<GroupDescription, String> {
     match tokio::time::timeout(timeout, observer.describe_group(group)).await {
-        Ok(Ok(description)) => Ok(build_view(description)),
+        Ok(Ok(description)) => Ok(description),
         Ok(Err(e)) => Err(format!(
             "cannot describe group `{group}` at {bootstrap}: {e}"
         )),
@@ -295,7 +326,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             }
         }
         let observer = Observer::new(cluster.clone());
-        let view = fetch(
+        let (view, addrs) = fetch_with_status(
             &observer,
             &args.target.bootstrap,
             &args.target.group,
@@ -303,17 +334,55 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         )
         .await
         .map_err(Box::<dyn Error>::from)?;
-        missing(&observer, &view, &args.target.bootstrap).await?;
+        // DescribeGroups shows classic groups only: a `consumer` group (KIP-848) is `Dead` to
+        // it, and ListGroups tells which it is.
+        let listed = listed_elsewhere(&observer, &view, &args.target.bootstrap).await?;
+        match listed.as_ref().and_then(|l| l.group_type.as_deref()) {
+            Some("consumer") => {
+                let group = &args.target.group;
+                let described =
+                    tokio::time::timeout(timeout, observer.describe_consumer_group(group))
+                        .await
+                        .map_err(|_| {
+                            format!(
+                                "no answer to ConsumerGroupDescribe from {} within {} ms",
+                                args.target.bootstrap, args.timeout_ms
+                            )
+                        })?
+                        .map_err(|e| format!("cannot describe consumer group `{group}`: {e}"))?;
+                return Ok(Shown::Consumer(consumer::view(described)));
+            }
+            Some(other) if other != "classic" => {
+                return Err(format!(
+                    "group `{}` is a `{other}` group (ListGroups): kroupier describe shows \
+                     classic groups (DescribeGroups) and KIP-848 consumer groups \
+                     (ConsumerGroupDescribe), not this type's members",
+                    args.target.group
+                )
+                .into());
+            }
+            _ => {}
+        }
         // The task store's tasks, where each runs and why some run nowhere (table only: the
         // JSON object is a contract).
         let stored = if args.json || view.protocol_type.as_deref() != Some(PROTOCOL_TYPE) {
             None
         } else {
-            stored_tasks(cluster, &args.target.group, &view, timeout).await
+            stored_tasks(cluster, &args.target.group, &view, &addrs, timeout).await
         };
-        Ok::<_, Box<dyn Error>>((view, stored))
+        Ok::<_, Box<dyn Error>>(Shown::Classic(view, stored))
     })?;
-    let (view, stored) = view;
+    let (view, stored) = match view {
+        Shown::Classic(view, stored) => (view, stored),
+        Shown::Consumer(view) => {
+            if args.json {
+                println!("{}", serde_json::to_string(&view)?);
+            } else {
+                print!("{}", consumer::table(&view));
+            }
+            return Ok(());
+        }
+    };
     if args.json {
         println!("{}", serde_json::to_string(&view)?);
     } else {
@@ -325,20 +394,26 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// An error when `view` is of a group that does not exist. DescribeGroups answers `Dead` with
-/// no members both for a group that does not exist and (Kafka 4) for a group of another type
-/// than classic; ListGroups, which lists every group, tells them apart.
-async fn missing(observer: &Observer, view: &GroupView, bootstrap: &str) -> Result<(), String> {
+/// What ListGroups says of a group DescribeGroups shows `Dead` with no members: `None` for any
+/// other view; the group's listing (its type tells a KIP-848 `consumer` group, which
+/// DescribeGroups does not show) when ListGroups lists it; an error when it does not exist.
+async fn listed_elsewhere(
+    observer: &Observer,
+    view: &GroupView,
+    bootstrap: &str,
+) -> Result<Option<GroupListing>, String> {
     if view.state != "Dead" || !view.members.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let group = &view.group;
     match observer.list_groups().await {
-        Ok(groups) if groups.iter().any(|g| &g.group_id == group) => Ok(()),
-        Ok(_) => Err(format!(
-            "group `{group}` does not exist at {bootstrap}: no member has joined it, or it was \
-             deleted; check --group (a group exists from its first member's JoinGroup)"
-        )),
+        Ok(groups) => match groups.into_iter().find(|g| &g.group_id == group) {
+            Some(listing) => Ok(Some(listing)),
+            None => Err(format!(
+                "group `{group}` does not exist at {bootstrap}: no member has joined it, or it \
+                 was deleted; check --group (a group exists from its first member's JoinGroup)"
+            )),
+        },
         Err(e) => Err(format!(
             "group `{group}` is Dead with no members at {bootstrap}: it does not exist, unless it \
              is of a type DescribeGroups cannot show, and ListGroups, which would tell, failed: {e}"
@@ -346,12 +421,20 @@ async fn missing(observer: &Observer, view: &GroupView, bootstrap: &str) -> Resu
     }
 }
 
-/// The task store's section of `describe`'s table: every stored task with its desired state and
-/// owner, or why none; `None` when the group has no task store under the default topic.
+/// What `describe` shows: a classic group (with its task store's section), or a `consumer` one.
+enum Shown {
+    Classic(GroupView, Option<String>),
+    Consumer(consumer::ConsumerGroupView),
+}
+
+/// The task store's section of `describe`'s table: every stored task with its actual state (as
+/// its owner's status API reports it), desired state and owner, or why none; `None` when the
+/// group has no task store under the default topic.
 async fn stored_tasks(
     cluster: Arc<Cluster>,
     group: &str,
     view: &GroupView,
+    addrs: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> Option<String> {
     let topic = kroupier_worker::store::tasks_topic(group).ok()?;
@@ -360,11 +443,16 @@ async fn stored_tasks(
         store.read_all().await
     };
     match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(store)) => Some(format!(
-            "\ntask store `{topic}` (offset {}):\n{}",
-            store.offset,
-            crate::placement::table(&crate::placement::place(&store, view))
-        )),
+        Ok(Ok(store)) => {
+            let owners = crate::placement::owners(&store, view);
+            let wait = crate::tasks::STATUS_TIMEOUT.min(timeout);
+            let reports = crate::actual::ask(addrs, &owners, wait).await;
+            Some(format!(
+                "\ntask store `{topic}` (offset {}):\n{}",
+                store.offset,
+                crate::placement::table(&crate::placement::place(&store, view, &reports))
+            ))
+        }
         Ok(Err(kroupier_worker::store::StoreError::Log(
             kroupier_coordinator::log::LogError::Missing { .. },
         ))) => None,
@@ -433,5 +521,6 @@ pub fn table(view: &GroupView) -> String {
     out
 }
 
+mod consumer;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@
 //! [`UsageError`](command_config::UsageError), or a flag clap refuses), with the reason on
 //! stderr.
 
+mod actual;
 mod assign;
 mod command_config;
 mod console;

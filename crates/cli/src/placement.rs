@@ -1,13 +1,15 @@
 //! Where each task of a group's task store runs: the store (what should run, and in which
-//! state) joined with DescribeGroups (which member holds it, or why none does). Shared by
-//! `kroupier tasks list` and `kroupier describe`.
+//! state) joined with DescribeGroups (which member holds it, or why none does) and with what
+//! that member's status API reports of it (its actual state). Shared by `kroupier tasks list`
+//! and `kroupier describe`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use kroupier_worker::store::{DesiredState, StoreView};
 use serde::Serialize;
 
-use crate::describe::GroupView;
+use crate::actual::Reports;
+use crate::describe::{GroupView, MemberView};
 
 /// One stored task and where it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -16,8 +18,13 @@ pub struct Placed {
     pub id: String,
     /// Its kind.
     pub kind: String,
-    /// Its desired state.
-    pub state: DesiredState,
+    /// Its actual state: what its owner's status API reports (`RUNNING`, `FAILED`, `PAUSED`,
+    /// ...), [`UNASSIGNED`] when no worker holds it, [`UNKNOWN`] when its owner did not say.
+    pub state: String,
+    /// Its desired state, from the store.
+    pub desired: DesiredState,
+    /// Its owner's last error for it, when the owner reports one.
+    pub error: Option<String>,
     /// Its version (the offset of its record).
     pub version: i64,
     /// The worker whose assignment holds it, if any.
@@ -27,8 +34,15 @@ pub struct Placed {
     pub unplaced: Option<String>,
 }
 
-/// Every task of `store`, sorted by id, with its owner in `group` or why it has none.
-pub fn place(store: &StoreView, group: &GroupView) -> Vec<Placed> {
+/// The actual state of a task no worker holds (Kafka Connect's word).
+pub const UNASSIGNED: &str = "UNASSIGNED";
+/// The actual state of a task whose owner did not say: it advertises no status API, serves it
+/// over TLS or behind a token, did not answer, or has not started the task yet.
+pub const UNKNOWN: &str = "UNKNOWN";
+
+/// Every task of `store`, sorted by id, with its owner in `group` or why it has none, and its
+/// actual state as its owner reports it in `reports`.
+pub fn place(store: &StoreView, group: &GroupView, reports: &Reports) -> Vec<Placed> {
     // Looked up once per task: a map, not a scan of every member's tasks.
     let mut owners: HashMap<&str, &str> = HashMap::new();
     for member in &group.members {
@@ -48,10 +62,20 @@ pub fn place(store: &StoreView, group: &GroupView) -> Vec<Placed> {
         .map(|task| {
             let owner = owners.get(task.id.as_str()).map(|o| (*o).to_owned());
             let unplaced = reasons.get(task.id.as_str()).map(|r| (*r).to_owned());
+            let reported = owner
+                .as_ref()
+                .and_then(|owner| reports.get(owner)?.get(&task.id));
+            let state = match (&owner, reported) {
+                (None, _) => UNASSIGNED.to_owned(),
+                (Some(_), None) => UNKNOWN.to_owned(),
+                (Some(_), Some(reported)) => reported.state.clone(),
+            };
             Placed {
                 id: task.id.clone(),
                 kind: task.record.kind.clone(),
-                state: task.record.state,
+                state,
+                desired: task.record.state,
+                error: reported.and_then(|r| r.error.clone()),
                 version: task.version,
                 owner,
                 unplaced,
@@ -61,17 +85,19 @@ pub fn place(store: &StoreView, group: &GroupView) -> Vec<Placed> {
 }
 
 /// The table `kroupier describe` and `kroupier tasks list` print (cells as [`crate::table`]
-/// writes them): `OWNER` is the worker that holds the task, `UNPLACED` why none does when the
-/// leader says; both `-` for a task no assignment mentions yet.
+/// writes them): `STATE` is the actual state (see [`Placed::state`]), `DESIRED` the store's
+/// `running` or `paused`, `OWNER` the worker that holds the task, `UNPLACED` why none does when
+/// the leader says; both `-` for a task no assignment mentions yet.
 pub fn table(placed: &[Placed]) -> String {
     use crate::table::{cell, optional};
-    let rows: Vec<[String; 6]> = placed
+    let rows: Vec<[String; 7]> = placed
         .iter()
         .map(|p| {
             [
                 cell(&p.id),
                 cell(&p.kind),
-                p.state.as_str().to_owned(),
+                cell(&p.state),
+                p.desired.as_str().to_owned(),
                 p.version.to_string(),
                 optional(p.owner.as_deref()),
                 optional(p.unplaced.as_deref()),
@@ -79,9 +105,26 @@ pub fn table(placed: &[Placed]) -> String {
         })
         .collect();
     crate::table::render(
-        ["TASK", "KIND", "STATE", "VERSION", "OWNER", "UNPLACED"],
+        [
+            "TASK", "KIND", "STATE", "DESIRED", "VERSION", "OWNER", "UNPLACED",
+        ],
         &rows,
     )
+}
+
+/// The owners of `store`'s tasks in `group`: the workers to ask for their tasks' states.
+pub fn owners<'a>(store: &StoreView, group: &'a GroupView) -> BTreeSet<&'a str> {
+    group
+        .members
+        .iter()
+        .filter(|m| {
+            m.tasks
+                .iter()
+                .flatten()
+                .any(|t| store.tasks.contains_key(t))
+        })
+        .map(MemberView::name)
+        .collect()
 }
 
 #[cfg(test)]
@@ -91,7 +134,7 @@ mod tests {
     use kroupier_worker::store::{StoreView, TaskRecord};
 
     use super::*;
-    use crate::describe::MemberView;
+    use crate::actual::Reported;
 
     fn member(worker: &str, tasks: &[&str]) -> MemberView {
         MemberView {
@@ -148,7 +191,19 @@ mod tests {
                 BTreeSet::from(["c".to_owned()]),
             )]),
         };
-        let placed = place(&store, &group);
+        assert_eq!(owners(&store, &group), BTreeSet::from(["w1", "w2"]));
+        // w1 reports `a` FAILED; w2 did not answer.
+        let reports = Reports::from([(
+            "w1".to_owned(),
+            HashMap::from([(
+                "a".to_owned(),
+                Reported {
+                    state: "FAILED".into(),
+                    error: Some("boom".into()),
+                },
+            )]),
+        )]);
+        let placed = place(&store, &group, &reports);
         let owners: Vec<(&str, Option<&str>, Option<&str>)> = placed
             .iter()
             .map(|p| (p.id.as_str(), p.owner.as_deref(), p.unplaced.as_deref()))
@@ -162,7 +217,8 @@ mod tests {
                 ("d", None, None),
             ]
         );
-        assert_eq!(placed[1].state, DesiredState::Paused);
+        assert_eq!(placed[1].desired, DesiredState::Paused);
+        assert_eq!(placed[0].error.as_deref(), Some("boom"));
         let table = table(&placed);
         let rows: Vec<Vec<&str>> = table
             .lines()
@@ -170,14 +226,38 @@ mod tests {
             .collect();
         assert_eq!(
             rows[0],
-            ["TASK", "KIND", "STATE", "VERSION", "OWNER", "UNPLACED"]
+            [
+                "TASK", "KIND", "STATE", "DESIRED", "VERSION", "OWNER", "UNPLACED"
+            ]
         );
-        assert_eq!(rows[2], ["b", "beat", "paused", "1", "w2", "-"], "{table}");
+        // The actual state first: a FAILED task that should run says FAILED, not running.
         assert_eq!(
-            rows[3],
-            ["c", "mystery", "running", "2", "-", "no_eligible_member"],
+            rows[1],
+            ["a", "beat", "FAILED", "running", "0", "w1", "-"],
             "{table}"
         );
-        assert_eq!(rows[4], ["d", "beat", "running", "3", "-", "-"], "{table}");
+        assert_eq!(
+            rows[2],
+            ["b", "beat", "UNKNOWN", "paused", "1", "w2", "-"],
+            "{table}"
+        );
+        assert_eq!(
+            rows[3],
+            [
+                "c",
+                "mystery",
+                "UNASSIGNED",
+                "running",
+                "2",
+                "-",
+                "no_eligible_member"
+            ],
+            "{table}"
+        );
+        assert_eq!(
+            rows[4],
+            ["d", "beat", "UNASSIGNED", "running", "3", "-", "-"],
+            "{table}"
+        );
     }
 }

@@ -16,9 +16,13 @@ use kroupier_worker::store::{
 };
 use serde::Serialize;
 
+use crate::actual::{self, Reports};
 use crate::command_config::UsageError;
 use crate::describe::{self, GroupTarget, GroupView, cluster};
 use crate::placement;
+
+/// How long each worker's status API may take to say how its tasks are (`tasks list`).
+pub const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Arguments of `kroupier tasks`.
 #[derive(Debug, clap::Args)]
@@ -52,14 +56,18 @@ enum Action {
         on: On,
     },
     /// Add a task, or replace its kind, config and weight (it keeps running where it runs).
+    #[command(group(
+        clap::ArgGroup::new("task_config").required(true).args(["config", "config_file"])
+    ))]
     Put {
         /// The task id.
         id: String,
         /// The task kind (as registered by the workers).
         #[arg(long)]
         kind: String,
-        /// The task's config, as JSON.
-        #[arg(long, conflicts_with = "config_file")]
+        /// The task's config, as JSON (`'{}'` for an empty one); this or --config-file is
+        /// required.
+        #[arg(long)]
         config: Option<String>,
         /// A file holding the task's config, as JSON.
         #[arg(long)]
@@ -183,7 +191,12 @@ impl Request {
 struct TaskRow<'a> {
     id: &'a str,
     kind: &'a str,
-    state: DesiredState,
+    /// The actual state (`RUNNING`, `FAILED`, ..., `UNASSIGNED`, `UNKNOWN`).
+    state: String,
+    /// The desired state in the store.
+    desired: DesiredState,
+    /// The owner's last error for the task, when it reports one.
+    error: Option<String>,
     weight: u32,
     restart: u64,
     version: i64,
@@ -231,7 +244,15 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let security = on.target.config.security()?;
     let topic = match &on.topic {
         Some(topic) => topic.clone(),
-        None => tasks_topic(&on.target.group).map_err(|e| UsageError(e.to_string()))?,
+        None => tasks_topic(&on.target.group).map_err(|e| match e {
+            // The worker's advice names its property; here the flag is what to change.
+            StoreError::InvalidTopic { group, reason, .. } => UsageError(format!(
+                "group id {group:?} cannot name the task store's topic \
+                 (kroupier-tasks-<group>): {reason}; pass --topic with the topic the workers \
+                 use (their `tasks.store.topic`)"
+            )),
+            other => UsageError(other.to_string()),
+        })?,
     };
     let request = Request::from_action(&args.action)?;
     // Everything that can be checked here is checked before the cluster is asked anything:
@@ -261,16 +282,19 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             let written = match &request {
                 Request::List => {
                     let view = store.read_all().await?;
-                    // Where each task runs, from DescribeGroups (the group may have no member).
+                    // Where each task runs, from DescribeGroups (the group may have no member),
+                    // and in which state, from its owner's status API.
                     let observer = Observer::new(cluster.clone());
-                    let group = describe::fetch(
+                    let (group, addrs) = describe::fetch_with_status(
                         &observer,
                         &on.target.bootstrap,
                         &on.target.group,
                         Duration::from_millis(on.timeout_ms),
                     )
                     .await?;
-                    print_listing(&topic, &view, &group, on.json)?;
+                    let owners = placement::owners(&view, &group);
+                    let reports = actual::ask(&addrs, &owners, STATUS_TIMEOUT.min(timeout)).await;
+                    print_listing(&topic, &view, &group, &reports, on.json)?;
                     return Ok::<(), Box<dyn Error>>(());
                 }
                 Request::Put(id, record) => (id, "put", store.put(id, record.clone()).await?),
@@ -323,7 +347,14 @@ fn record(
         (None, Some(path)) => std::fs::read_to_string(path).map_err(|e| {
             UsageError(format!("cannot read --config-file {}: {e}", path.display()))
         })?,
-        (None, None) => "null".to_owned(),
+        // clap requires one of them; said again here rather than storing a config no kind reads.
+        (None, None) => {
+            return Err(UsageError(
+                "`tasks put` needs the task's config: --config JSON or --config-file FILE \
+                 (--config '{}' for an empty one)"
+                    .to_owned(),
+            ));
+        }
     };
     let config: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| UsageError(format!("the task config is not valid JSON: {e}")))?;
@@ -340,14 +371,15 @@ fn record(
     })
 }
 
-/// Prints a store's tasks, with where each runs, as a table or as JSON.
+/// Prints a store's tasks, with where each runs and in which state, as a table or as JSON.
 fn print_listing(
     topic: &str,
     view: &StoreView,
     group: &GroupView,
+    reports: &Reports,
     json: bool,
 ) -> Result<(), Box<dyn Error>> {
-    let placed = placement::place(view, group);
+    let placed = placement::place(view, group, reports);
     if !json {
         print!("{}", placement::table(&placed));
         println!(
@@ -364,7 +396,9 @@ fn print_listing(
         .map(|(task, placed)| TaskRow {
             id: &task.id,
             kind: &task.record.kind,
-            state: task.record.state,
+            state: placed.state,
+            desired: placed.desired,
+            error: placed.error,
             weight: task.record.weight,
             restart: task.record.restart,
             version: task.version,
@@ -398,6 +432,15 @@ mod tests {
         assert!(error.contains("not valid JSON"), "{error}");
         let error = record_error(" ", Some("{}"));
         assert!(error.contains("--kind"), "{error}");
+    }
+
+    #[test]
+    fn a_put_without_a_config_is_refused_rather_than_stored_as_null() {
+        let error = record("beat", None, None, 1, false).unwrap_err().0;
+        assert!(
+            error.contains("--config") && error.contains("'{}'"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -379,3 +379,35 @@ fn coordinator_prints_its_bootstrap_serves_describe_and_stops_on_sigterm() {
         "nobody is a group that does not exist"
     );
 }
+
+#[test]
+fn the_help_line_names_every_command() {
+    let output = kroupier(&["--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&output.stdout);
+    let about = help.lines().next().expect("an about line");
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|command| *command != "help")
+        .collect();
+    assert!(commands.contains(&"tasks"), "{help}");
+    for command in commands {
+        assert!(
+            about.contains(command),
+            "`kroupier --help` lists `{command}`, its about line does not: {about}"
+        );
+    }
+}
+
+#[test]
+fn the_version_names_kroupier() {
+    let output = kroupier(&["--version"]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("kroupier {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}

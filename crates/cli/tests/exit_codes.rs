@@ -65,7 +65,11 @@ fn values_no_command_can_use_exit_2_before_anything_is_sent() {
         &["--config-file", big],
     ]
     .concat();
-    let put_long = [&["tasks", "put", &long_id, "--kind", "beat"][..], &on[..]].concat();
+    let put_long = [
+        &["tasks", "put", &long_id, "--kind", "beat", "--config", "{}"][..],
+        &on[..],
+    ]
+    .concat();
     assert_exits(
         2,
         &[
@@ -78,7 +82,30 @@ fn values_no_command_can_use_exit_2_before_anything_is_sent() {
                 "`bootstrap_servers` is empty",
             ),
             (&with(&["tasks", "pause", ""]), "task id \"\" is invalid"),
-            (&put_long, "longer than 249 bytes"),
+            (&put_long, "it is 250 characters long"),
+            // The task id rule: what breaks tables, URLs and file names is refused.
+            (
+                &with(&["tasks", "put", "x/y", "--kind", "beat", "--config", "{}"]),
+                "ASCII letters, digits",
+            ),
+            (&with(&["tasks", "restart", "✓\n"]), "ASCII letters, digits"),
+            // A put without a config: refused, not stored as `null` for the task to fail on.
+            (
+                &with(&["tasks", "put", "t-0", "--kind", "beat"]),
+                "<--config <CONFIG>|--config-file <CONFIG_FILE>>",
+            ),
+            // A group id that cannot name a topic: the advice is the CLI's flag.
+            (
+                &[
+                    "tasks",
+                    "list",
+                    "--bootstrap",
+                    "127.0.0.1:1",
+                    "--group",
+                    "a b",
+                ],
+                "pass --topic",
+            ),
             (&put_big, "over the task store's limit"),
             (
                 &with(&["tasks", "list", "--topic", "a b"]),

@@ -12,12 +12,14 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
+use crate::store::validate_id;
 use crate::task::{Kind, TaskConfigError};
 
 /// One task instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
-    /// Unique, non-empty id (`task-0`). Ids ending in a decimal number encode most compactly on
+    /// Unique id (`task-0`), held to the task id rule when a catalogue takes it
+    /// ([`validate_id`]): 1 to 249 ASCII letters, digits, `.`, `_` and `-`. Ids ending in a decimal number encode most compactly on
     /// the wire (see `docs/protocol.md`).
     pub id: String,
     /// The registered kind that runs it.
@@ -87,6 +89,30 @@ pub enum CatalogueError {
         /// The kind of the task without an id.
         kind: String,
     },
+    /// A task id breaks the task id rule ([`validate_id`]).
+    #[error("a task of kind `{kind}`: {message}")]
+    InvalidId {
+        /// The id, as given.
+        id: String,
+        /// The kind of the task.
+        kind: String,
+        /// Which rule it breaks, and what an id may hold.
+        message: String,
+    },
+}
+
+/// Holds `spec`'s id to the task id rule that every entry shares ([`validate_id`]).
+fn check_id(spec: &TaskSpec) -> Result<(), CatalogueError> {
+    if spec.id.is_empty() {
+        return Err(CatalogueError::EmptyId {
+            kind: spec.kind.clone(),
+        });
+    }
+    validate_id(&spec.id).map_err(|error| CatalogueError::InvalidId {
+        id: spec.id.clone(),
+        kind: spec.kind.clone(),
+        message: error.to_string(),
+    })
 }
 
 /// The set of task instances, sorted by id.
@@ -146,13 +172,11 @@ impl Catalogue {
         Self::default()
     }
 
-    /// A catalogue of `specs`; refuses duplicate and empty ids.
+    /// A catalogue of `specs`; refuses duplicate ids and ids that break the task id rule
+    /// ([`validate_id`]).
     pub fn from_specs(specs: impl IntoIterator<Item = TaskSpec>) -> Result<Self, CatalogueError> {
         let mut specs: Vec<TaskSpec> = specs.into_iter().collect();
-        if let Some(empty) = specs.iter().position(|spec| spec.id.is_empty()) {
-            let kind = specs.swap_remove(empty).kind;
-            return Err(CatalogueError::EmptyId { kind });
-        }
+        specs.iter().try_for_each(check_id)?;
         // Sorted once and built in bulk: a lookup and an insert per spec cost twice as many id
         // comparisons, a tenth of a worker's start-up at 100,000 tasks.
         specs.sort_unstable_by(|a, b| a.id.cmp(&b.id));
@@ -164,11 +188,10 @@ impl Catalogue {
         ))
     }
 
-    /// Adds `spec`, replacing (and returning) a task with the same id.
+    /// Adds `spec`, replacing (and returning) a task with the same id; refuses an id that
+    /// breaks the task id rule ([`validate_id`]).
     pub fn insert(&mut self, spec: TaskSpec) -> Result<Option<TaskSpec>, CatalogueError> {
-        if spec.id.is_empty() {
-            return Err(CatalogueError::EmptyId { kind: spec.kind });
-        }
+        check_id(&spec)?;
         self.changed();
         let old = self.tasks.replace(ById(Arc::new(spec)));
         Ok(old.map(|old| Arc::unwrap_or_clone(old.0)))
@@ -663,6 +686,25 @@ mod tests {
                 kind: "copy".into()
             })
         );
+    }
+
+    #[test]
+    fn ids_that_break_the_id_rule_are_refused() {
+        for id in ["x/y", "✓\n", "a b"] {
+            let error =
+                Catalogue::from_specs([spec("ok", json!(1)), spec(id, json!(2))]).expect_err(id);
+            assert!(
+                matches!(&error, CatalogueError::InvalidId { id: bad, kind, .. }
+                    if bad == id && kind == "copy"),
+                "{id:?}: {error:?}"
+            );
+            assert!(error.to_string().contains("ASCII letters"), "{error}");
+            let error = Catalogue::new().insert(spec(id, json!(1))).unwrap_err();
+            assert!(
+                matches!(error, CatalogueError::InvalidId { .. }),
+                "{error:?}"
+            );
+        }
     }
 
     #[test]

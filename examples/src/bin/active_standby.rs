@@ -31,7 +31,11 @@ use tokio::task::JoinHandle;
 
 /// Run a job on one active instance among many, the others on standby.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    name = "active_standby",
+    display_name = "kroupier active_standby",
+    version
+)]
 struct Args {
     #[command(flatten)]
     member: MemberArgs,

@@ -37,7 +37,11 @@ const METADATA_REFRESH: Duration = Duration::from_secs(3);
 
 /// A consumer-group member that owns partitions beside Java consumers.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    name = "consumer_group",
+    display_name = "kroupier consumer_group",
+    version
+)]
 struct Args {
     /// Kafka bootstrap servers, `host:port[,host:port...]`.
     #[arg(long)]

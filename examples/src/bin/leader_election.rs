@@ -19,7 +19,11 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// Elect one leader among the processes sharing a Kafka group.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    name = "leader_election",
+    display_name = "kroupier leader_election",
+    version
+)]
 struct Args {
     #[command(flatten)]
     member: MemberArgs,

@@ -35,7 +35,7 @@ use kroupier_examples::{SessionArgs, os_signals};
 
 /// Run `beat` tasks in a Kafka group.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(name = "quickstart", display_name = "kroupier quickstart", version)]
 struct Args {
     /// Kafka bootstrap servers, `host:port[,host:port...]`.
     #[arg(long)]

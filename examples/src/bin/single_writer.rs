@@ -31,7 +31,11 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// One replica of a key-value service whose writes go through one elected writer.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    name = "single_writer",
+    display_name = "kroupier single_writer",
+    version
+)]
 struct Args {
     #[command(flatten)]
     member: MemberArgs,

@@ -16,7 +16,7 @@
 //! `kroupier demo` serves the same page (see [`spawn`]).
 
 pub mod board;
-mod http;
+pub mod http;
 pub mod poll;
 pub mod server;
 

@@ -36,7 +36,8 @@ const fn need(api_key: ApiKey, min: i16, required: bool, kafka: &'static str) ->
 /// APIs (a compacted topic as the task store) are optional for membership: v2 record batches
 /// need Produce v3 and Fetch v4 (Kafka 0.11), ListOffsets v1 answers one offset per partition
 /// (0.10.1), CreateTopics v2 is Kafka 1.0's, DescribeConfigs v1 (config sources) Kafka 1.1's.
-pub const REQUIREMENTS: [ApiRequirement; 16] = [
+/// ConsumerGroupDescribe (KIP-848 `consumer` groups, Kafka 4.0) is the observer's, optional too.
+pub const REQUIREMENTS: [ApiRequirement; 17] = [
     need(ApiKey::ApiVersions, 0, true, "0.10.0"),
     need(ApiKey::FindCoordinator, 3, true, "2.4"),
     need(ApiKey::JoinGroup, 5, true, "2.3"),
@@ -53,6 +54,7 @@ pub const REQUIREMENTS: [ApiRequirement; 16] = [
     need(ApiKey::ListOffsets, 1, false, "0.10.1"),
     need(ApiKey::CreateTopics, 2, false, "1.0"),
     need(ApiKey::DescribeConfigs, 1, false, "1.1"),
+    need(ApiKey::ConsumerGroupDescribe, 0, false, "4.0"),
 ];
 
 /// The version to use for each API on one connection.
@@ -156,7 +158,7 @@ mod tests {
         )
     }
 
-    const KAFKA_4_1: [(ApiKey, i16, i16); 16] = [
+    const KAFKA_4_1: [(ApiKey, i16, i16); 17] = [
         (ApiKey::ApiVersions, 0, 4),
         (ApiKey::Metadata, 0, 13),
         (ApiKey::FindCoordinator, 0, 6),
@@ -173,6 +175,7 @@ mod tests {
         (ApiKey::ListOffsets, 1, 10),
         (ApiKey::CreateTopics, 2, 7),
         (ApiKey::DescribeConfigs, 1, 4),
+        (ApiKey::ConsumerGroupDescribe, 0, 1),
     ];
 
     #[test]
@@ -190,6 +193,7 @@ mod tests {
         assert_eq!(v.get(ApiKey::ListOffsets), Some(10));
         assert_eq!(v.get(ApiKey::CreateTopics), Some(7));
         assert_eq!(v.get(ApiKey::DescribeConfigs), Some(4));
+        assert_eq!(v.get(ApiKey::ConsumerGroupDescribe), Some(1));
         assert_eq!(v.get(ApiKey::OffsetCommit), None);
         assert_eq!(v, NegotiatedVersions::latest());
     }

@@ -1,10 +1,14 @@
-//! Observe groups without joining them: ListGroups and DescribeGroups, typed.
+//! Observe groups without joining them: ListGroups, DescribeGroups and ConsumerGroupDescribe,
+//! typed.
 //!
 //! [`Observer::list_groups`] asks every broker (ListGroups answers only for the groups the
 //! receiving broker coordinates; the broker list comes from Metadata).
 //! [`Observer::remove_member`] removes another member (LeaveGroup v3+ naming it).
 //! [`Observer::describe_group`] asks the group's coordinator, found and kept by the
 //! [`Cluster`], and retries with backoff when the coordinator is loading or has moved.
+//! [`Observer::describe_consumer_group`] does the same with ConsumerGroupDescribe for a KIP-848
+//! `consumer` group ([`GroupListing::group_type`] says which a group is), which DescribeGroups
+//! shows as `Dead`.
 //!
 //! DescribeGroups gives a group's state, protocol type, chosen protocol and, per member, its
 //! ids, client id and host, and its raw metadata and assignment. It gives **no generation and
@@ -29,12 +33,14 @@
 //! # Cancel safety
 //! Every method is cancel safe.
 
+mod consumer;
 mod group;
 mod remove;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
@@ -44,6 +50,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
+pub use consumer::{ConsumerGroupDescription, ConsumerMember, TopicPartitions};
 pub use group::{
     AssignmentDecoder, DecodedGroup, GroupDescription, GroupListing, GroupState, MemberDescription,
 };
@@ -108,12 +115,23 @@ impl Observer {
     /// coordinator does not settle within the cluster's lookup timeout, or any
     /// [`ConnectionError`] reaching it.
     pub async fn describe_group(&self, group: &str) -> Result<GroupDescription, ConnectionError> {
+        self.at_coordinator(group, || self.describe_once(group))
+            .await
+    }
+
+    /// Runs `ask` against `group`'s coordinator, and again with backoff while the coordinator
+    /// is loading or has moved, up to the cluster's coordinator lookup timeout.
+    async fn at_coordinator<T, F, Fut>(&self, group: &str, ask: F) -> Result<T, ConnectionError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ConnectionError>>,
+    {
         let config = self.cluster.config();
         let deadline = Instant::now() + config.coordinator_lookup_timeout;
         let mut backoff = Backoff::new(config.retry_backoff, config.retry_backoff_max);
         loop {
-            let last = match self.describe_once(group).await {
-                Ok(description) => return Ok(description),
+            let last = match ask().await {
+                Ok(answer) => return Ok(answer),
                 Err(e) if is_coordinator_trouble(&e) => {
                     self.cluster.forget_coordinator(group);
                     e.to_string()

@@ -5,7 +5,8 @@ use std::fmt::Debug;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse, CreateTopicsRequest, CreateTopicsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest,
     HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
@@ -21,8 +22,8 @@ use super::guard::walk;
 use super::schema::{self, Schema};
 
 /// A request kroupier sends: one of the nine group APIs (which its embedded coordinator also
-/// serves), one of the log APIs (Produce, Fetch, ListOffsets, CreateTopics, DescribeConfigs), or
-/// SaslHandshake and SaslAuthenticate.
+/// serves), one of the log APIs (Produce, Fetch, ListOffsets, CreateTopics, DescribeConfigs),
+/// SaslHandshake and SaslAuthenticate, or the observer's ConsumerGroupDescribe (KIP-848 groups).
 pub trait WireRequest:
     Encodable + Decodable + HeaderVersion + Message + Clone + PartialEq + Debug + Send + Sync + 'static
 {
@@ -112,6 +113,11 @@ wire_api!(
     SaslAuthenticate,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse
+);
+wire_api!(
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse
 );
 
 /// Encodes `request` at `version` behind a request header, as one frame without its length

@@ -64,6 +64,19 @@ fn an_unknown_kind_fails_the_build() {
 }
 
 #[test]
+fn a_task_id_that_breaks_the_id_rule_fails_the_build() {
+    let err = builder()
+        .typed_task(&COPY, "copy/0", Copy { table: "a".into() })
+        .build_runtime()
+        .unwrap_err();
+    assert!(
+        matches!(&err, BuildError::Catalogue(CatalogueError::InvalidId { id, .. }) if id == "copy/0"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("ASCII letters"), "{err}");
+}
+
+#[test]
 fn a_foreign_kind_is_left_to_other_workers() {
     let runtime = builder()
         .foreign_kind("render")

@@ -7,12 +7,14 @@ use kroupier_coordinator::log::LogError;
 #[non_exhaustive]
 pub enum StoreError {
     /// The task id cannot be stored.
-    #[error("task id {id:?} is invalid: {reason}; use a non-empty id of at most 249 bytes")]
+    #[error(
+        "task id {id:?} is invalid: {reason}; a task id is 1 to 249 ASCII letters, digits, '.', '_' or '-' (as a Kafka topic name)"
+    )]
     InvalidId {
         /// The id, as given.
         id: String,
         /// What is wrong with it.
-        reason: &'static str,
+        reason: String,
     },
     /// The record breaks a rule every reader checks (an empty kind, weight 0).
     #[error("task {id:?} cannot be stored: {reason}")]

@@ -159,15 +159,25 @@ impl TaskRecord {
     }
 }
 
-/// Checks a task id: non-empty, at most [`MAX_ID_BYTES`] bytes.
+/// Checks a task id against the one rule every entry holds it to (the CLI, the status API's
+/// `PUT /tasks/{id}`, [`Catalogue`](crate::catalogue::Catalogue), the task store and its
+/// readers): Kafka's rule for topic names. Non-empty, at most [`MAX_ID_BYTES`] characters, only
+/// ASCII letters, digits, `.`, `_` and `-`. An id is printed in tables and logs, is a path
+/// segment of the status API and part of file names and checkpoint keys, so it holds nothing
+/// that needs quoting there.
 ///
 /// # Errors
 /// [`StoreError::InvalidId`] saying which rule the id breaks.
 pub fn validate_id(id: &str) -> Result<(), StoreError> {
     let reason = if id.is_empty() {
-        "it is empty"
+        "it is empty".to_owned()
     } else if id.len() > MAX_ID_BYTES {
-        "it is longer than 249 bytes"
+        format!("it is {} characters long", id.chars().count())
+    } else if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        format!("it holds {bad:?}")
     } else {
         return Ok(());
     };
@@ -234,13 +244,27 @@ mod tests {
 
     #[test]
     fn checks_ids() {
-        assert!(validate_id("task-0").is_ok());
-        assert!(validate_id(&"é".repeat(124)).is_ok()); // 248 bytes
+        for id in ["task-0", "beat_1.b-C9", "0", &"x".repeat(MAX_ID_BYTES)] {
+            assert!(validate_id(id).is_ok(), "{id:?}");
+        }
         let error = validate_id("").unwrap_err();
         assert!(error.to_string().contains("empty"), "{error}");
         let error = validate_id(&"x".repeat(MAX_ID_BYTES + 1)).unwrap_err();
-        assert!(error.to_string().contains("249 bytes"), "{error}");
+        assert!(error.to_string().contains("250 characters long"), "{error}");
+        // What breaks tables, URLs and file names: refused, saying what an id may hold.
+        for id in ["✓\n", "x/y", "a b", "é", "t@3", "a:b", "a\\b", "\0"] {
+            let error = validate_id(id).unwrap_err();
+            assert!(
+                matches!(error, StoreError::InvalidId { .. }),
+                "{id:?}: {error}"
+            );
+            assert!(error.to_string().contains("it holds"), "{error}");
+        }
         let error = TaskRecord::new("beat", json!({})).encode("").unwrap_err();
+        assert!(matches!(error, StoreError::InvalidId { .. }), "{error}");
+        let error = TaskRecord::new("beat", json!({}))
+            .encode("x/y")
+            .unwrap_err();
         assert!(matches!(error, StoreError::InvalidId { .. }), "{error}");
     }
 

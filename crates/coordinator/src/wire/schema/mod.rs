@@ -7,6 +7,7 @@
 //! Nullability is left to kafka-protocol: the guard accepts the null marker wherever a length
 //! may appear, and kafka-protocol rejects a null where the schema allows none, with an error.
 
+mod consumer;
 mod tables;
 
 use kafka_protocol::messages::ApiKey;
@@ -146,6 +147,10 @@ pub(crate) fn body(api_key: ApiKey, direction: Direction) -> Option<&'static Sch
         ApiKey::ListOffsets => (&LIST_OFFSETS_REQUEST, &LIST_OFFSETS_RESPONSE),
         ApiKey::CreateTopics => (&CREATE_TOPICS_REQUEST, &CREATE_TOPICS_RESPONSE),
         ApiKey::DescribeConfigs => (&DESCRIBE_CONFIGS_REQUEST, &DESCRIBE_CONFIGS_RESPONSE),
+        ApiKey::ConsumerGroupDescribe => (
+            &consumer::CONSUMER_GROUP_DESCRIBE_REQUEST,
+            &consumer::CONSUMER_GROUP_DESCRIBE_RESPONSE,
+        ),
         _ => return None,
     };
     Some(match direction {

@@ -4,7 +4,8 @@
 //! Writes go to the store's Kafka topic, never through the group, so they are answered during a
 //! rebalance too; every worker follows the store and acts on the change (its owner at once,
 //! the leader with a rebalance when placement changed). Errors come as
-//! `{"error": "...", "status": N}`: 400 for a body that is not a task (serde's message) or a
+//! `{"error": "...", "status": N}`: 400 for a task id that breaks the id rule
+//! ([`validate_id`]), a body that is not a task (serde's message) or a
 //! config its kind refuses on a worker that registers the kind, 404 for an unknown task (or
 //! no task store on this worker), 413 for a record over the store's limit, 503 when the store
 //! cannot be reached.
@@ -24,7 +25,7 @@ use super::ApiState;
 use kroupier_coordinator::log::LogError;
 
 use crate::runtime::desired::Source;
-use crate::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore};
+use crate::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore, validate_id};
 
 /// The largest request body `PUT /tasks/{id}` reads: the store's record limit plus room for
 /// the JSON around the config (the store refuses an oversized record with 413 itself).
@@ -272,6 +273,9 @@ pub(super) async fn put(
     let Some(writes) = state.writes.clone() else {
         return no_store();
     };
+    if let Err(e) = validate_id(&id) {
+        return error(StatusCode::BAD_REQUEST, e.to_string());
+    }
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {

@@ -25,7 +25,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <pre>
  * ConsumerInterop --bootstrap B --group G --id ID --topic T --assignor range|cooperative-sticky
  *                 [--session-timeout-ms MS] [--heartbeat-interval-ms MS]
+ *                 [--group-protocol classic|consumer]
  * </pre>
+ *
+ * <p>With {@code --group-protocol consumer} (KIP-848) the broker assigns: {@code --assignor}
+ * names its server-side assignor ({@code uniform} or {@code range}), and the session and
+ * heartbeat are the broker's (the client may not set them).
  *
  * <p>After each rebalance callback (assigned, revoked, lost) it prints one JSON line, as
  * kroupier's consumer_group example does: {@code {"ts_ms":..,"id":..,"generation":..,"partitions":[..]}},
@@ -73,8 +78,9 @@ public final class ConsumerInterop {
     }
     String id = args.get("id");
     String topic = args.get("topic");
+    boolean kip848 = "consumer".equals(args.getOrDefault("group-protocol", "classic"));
     String assignor =
-        switch (args.get("assignor")) {
+        kip848 ? null : switch (args.get("assignor")) {
           case "range" -> RangeAssignor.class.getName();
           case "cooperative-sticky" -> CooperativeStickyAssignor.class.getName();
           default -> {
@@ -88,10 +94,15 @@ public final class ConsumerInterop {
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, args.get("bootstrap"));
     props.put(ConsumerConfig.GROUP_ID_CONFIG, args.get("group"));
     props.put(ConsumerConfig.CLIENT_ID_CONFIG, id);
-    props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-    props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
-    props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, args.getOrDefault("session-timeout-ms", "6000"));
-    props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, args.getOrDefault("heartbeat-interval-ms", "500"));
+    if (kip848) {
+      props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+      props.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, args.get("assignor"));
+    } else {
+      props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+      props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
+      props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, args.getOrDefault("session-timeout-ms", "6000"));
+      props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, args.getOrDefault("heartbeat-interval-ms", "500"));
+    }
     // The rebalance timeout: how long the group waits for a member to rejoin.
     props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "30000");
     props.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "3000");
