@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -189,18 +190,29 @@ impl StatusBoard {
 
     /// A rebalance began (the member is about to rejoin).
     pub(crate) fn rebalance_started(&self) {
-        self.inner.metrics.rebalance_started();
         self.rebalance_start().get_or_insert_with(Instant::now);
         self.inner.rebalancing.store(true, Ordering::Release);
     }
 
-    /// A rebalance completed with `view`; records its latency if its start was seen.
+    /// The assignment of a rebalance arrived; the member's own measure, `member_took`, runs
+    /// from the rebalance's start (its rejoin, or its first JoinGroup) to now. A rebalance this
+    /// board did not see start (the first join: no revocation precedes it) starts that long ago.
+    pub(crate) fn rebalance_arrived(&self, member_took: Option<Duration>) {
+        let mut start = self.rebalance_start();
+        if start.is_none() {
+            let now = Instant::now();
+            *start = Some(member_took.map_or(now, |took| now.checked_sub(took).unwrap_or(now)));
+        }
+    }
+
+    /// A rebalance completed with `view`: counted and its latency recorded once per generation
+    /// (the first join included), from its start to the assignment applied.
     pub(crate) fn rebalance_completed(&self, view: GroupView) {
         let started = self.rebalance_start().take();
-        if let Some(started) = started {
-            self.inner
-                .metrics
-                .observe_rebalance_latency(started.elapsed().as_secs_f64());
+        let new_generation = self.inner.group.borrow().generation != view.generation;
+        if new_generation {
+            let took = started.map_or(Duration::ZERO, |started| started.elapsed());
+            self.inner.metrics.rebalance_completed(took.as_secs_f64());
         }
         self.inner.group.send_replace(view);
         self.inner.rebalancing.store(false, Ordering::Release);

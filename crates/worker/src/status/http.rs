@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post, put};
 use tokio::net::TcpListener;
@@ -94,12 +94,9 @@ async fn status(State(state): State<ApiState>) -> Json<super::WorkerStatus> {
     Json(state.board.snapshot())
 }
 
-async fn prometheus(State(state): State<ApiState>, headers: HeaderMap) -> Response {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok());
+async fn prometheus(State(state): State<ApiState>) -> Response {
     (
-        [(header::CONTENT_TYPE, metrics::content_type(accept))],
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
         metrics::render(&state.board),
     )
         .into_response()

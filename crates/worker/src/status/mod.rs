@@ -5,7 +5,7 @@
 //! | Route | Answer |
 //! |---|---|
 //! | `GET /status` | [`WorkerStatus`] as JSON; during a rebalance the last stable view with `rebalancing: true` |
-//! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text` when `Accept` asks for it (Prometheus does), Prometheus' `text/plain; version=0.0.4` otherwise |
+//! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text; version=1.0.0; charset=utf-8` whatever `Accept` asks (the body is OpenMetrics, and scrapers pick their parser by this header: Prometheus, the OpenTelemetry collector and vmagent read it) |
 //! | `GET /healthz` | 200 while the process serves (liveness) |
 //! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
 //! | `GET /tasks` | every task of the effective catalogue (code and task store): kind, config, weight, desired state (`running`/`paused`), source (`code`/`store`) and version, this worker's state when it holds it, `UNPLACED` with the reason when no worker can take it |
@@ -31,12 +31,12 @@
 //! |---|---|---|
 //! | `kroupier_tasks{state}` | gauge | tasks held by this worker, by state (every state, 0 included) |
 //! | `kroupier_task_restarts` | gauge | restarts after failures, summed over the tasks held |
-//! | `kroupier_rebalances_total` | counter | rebalances this worker took part in |
+//! | `kroupier_rebalances_total` | counter | rebalances this worker completed, its first join included |
 //! | `kroupier_rebalancing` | gauge | 1 while a rebalance is in progress |
 //! | `kroupier_generation` | gauge | generation of the last completed rebalance (-1 before the first) |
 //! | `kroupier_catalogue_mismatch` | gauge | 1 when this worker's catalogue differs from the leader's |
 //! | `kroupier_last_failover_timestamp_seconds` | gauge | Unix time of the last takeover (0 = never) |
-//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start to its assignment applied |
+//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start (this worker's revocation, or, for the first join, the member's first JoinGroup) to its assignment applied |
 
 pub(crate) mod access;
 pub(crate) mod board;

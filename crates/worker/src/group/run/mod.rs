@@ -114,6 +114,7 @@ impl Loop {
                 event = member_events.recv() => match event {
                     Ok(MemberEvent::Assigned { token, assignment, times }) => {
                         arrival = Some((token.generation_id, Instant::now(), times));
+                        self.runtime.board().rebalance_arrived(times.rebalance);
                         let assigned = self.assigned(&token, &assignment).await;
                         // An assignment that revokes tasks is followed by another round as soon
                         // as they stop: the group is read after that one.
