@@ -78,6 +78,8 @@ struct Inner {
     rebalancing: AtomicBool,
     shutting_down: AtomicBool,
     rebalance_started: Mutex<Option<Instant>>,
+    /// Why the member cannot reach Kafka, while it cannot (its `MemberStatus::unreachable`).
+    unreachable: RwLock<Option<String>>,
     metrics: Metrics,
 }
 
@@ -108,6 +110,7 @@ impl StatusBoard {
                 rebalancing: AtomicBool::new(false),
                 shutting_down: AtomicBool::new(false),
                 rebalance_started: Mutex::new(None),
+                unreachable: RwLock::new(None),
                 metrics: Metrics::new(),
             }),
         }
@@ -182,10 +185,39 @@ impl StatusBoard {
         self.inner.rebalancing.load(Ordering::Acquire)
     }
 
-    /// Whether the worker has a stable assignment and is not shutting down.
-    pub fn is_ready(&self) -> bool {
-        !self.inner.shutting_down.load(Ordering::Acquire)
-            && self.inner.group.borrow().generation.is_some()
+    /// Why the worker is not ready (`/readyz` answers 503 with it), or `None` when it has a
+    /// stable assignment, reaches Kafka and is not shutting down.
+    pub(crate) fn not_ready(&self) -> Option<String> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Some("the worker is shutting down".to_owned());
+        }
+        let unreachable = self
+            .inner
+            .unreachable
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if unreachable.is_some() {
+            return unreachable;
+        }
+        if self.inner.group.borrow().generation.is_none() {
+            return Some(
+                "the worker has not joined its group yet (no assignment); it is joining".to_owned(),
+            );
+        }
+        None
+    }
+
+    /// Why the member cannot reach Kafka, or `None` once it can.
+    pub(crate) fn set_unreachable(&self, why: Option<&str>) {
+        let mut unreachable = self
+            .inner
+            .unreachable
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if unreachable.as_deref() != why {
+            *unreachable = why.map(str::to_owned);
+        }
     }
 
     /// A rebalance began (the member is about to rejoin).

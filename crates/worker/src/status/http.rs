@@ -18,7 +18,10 @@ use super::metrics;
 use super::tls::TlsListener;
 use crate::supervisor::Supervisor;
 
+mod error;
 mod tasks;
+
+pub(crate) use error::error;
 
 pub(crate) use tasks::TaskWrites;
 
@@ -107,14 +110,9 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<ApiState>) -> Response {
-    if state.board.is_ready() {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: no assignment yet, or shutting down\n",
-        )
-            .into_response()
+    match state.board.not_ready() {
+        None => (StatusCode::OK, "ready\n").into_response(),
+        Some(why) => error(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}")),
     }
 }
 

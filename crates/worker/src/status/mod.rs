@@ -7,7 +7,7 @@
 //! | `GET /status` | [`WorkerStatus`] as JSON; during a rebalance the last stable view with `rebalancing: true` |
 //! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text; version=1.0.0; charset=utf-8` whatever `Accept` asks (the body is OpenMetrics, and scrapers pick their parser by this header: Prometheus, the OpenTelemetry collector and vmagent read it) |
 //! | `GET /healthz` | 200 while the process serves (liveness) |
-//! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
+//! | `GET /readyz` | 200 once the worker has an assignment; 503 (`{"error": "not ready: ...", "status": 503}`) before that, while shutting down, and while the member has reached no broker for 3 s (the reason and what to check, as in its WARN line) |
 //! | `GET /tasks` | every task of the effective catalogue (code and task store): kind, config, weight, desired state (`running`/`paused`), source (`code`/`store`) and version, this worker's state when it holds it, `UNPLACED` with the reason when no worker can take it |
 //! | `PUT /tasks/{id}` | with a task store: body `{"kind", "config", "weight"?, "state"?}`; 200 `{"id", "version"}`; 400 for a body that is not a task, or a config its kind refuses on a worker that registers the kind (serde's message); 413 over the store's record limit |
 //! | `DELETE /tasks/{id}` | with a task store: 200 `{"id", "version"}`; 404 for an unknown task |

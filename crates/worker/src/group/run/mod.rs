@@ -108,6 +108,7 @@ impl Loop {
                     }
                     let snapshot = status.borrow_and_update().clone();
                     self.extend_lease(&snapshot);
+                    self.runtime.board().set_unreachable(snapshot.unreachable.as_deref());
                 }
                 view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
                 () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::ApiState;
+use super::error::error;
 use kroupier_coordinator::log::LogError;
 
 use crate::runtime::desired::Source;
@@ -127,12 +128,6 @@ impl TaskWrites for TaskStore {
         let store = self.clone();
         Box::pin(async move { Ok(TaskStore::restart(&store, &id).await?) })
     }
-}
-
-/// An error answer with a JSON body.
-pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    let body = json!({"error": message.into(), "status": status.as_u16()});
-    (status, Json(body)).into_response()
 }
 
 /// The body of `PUT /tasks/{id}`.

@@ -226,10 +226,26 @@ async fn health_and_readiness() {
         call(&router, Method::GET, "/healthz").await.0,
         StatusCode::OK
     );
-    assert_eq!(
-        call(&router, Method::GET, "/readyz").await.0,
-        StatusCode::SERVICE_UNAVAILABLE
+    let not_ready = |body: &str| -> String {
+        let body: Value = serde_json::from_str(body).expect("a JSON error");
+        assert_eq!(body["status"], 503, "{body}");
+        body["error"].as_str().unwrap().to_owned()
+    };
+    let (status, body) = call(&router, Method::GET, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        not_ready(&body).contains("not joined its group yet"),
+        "{body}"
     );
+    // The member cannot reach Kafka: /readyz says why, in the member's words.
+    board.set_unreachable(Some("no usable connection to Kafka for 3 s: refused"));
+    let (status, body) = call(&router, Method::GET, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        not_ready(&body),
+        "not ready: no usable connection to Kafka for 3 s: refused"
+    );
+    board.set_unreachable(None);
     board.rebalance_completed(stable_view(1));
     assert_eq!(
         call(&router, Method::GET, "/readyz").await.0,
@@ -241,11 +257,17 @@ async fn health_and_readiness() {
         call(&router, Method::GET, "/readyz").await.0,
         StatusCode::OK
     );
-    board.set_shutting_down();
+    // Losing Kafka after the join does.
+    board.set_unreachable(Some("no usable connection to Kafka for 3 s: reset"));
     assert_eq!(
         call(&router, Method::GET, "/readyz").await.0,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    board.set_unreachable(None);
+    board.set_shutting_down();
+    let (status, body) = call(&router, Method::GET, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(not_ready(&body).contains("shutting down"), "{body}");
     assert_eq!(
         call(&router, Method::GET, "/healthz").await.0,
         StatusCode::OK
