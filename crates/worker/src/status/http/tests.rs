@@ -282,7 +282,7 @@ impl Task for Broken {
 }
 
 /// A supervisor whose task `b` has FAILED, and how many times `b` was built.
-async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
+pub(super) async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
     let builds = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counted = builds.clone();
     let mut registry = Registry::new();
