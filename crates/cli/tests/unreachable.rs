@@ -16,6 +16,9 @@ use kroupier_embedded::EmbeddedCoordinator;
 
 const KROUPIER: &str = env!("CARGO_BIN_EXE_kroupier");
 
+/// How soon after its start a worker must say why it cannot work.
+const WITHIN: Duration = Duration::from_secs(5);
+
 /// A loopback port nothing listens on (bound, then released).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -116,14 +119,22 @@ fn assert_says_why(worker: &Worker, status_port: u16, addr: &str, cause: &str) {
     let line = worker
         .line_with(
             &["WARN", "no usable connection to Kafka", addr, cause],
-            Duration::from_secs(5),
+            WITHIN,
         )
         .unwrap_or_else(|seen| {
             panic!("no WARN naming `{cause}` and {addr} within 5 s; stderr: {seen:#?}")
         });
     assert!(line.contains("security.protocol"), "{line}");
     assert!(line.contains("bootstrap"), "{line}");
-    let (code, body) = readyz(status_port);
+    // The worker's board follows the member's status a moment after the WARN line: poll, still
+    // within the 5 s.
+    let (code, body) = loop {
+        let (code, body) = readyz(status_port);
+        if body.contains("no usable connection") || worker.started.elapsed() > WITHIN {
+            break (code, body);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(code, 503, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).expect("a JSON error");
     assert_eq!(body["status"], 503, "{body}");

@@ -19,7 +19,7 @@ pub(crate) const WARN_EVERY: Duration = Duration::from_secs(30);
 
 /// What an operator should check when no broker can be used, whatever the error.
 pub(crate) const WHAT_TO_CHECK: &str = "check the bootstrap servers (`bootstrap.servers`, \
-     `--bootstrap`) and that `security.protocol` (and the SASL and TLS settings) match the \
+     `--bootstrap`) and that `security.protocol` (and the TLS and SASL settings) matches the \
      broker's listener";
 
 /// Tracks requests failing to reach any broker. See the [module guide](self).

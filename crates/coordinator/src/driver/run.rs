@@ -219,7 +219,8 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         let group = &self.membership.config().group_id;
         if let Some((failing, error)) = self.reach.poll_warning(now()) {
             let text = format!(
-                "no usable connection to Kafka for {} s (still retrying): {error}; {WHAT_TO_CHECK}",
+                "no usable connection to Kafka for {} s, still retrying: {WHAT_TO_CHECK}; last \
+                 error: {error}",
                 failing.as_secs()
             );
             warn!(%group, "{text}");
