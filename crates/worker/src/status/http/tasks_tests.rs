@@ -378,3 +378,22 @@ async fn writes_need_the_token_and_reads_do_not_unless_protected() {
     assert_eq!(response.status(), StatusCode::OK);
     assert!(store.current("s-1").is_some());
 }
+
+#[tokio::test]
+async fn get_one_task_says_when_its_store_record_is_not_a_task() {
+    let (router, store, runtime) = api();
+    {
+        let mut view = store.view.lock().unwrap();
+        let offset = view.offset;
+        view.apply_parts(offset, b"broken-1", Some(b"{not a task record"));
+    }
+    follow(&runtime, &store);
+    let (status, body) = call(&router, Method::GET, "/tasks/broken-1", "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["status"], 404);
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("not a task") && error.contains("PUT /tasks/{id}"),
+        "{body}"
+    );
+}
