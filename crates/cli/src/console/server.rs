@@ -14,6 +14,10 @@
 //! | `DELETE /api/tasks/{id}` | a worker's answer to `DELETE /tasks/{id}` |
 //! | `POST /api/tasks/{id}/{pause,resume,restart}` | a worker's answer to the same `POST` |
 //!
+//! Every error the console answers itself is JSON in the status API's shape,
+//! `{"error": "...", "status": N}` (an unknown route lists the routes; a method a route does not
+//! take names the ones it does, in `Allow` too); a worker's answer passes through as it came.
+//!
 //! The `/api/tasks` writes go to the group's task store (docs/tasks.md) through the status API
 //! of the first worker that answers; any worker will do, since they all write to the same
 //! topic. A group without a task store answers them 404, and the page stays read-only.
@@ -29,7 +33,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -57,7 +61,73 @@ pub fn router(shared: Shared) -> Router {
         .route("/api/workers/{name}/tasks/{id}/restart", post(restart))
         .route("/api/tasks/{id}", put(put_task).delete(delete_task))
         .route("/api/tasks/{id}/{action}", post(task_action))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(shared)
+}
+
+/// The console's routes, as a 404 for an unknown route lists them.
+const ROUTES: [&str; 10] = [
+    "GET /",
+    "GET /console.js",
+    "GET /console.css",
+    "GET /events",
+    "GET /api/snapshot",
+    "GET /api/workers/{name}/status",
+    "POST /api/workers/{name}/tasks/{id}/restart",
+    "PUT /api/tasks/{id}",
+    "DELETE /api/tasks/{id}",
+    "POST /api/tasks/{id}/{pause,resume,restart}",
+];
+
+/// An error answer in the status API's shape: `{"error": message, "status": N}` (and `extra`).
+fn error_with(code: StatusCode, message: impl Into<String>, extra: serde_json::Value) -> Response {
+    let mut body = match extra {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    body.insert("error".to_owned(), message.into().into());
+    body.insert("status".to_owned(), code.as_u16().into());
+    json_response(code, serde_json::Value::Object(body).to_string())
+}
+
+fn error(code: StatusCode, message: impl Into<String>) -> Response {
+    error_with(code, message, serde_json::Value::Null)
+}
+
+async fn unknown_route(method: Method, uri: Uri) -> Response {
+    error_with(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no route {method} {}; the console's routes are listed in `routes`",
+            uri.path()
+        ),
+        serde_json::json!({ "routes": ROUTES }),
+    )
+}
+
+/// The methods each route takes, by its first path segments (the console's routes are few).
+fn allowed(path: &str) -> &'static [&'static str] {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["api", "workers", _, "tasks", _, "restart"] => &["POST"],
+        ["api", "tasks", _] => &["PUT", "DELETE"],
+        ["api", "tasks", _, _] => &["POST"],
+        _ => &["GET", "HEAD"],
+    }
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let allowed = allowed(uri.path());
+    error_with(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} does not take {method}; use {}",
+            uri.path(),
+            allowed.join(" or ")
+        ),
+        serde_json::json!({ "allowed": allowed }),
+    )
 }
 
 /// The page with `snapshot` inline (`</` escaped, so the JSON cannot end the script element).
@@ -116,11 +186,13 @@ async fn snapshot(State(shared): State<Shared>) -> Response {
 async fn worker_status(State(shared): State<Shared>, Path(name): Path<String>) -> Response {
     match shared.with(|b| b.status_of(&name).map(ToString::to_string)) {
         Some(json) => json_response(StatusCode::OK, json),
-        None => (
+        None => error(
             StatusCode::NOT_FOUND,
-            format!("no /status answer from worker `{name}` (no status API, or not reachable)\n"),
-        )
-            .into_response(),
+            format!(
+                "no /status answer from worker `{name}` (no status API, or not reachable); the \
+                 snapshot's `workers` lists those that answered"
+            ),
+        ),
     }
 }
 
@@ -130,39 +202,36 @@ async fn restart(
     headers: HeaderMap,
 ) -> Response {
     if !headers.contains_key("x-kroupier-console") {
-        return (
+        return error(
             StatusCode::FORBIDDEN,
-            "send the header X-Kroupier-Console: 1 (the page does)\n",
-        )
-            .into_response();
+            "send the header X-Kroupier-Console: 1 (the page does)",
+        );
     }
     let Some(addr) = shared.with(|b| b.status_addrs().get(&name).cloned()) else {
-        return (
+        return error(
             StatusCode::NOT_FOUND,
-            format!("worker `{name}` advertises no status API\n"),
-        )
-            .into_response();
+            format!(
+                "worker `{name}` advertises no status API; restart the task through another worker's or with `kroupier tasks restart`"
+            ),
+        );
     };
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let path = format!("/tasks/{}/restart", http::segment(&id));
     match http::request(&addr, "POST", &path, authorization, Duration::from_secs(5)).await {
-        Ok(answer) => (
+        Ok(answer) => json_response(
             StatusCode::from_u16(answer.code).unwrap_or(StatusCode::BAD_GATEWAY),
             answer.body,
-        )
-            .into_response(),
-        Err(Failure::Refused) => (
+        ),
+        Err(Failure::Refused) => error(
             StatusCode::BAD_GATEWAY,
-            format!("worker `{name}` refused the connection at {addr}: is it running?\n"),
-        )
-            .into_response(),
-        Err(Failure::Other(e)) => (
+            format!("worker `{name}` refused the connection at {addr}: is it running?"),
+        ),
+        Err(Failure::Other(e)) => error(
             StatusCode::BAD_GATEWAY,
-            format!("worker `{name}` at {addr}: {e}\n"),
-        )
-            .into_response(),
+            format!("worker `{name}` at {addr}: {e}"),
+        ),
     }
 }
 
@@ -191,11 +260,10 @@ async fn task_action(
     headers: HeaderMap,
 ) -> Response {
     if !["pause", "resume", "restart"].contains(&action.as_str()) {
-        return (
+        return error(
             StatusCode::NOT_FOUND,
-            format!("no task action `{action}`: pause, resume or restart\n"),
-        )
-            .into_response();
+            format!("no task action `{action}`: use pause, resume or restart"),
+        );
     }
     let path = format!("/tasks/{}/{action}", http::segment(&id));
     to_any_worker(&shared, &headers, "POST", &path, None).await
@@ -211,11 +279,10 @@ async fn to_any_worker(
     json: Option<&[u8]>,
 ) -> Response {
     if !headers.contains_key("x-kroupier-console") {
-        return (
+        return error(
             StatusCode::FORBIDDEN,
-            "send the header X-Kroupier-Console: 1 (the page does)\n",
-        )
-            .into_response();
+            "send the header X-Kroupier-Console: 1 (the page does)",
+        );
     }
     let addrs: Vec<(String, String)> = shared.with(|b| {
         b.status_addrs()
@@ -224,11 +291,11 @@ async fn to_any_worker(
             .collect()
     });
     if addrs.is_empty() {
-        return (
+        return error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "no worker of this group advertises a status API to write through\n",
-        )
-            .into_response();
+            "no worker of this group advertises a status API to write through; start one with \
+             its status API on, or write with `kroupier tasks`",
+        );
     }
     let authorization = headers
         .get(header::AUTHORIZATION)
@@ -246,22 +313,19 @@ async fn to_any_worker(
         .await
         {
             Ok(answer) => {
-                return (
+                return json_response(
                     StatusCode::from_u16(answer.code).unwrap_or(StatusCode::BAD_GATEWAY),
-                    [(header::CONTENT_TYPE, "application/json")],
                     answer.body,
-                )
-                    .into_response();
+                );
             }
             Err(Failure::Refused) => failures.push(format!("{name} at {addr}: refused")),
             Err(Failure::Other(e)) => failures.push(format!("{name} at {addr}: {e}")),
         }
     }
-    (
+    error(
         StatusCode::BAD_GATEWAY,
-        format!("no worker answered: {}\n", failures.join("; ")),
+        format!("no worker answered: {}", failures.join("; ")),
     )
-        .into_response()
 }
 
 fn json_response(code: StatusCode, json: String) -> Response {
@@ -282,6 +346,75 @@ mod tests {
             page.matches("</script>").count(),
             INDEX_HTML.matches("</script>").count()
         );
+    }
+
+    /// Serves the console's router on a loopback port; its address.
+    async fn serve() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let app = router(Shared::new("g", "127.0.0.1:1"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    }
+
+    /// Asserts an answer in the one error shape with `code`; its body.
+    fn shape(answer: &http::Answer, code: u16) -> serde_json::Value {
+        assert_eq!(answer.code, code, "{}", answer.body);
+        let body: serde_json::Value =
+            serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body));
+        assert_eq!(body["status"], code, "{body}");
+        assert!(
+            !body["error"].as_str().unwrap_or_default().is_empty(),
+            "{body}"
+        );
+        body
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn every_error_the_console_answers_is_json_in_the_status_apis_shape() {
+        let addr = serve().await;
+        let ask = |method: &'static str, path: &'static str, console: bool| {
+            let addr = addr.clone();
+            async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+                let header = if console {
+                    "X-Kroupier-Console: 1\r\n"
+                } else {
+                    ""
+                };
+                let head = format!(
+                    "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{header}Content-Length: 0\r\n\r\n"
+                );
+                stream.write_all(head.as_bytes()).await.unwrap();
+                let mut raw = Vec::new();
+                stream.read_to_end(&mut raw).await.unwrap();
+                http::parse(&raw).expect("an HTTP answer")
+            }
+        };
+        let body = shape(&ask("GET", "/nope", false).await, 404);
+        assert_eq!(body["routes"], serde_json::json!(ROUTES));
+        let body = shape(&ask("POST", "/api/snapshot", false).await, 405);
+        assert_eq!(body["allowed"], serde_json::json!(["GET", "HEAD"]));
+        let body = shape(&ask("GET", "/api/tasks/t", false).await, 405);
+        assert_eq!(body["allowed"], serde_json::json!(["PUT", "DELETE"]));
+        let body = shape(&ask("GET", "/api/tasks/t/pause", false).await, 405);
+        assert_eq!(body["allowed"], serde_json::json!(["POST"]));
+        shape(&ask("GET", "/api/workers/w9/status", false).await, 404);
+        let body = shape(&ask("POST", "/api/tasks/t/pause", false).await, 403);
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("X-Kroupier-Console")
+        );
+        shape(
+            &ask("POST", "/api/workers/w9/tasks/t/restart", true).await,
+            404,
+        );
+        shape(&ask("POST", "/api/tasks/t/explode", true).await, 404);
+        // No worker to write through yet.
+        shape(&ask("DELETE", "/api/tasks/t", true).await, 503);
     }
 
     #[test]

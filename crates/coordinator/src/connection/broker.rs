@@ -547,6 +547,13 @@ async fn write_frames<W>(
     }
 }
 
+/// Whether `bytes` begin with a TLS record header (content type 20 to 23, version 3.x): a TLS
+/// listener's answer (an alert, a ServerHello) to a plaintext request, which the frame codec
+/// reads as a length of some 350 MB and refuses without consuming it.
+fn starts_like_tls(bytes: &[u8]) -> bool {
+    matches!(bytes, [20..=23, 3, 0..=4, ..])
+}
+
 /// The reader task: matches each response frame to its request and completes it.
 async fn read_frames<R>(
     shared: Arc<Shared>,
@@ -566,7 +573,14 @@ async fn read_frames<R>(
                 break;
             }
             Some(Err(e)) => {
-                shared.close(format!("read failed: {e}"));
+                let reason = if starts_like_tls(frames.read_buffer()) {
+                    "the broker answered with TLS: this listener speaks TLS, not plaintext; set \
+                     `security.protocol` to SSL (or SASL_SSL)"
+                        .to_owned()
+                } else {
+                    format!("read failed: {e}")
+                };
+                shared.close(reason);
                 break;
             }
             Some(Ok(frame)) => frame.freeze(),

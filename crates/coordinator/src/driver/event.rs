@@ -119,6 +119,10 @@ pub struct MemberStatus {
     /// While the join gate holds the JoinGroup: the generation whose revocation awaits
     /// [`MemberHandle::revocations_done`](super::MemberHandle::revocations_done).
     pub join_held: Option<i32>,
+    /// While no request of the member has reached a broker for a few seconds (3 s): why, and
+    /// what to check — the text of the WARN line the member logs then (again every 30 s while
+    /// it lasts). `None` once a broker answers.
+    pub unreachable: Option<String>,
     /// Whether the driver has returned (left, fenced or fatal). A driver future that was
     /// dropped cannot say so; [`MemberHandle::stopped`](super::MemberHandle::stopped) notices
     /// both.
@@ -135,6 +139,7 @@ impl MemberStatus {
             coordinator: None,
             metrics: Metrics::default(),
             join_held: None,
+            unreachable: None,
             stopped: false,
         }
     }

@@ -67,6 +67,12 @@
 //!
 //! ## Observability
 //!
+//! A member whose requests reach no broker for 3 s (connection refused, a TLS handshake the
+//! listener cuts, timeouts) logs a WARN line with the last error and what to check (bootstrap
+//! servers, `security.protocol`), again every 30 s while it lasts, and an INFO line once a
+//! broker answers; [`MemberStatus::unreachable`] says the same meanwhile. Kafka's clients warn
+//! alike ("Connection to node -1 could not be established").
+//!
 //! Each rebalance runs in a `rebalance` tracing span carrying its reason and generation.
 //! [`MemberStatus::metrics`] holds Kafka-like coordinator metrics: rebalances total and
 //! failed, the last rebalance's latency, heartbeats sent and failed, and the last heartbeat's
@@ -103,6 +109,7 @@ mod config;
 mod error;
 mod event;
 mod handle;
+mod reach;
 mod run;
 mod transport;
 

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tracing::{Span, debug, info_span, warn};
+use tracing::{Span, debug, info, info_span, warn};
 
 use crate::connection::ConnectionError;
 use crate::membership::{
@@ -19,6 +19,7 @@ use crate::membership::{
 
 use super::error::MemberError;
 use super::event::{MemberEvent, MemberStatus, RebalanceTimes};
+use super::reach::{Reachability, WHAT_TO_CHECK};
 use super::transport::Transport;
 
 /// The driver's clock: the lease timeline (tokio's time, so that tests on paused time control
@@ -78,6 +79,10 @@ pub(crate) struct Driver<P: GroupProtocol, T: Transport> {
     handles_gone: bool,
     coordinator_known: bool,
     rebalance: Option<Span>,
+    /// Whether requests reach a broker; decides the warning and [`MemberStatus::unreachable`].
+    reach: Reachability,
+    /// What [`MemberStatus::unreachable`] says.
+    unreachable: Option<String>,
 }
 
 impl<P: GroupProtocol, T: Transport> Driver<P, T> {
@@ -103,6 +108,8 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             handles_gone: false,
             coordinator_known: false,
             rebalance: None,
+            reach: Reachability::default(),
+            unreachable: None,
         }
     }
 
@@ -119,7 +126,10 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
                 }
                 return result;
             }
-            let deadline = self.membership.poll_timeout();
+            let deadline = [self.membership.poll_timeout(), self.reach.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
             match self.wake(deadline).await {
                 Wake::Command(Some(command)) => self.command(command),
                 Wake::Command(None) => {
@@ -200,7 +210,22 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
                 .push(Box::pin(async move { (tag, sent.await) }));
         }
         self.sync_coordinator();
+        self.warn_if_unreachable();
         self.publish();
+    }
+
+    /// Warns (at most every so often) while no request reaches a broker; see [`Reachability`].
+    fn warn_if_unreachable(&mut self) {
+        let group = &self.membership.config().group_id;
+        if let Some((failing, error)) = self.reach.poll_warning(now()) {
+            let text = format!(
+                "no usable connection to Kafka for {} s, still retrying: {WHAT_TO_CHECK}; last \
+                 error: {error}",
+                failing.as_secs()
+            );
+            warn!(%group, "{text}");
+            self.unreachable = Some(text);
+        }
     }
 
     fn outcome(&self) -> Option<Result<(), MemberError>> {
@@ -237,6 +262,7 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             coordinator: m.coordinator().cloned(),
             metrics: m.metrics().clone(),
             join_held: m.join_held().map(|(generation, _)| generation),
+            unreachable: self.unreachable.clone(),
             stopped: false,
         };
         self.status.send_if_modified(|s| {
@@ -347,13 +373,21 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         let span = self.rebalance.clone().unwrap_or_else(Span::none);
         let _entered = span.enter();
         match result {
-            Ok(response) => self.membership.handle_response(now(), tag, response),
+            Ok(response) => {
+                if let Some(outage) = self.reach.reached(now()) {
+                    let group = &self.membership.config().group_id;
+                    info!(%group, after_s = outage.as_secs(), "Kafka is reachable again");
+                    self.unreachable = None;
+                }
+                self.membership.handle_response(now(), tag, response)
+            }
             Err(error) if error.is_fatal() => {
                 self.membership
                     .handle_fatal_failure(now(), error.to_string());
             }
             Err(error) => {
                 debug!(tag = tag.seq(), %error, "request failed");
+                self.reach.failed(now(), error.to_string());
                 self.membership.handle_request_failed(now(), tag);
             }
         }

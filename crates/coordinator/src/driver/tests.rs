@@ -69,6 +69,7 @@ impl Model {
             model: self.clone(),
             owner,
             partitioned: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
             sent: Mutex::new(Vec::new()),
             joins: Mutex::new(Vec::new()),
         })
@@ -80,6 +81,8 @@ struct Fake {
     model: Model,
     owner: usize,
     partitioned: AtomicBool,
+    /// Every connection is refused at once (nothing listens at the address).
+    refused: AtomicBool,
     sent: Mutex<Vec<&'static str>>,
     /// The first protocol's metadata of every JoinGroup sent.
     joins: Mutex<Vec<Bytes>>,
@@ -106,6 +109,12 @@ impl Transport for Fake {
                 api_key: kafka_protocol::messages::ApiKey::Heartbeat,
                 timeout,
             };
+            if self.refused.load(Ordering::SeqCst) {
+                return Err(ConnectionError::Connect {
+                    addr: "127.0.0.1:1".to_owned(),
+                    reason: "Connection refused (os error 111)".to_owned(),
+                });
+            }
             if self.partitioned.load(Ordering::SeqCst) {
                 tokio::time::sleep(timeout).await;
                 return Err(failed());
@@ -370,6 +379,39 @@ async fn a_partitioned_member_reports_lost_before_its_session_can_expire() {
     );
     assert!(at - cut < SESSION, "lost {:?} after the cut", at - cut);
     assert!(!handle.is_token_valid(&lease.token));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_member_that_reaches_no_broker_says_why_after_3_s_and_stops_once_one_answers() {
+    let model = Model::start();
+    let transport = model.transport(0);
+    transport.refused.store(true, Ordering::SeqCst);
+    let election = Arc::new(LeaderElection::new("a", true));
+    let (handle, driver) =
+        Member::with_transport(config(), 64, election, transport.clone()).expect("valid member");
+    let _driver = tokio::spawn(driver);
+    tokio::time::sleep(Duration::from_millis(2900)).await;
+    assert_eq!(handle.current().unreachable, None, "too early");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let why = handle.current().unreachable.expect("unreachable after 3 s");
+    assert!(
+        why.starts_with("no usable connection to Kafka for 3 s"),
+        "{why}"
+    );
+    assert!(
+        why.contains("could not connect to broker 127.0.0.1:1: Connection refused"),
+        "{why}"
+    );
+    assert!(
+        why.contains("security.protocol") && why.contains("bootstrap"),
+        "{why}"
+    );
+    // A broker answers: the member joins and the reason is gone.
+    transport.refused.store(false, Ordering::SeqCst);
+    tokio::time::sleep(SESSION).await;
+    let status = handle.current();
+    assert_eq!(status.state, MemberState::Stable);
+    assert_eq!(status.unreachable, None);
 }
 
 #[tokio::test(start_paused = true)]

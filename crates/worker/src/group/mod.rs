@@ -506,7 +506,7 @@ pub(crate) async fn spawn_with_store(
             let routes = crate::status::failover::router(failover.clone(), server_stop.clone());
             router = router.merge(routes);
         }
-        let router = access.protect(router);
+        let router = crate::status::http::finish(access.protect(router));
         let stop = server_stop.clone();
         server = Some(tokio::spawn(async move {
             let stopped = async move { stop.cancelled().await };

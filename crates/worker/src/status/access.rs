@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use kroupier_coordinator::connection::Secret;
 
 /// The access rule of one status API.
@@ -63,13 +63,16 @@ async fn check(State(access): State<Arc<Access>>, request: Request, next: Next) 
                 token_given = given.is_some(),
                 "status API request refused: no valid bearer token"
             );
-            (
+            let mut answer = super::http::error(
                 StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer realm=\"kroupier\"")],
                 "this request needs `Authorization: Bearer <token>` with the worker's \
-                 kroupier.status.token\n",
-            )
-                .into_response()
+                 kroupier.status.token",
+            );
+            answer.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"kroupier\""),
+            );
+            answer
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -77,6 +78,8 @@ struct Inner {
     rebalancing: AtomicBool,
     shutting_down: AtomicBool,
     rebalance_started: Mutex<Option<Instant>>,
+    /// Why the member cannot reach Kafka, while it cannot (its `MemberStatus::unreachable`).
+    unreachable: RwLock<Option<String>>,
     metrics: Metrics,
 }
 
@@ -107,6 +110,7 @@ impl StatusBoard {
                 rebalancing: AtomicBool::new(false),
                 shutting_down: AtomicBool::new(false),
                 rebalance_started: Mutex::new(None),
+                unreachable: RwLock::new(None),
                 metrics: Metrics::new(),
             }),
         }
@@ -181,26 +185,66 @@ impl StatusBoard {
         self.inner.rebalancing.load(Ordering::Acquire)
     }
 
-    /// Whether the worker has a stable assignment and is not shutting down.
-    pub fn is_ready(&self) -> bool {
-        !self.inner.shutting_down.load(Ordering::Acquire)
-            && self.inner.group.borrow().generation.is_some()
+    /// Why the worker is not ready (`/readyz` answers 503 with it), or `None` when it has a
+    /// stable assignment, reaches Kafka and is not shutting down.
+    pub(crate) fn not_ready(&self) -> Option<String> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Some("the worker is shutting down".to_owned());
+        }
+        let unreachable = self
+            .inner
+            .unreachable
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if unreachable.is_some() {
+            return unreachable;
+        }
+        if self.inner.group.borrow().generation.is_none() {
+            return Some(
+                "the worker has not joined its group yet (no assignment); it is joining".to_owned(),
+            );
+        }
+        None
+    }
+
+    /// Why the member cannot reach Kafka, or `None` once it can.
+    pub(crate) fn set_unreachable(&self, why: Option<&str>) {
+        let mut unreachable = self
+            .inner
+            .unreachable
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if unreachable.as_deref() != why {
+            *unreachable = why.map(str::to_owned);
+        }
     }
 
     /// A rebalance began (the member is about to rejoin).
     pub(crate) fn rebalance_started(&self) {
-        self.inner.metrics.rebalance_started();
         self.rebalance_start().get_or_insert_with(Instant::now);
         self.inner.rebalancing.store(true, Ordering::Release);
     }
 
-    /// A rebalance completed with `view`; records its latency if its start was seen.
+    /// The assignment of a rebalance arrived; the member's own measure, `member_took`, runs
+    /// from the rebalance's start (its rejoin, or its first JoinGroup) to now. A rebalance this
+    /// board did not see start (the first join: no revocation precedes it) starts that long ago.
+    pub(crate) fn rebalance_arrived(&self, member_took: Option<Duration>) {
+        let mut start = self.rebalance_start();
+        if start.is_none() {
+            let now = Instant::now();
+            *start = Some(member_took.map_or(now, |took| now.checked_sub(took).unwrap_or(now)));
+        }
+    }
+
+    /// A rebalance completed with `view`: counted and its latency recorded once per generation
+    /// (the first join included), from its start to the assignment applied.
     pub(crate) fn rebalance_completed(&self, view: GroupView) {
         let started = self.rebalance_start().take();
-        if let Some(started) = started {
-            self.inner
-                .metrics
-                .observe_rebalance_latency(started.elapsed().as_secs_f64());
+        let new_generation = self.inner.group.borrow().generation != view.generation;
+        if new_generation {
+            let took = started.map_or(Duration::ZERO, |started| started.elapsed());
+            self.inner.metrics.rebalance_completed(took.as_secs_f64());
         }
         self.inner.group.send_replace(view);
         self.inner.rebalancing.store(false, Ordering::Release);

@@ -7,12 +7,13 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
 use futures::StreamExt;
 
+use super::http::error;
 use crate::group::failover::{FastFailover, PROCESS_LINE, STOPPED};
 
 #[derive(Clone)]
@@ -52,16 +53,28 @@ async fn watch(State(state): State<FailoverState>) -> Response {
 }
 
 /// A peer (`&from=ADDR`) started a rebalance from `?generation=G` (none: a joining peer):
-/// rejoin at once if still stable in `G` or older.
-async fn rebalance(State(state): State<FailoverState>, RawQuery(query): RawQuery) -> Response {
+/// rejoin at once if still stable in `G` or older. The hint is all in the query: a request
+/// with a body is not a peer's, and is refused.
+async fn rebalance(
+    State(state): State<FailoverState>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    if !body.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "POST /rebalance takes no body: its hint is the query \
+             `?generation=G&from=HOST:PORT` (both optional)",
+        );
+    }
     let (generation, from) = match parse_hint(query.as_deref()) {
         Ok(hint) => hint,
-        Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
+        Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
     state.failover.hinted(generation, from);
     (
         StatusCode::ACCEPTED,
-        "rejoining if still in that generation\n",
+        Json(serde_json::json!({"rebalance": "rejoining if still in that generation or older"})),
     )
         .into_response()
 }
@@ -75,7 +88,7 @@ fn parse_hint(query: Option<&str>) -> Result<(Option<i32>, Option<String>), Stri
         match pair.split_once('=') {
             Some(("generation", value)) => {
                 generation = Some(value.parse().map_err(|_| {
-                    format!("`generation` must be a generation id (an integer), not `{value}`\n")
+                    format!("`generation` must be a generation id (an integer), not `{value}`")
                 })?);
             }
             Some(("from", value)) if !value.is_empty() => from = Some(value.to_owned()),

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -18,7 +18,10 @@ use super::metrics;
 use super::tls::TlsListener;
 use crate::supervisor::Supervisor;
 
+mod error;
 mod tasks;
+
+pub(crate) use error::error;
 
 pub(crate) use tasks::TaskWrites;
 
@@ -45,7 +48,8 @@ pub(crate) fn router(
         .route("/tasks", get(tasks::list))
         .route(
             "/tasks/{id}",
-            put(tasks::put)
+            get(tasks::one)
+                .put(tasks::put)
                 .delete(tasks::delete)
                 .layer(DefaultBodyLimit::max(tasks::MAX_BODY_BYTES)),
         )
@@ -57,6 +61,16 @@ pub(crate) fn router(
             supervisor,
             writes,
         })
+}
+
+/// `router` (the routes above, with fast failover's and the access rule) as served: every
+/// error answer in the one shape (see [`error`]), axum's own 404 and 405 included.
+pub(crate) fn finish(router: Router) -> Router {
+    // Around the whole router, not each route: a 405's `Allow` header is set as the answer
+    // leaves the route, and the shape names the methods from it.
+    Router::new()
+        .fallback_service(router)
+        .layer(axum::middleware::from_fn(error::one_shape))
 }
 
 /// Serves `router` on `listener` until `shutdown` completes: HTTPS with `tls`, HTTP without.
@@ -94,12 +108,9 @@ async fn status(State(state): State<ApiState>) -> Json<super::WorkerStatus> {
     Json(state.board.snapshot())
 }
 
-async fn prometheus(State(state): State<ApiState>, headers: HeaderMap) -> Response {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok());
+async fn prometheus(State(state): State<ApiState>) -> Response {
     (
-        [(header::CONTENT_TYPE, metrics::content_type(accept))],
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
         metrics::render(&state.board),
     )
         .into_response()
@@ -110,14 +121,9 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<ApiState>) -> Response {
-    if state.board.is_ready() {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: no assignment yet, or shutting down\n",
-        )
-            .into_response()
+    match state.board.not_ready() {
+        None => (StatusCode::OK, "ready\n").into_response(),
+        Some(why) => error(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}")),
     }
 }
 
@@ -128,20 +134,19 @@ async fn restart(State(state): State<ApiState>, Path(id): Path<String>) -> Respo
         return answer;
     }
     let Some(supervisor) = state.supervisor else {
-        return (
+        return error(
             StatusCode::NOT_FOUND,
-            "restarts are not enabled on this worker\n",
-        )
-            .into_response();
+            "restarts are not enabled on this worker",
+        );
     };
     if !supervisor.held().contains(&id) {
-        return (
+        return error(
             StatusCode::NOT_FOUND,
             format!(
-                "task `{id}` is not held by this worker; ask its owner (see /status of the group)\n"
+                "task `{id}` is not held by this worker; ask its owner (GET /status on each \
+                 worker, or `kroupier describe`, shows who holds it)"
             ),
-        )
-            .into_response();
+        );
     }
     let task = id.clone();
     tokio::spawn(async move {
@@ -151,10 +156,12 @@ async fn restart(State(state): State<ApiState>, Path(id): Path<String>) -> Respo
     });
     (
         StatusCode::ACCEPTED,
-        format!("restart of `{id}` requested\n"),
+        Json(serde_json::json!({"id": id, "restart": "requested"})),
     )
         .into_response()
 }
 
+#[cfg(test)]
+mod errors_tests;
 #[cfg(test)]
 mod tests;

@@ -17,14 +17,12 @@ use prometheus_client::registry::{Registry, Unit};
 use super::board::{GroupView, StatusBoard};
 use super::model::TaskState;
 
-/// The content type `/metrics` answers with by default: Prometheus' text format, which scrapers
-/// that do not ask for OpenMetrics read (the OpenMetrics text is a superset they parse).
-pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// The content type `/metrics` answers with when the scraper's `Accept` asks for OpenMetrics, as
-/// Prometheus does.
-pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
-    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of every `/metrics` answer, whatever the scraper's `Accept` says: the body is
+/// OpenMetrics text (`# EOF`, `# UNIT`, counters named without `_total` in `# TYPE`), and a
+/// scraper picks its parser by this header. Prometheus (2.x and 3.x), the OpenTelemetry
+/// collector's Prometheus receiver, vmagent and Grafana Agent/Alloy all parse it; labelling it
+/// Prometheus' older `text/plain; version=0.0.4` would make them read it with the wrong parser.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Upper bounds (seconds) of the rebalance latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 11] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
@@ -75,7 +73,7 @@ impl Metrics {
         );
         registry.register(
             "kroupier_rebalances",
-            "Rebalances this worker took part in",
+            "Rebalances this worker completed, its first join included",
             metrics.rebalances.clone(),
         );
         registry.register(
@@ -108,13 +106,9 @@ impl Metrics {
         metrics
     }
 
-    /// A rebalance began.
-    pub(crate) fn rebalance_started(&self) {
+    /// A rebalance completed after `seconds` (the first join included).
+    pub(crate) fn rebalance_completed(&self, seconds: f64) {
         self.rebalances.inc();
-    }
-
-    /// A rebalance whose start was seen completed after `seconds`.
-    pub(crate) fn observe_rebalance_latency(&self, seconds: f64) {
         self.rebalance_latency.observe(seconds);
     }
 
@@ -165,12 +159,4 @@ pub(crate) fn render(board: &StatusBoard) -> String {
     board
         .metrics()
         .encode(&tasks, restarts, board.is_rebalancing(), &board.group())
-}
-
-/// The content type to answer a scrape whose `Accept` header is `accept`.
-pub(crate) fn content_type(accept: Option<&str>) -> &'static str {
-    match accept {
-        Some(accept) if accept.contains("application/openmetrics-text") => OPENMETRICS_CONTENT_TYPE,
-        _ => CONTENT_TYPE,
-    }
 }

@@ -2,24 +2,29 @@
 //! API that serves it, on a free loopback port unless the config's `status.addr` says otherwise
 //! ([`WorkerHandle::status_addr`](crate::WorkerHandle::status_addr) tells where).
 //!
-//! | Route | Answer |
-//! |---|---|
-//! | `GET /status` | [`WorkerStatus`] as JSON; during a rebalance the last stable view with `rebalancing: true` |
-//! | `GET /metrics` | the metrics below in the OpenMetrics text format (written by `prometheus-client`); content type `application/openmetrics-text` when `Accept` asks for it (Prometheus does), Prometheus' `text/plain; version=0.0.4` otherwise |
-//! | `GET /healthz` | 200 while the process serves (liveness) |
-//! | `GET /readyz` | 200 once the worker has an assignment, 503 before that and while shutting down |
-//! | `GET /tasks` | every task of the effective catalogue (code and task store): kind, config, weight, desired state (`running`/`paused`), source (`code`/`store`) and version, this worker's state when it holds it, `UNPLACED` with the reason when no worker can take it |
-//! | `PUT /tasks/{id}` | with a task store: body `{"kind", "config", "weight"?, "state"?}`; 200 `{"id", "version"}`; 400 for a body that is not a task, or a config its kind refuses on a worker that registers the kind (serde's message); 413 over the store's record limit |
-//! | `DELETE /tasks/{id}` | with a task store: 200 `{"id", "version"}`; 404 for an unknown task |
-//! | `POST /tasks/{id}/pause`, `/resume` | with a task store: sets the desired state; the owner stops (`PAUSED`) or starts the task without a rebalance; 404 for an unknown task |
-//! | `POST /tasks/{id}/restart` | with a task store and a stored task: 200, the store's restart counter moves and the owner restarts the task wherever it runs; otherwise 202: restart requested here (the way out of `FAILED`), 404 if this worker does not hold the task |
-//! | `GET /watch` | with fast failover: 200 and a body that never ends while the process serves (a peer's link; its end is the cue to check whether this process is gone) |
-//! | `POST /rebalance?generation=G&from=ADDR` | with fast failover: 202, and this worker rejoins at once if it is stable in generation `G` or older (a peer whose status API is `ADDR` started a rebalance); 400 for a bad `G` |
+//! | Route | Answer | Errors |
+//! |---|---|---|
+//! | `GET /status` | 200: the worker's status as JSON (worker, group, generation, leader, each held task's state, restarts and last error); during a rebalance the last stable view with `rebalancing: true` | 401 with `status.protect_reads` and no token |
+//! | `GET /metrics` | 200: the metrics in the OpenMetrics text format, content type `application/openmetrics-text; version=1.0.0; charset=utf-8` whatever `Accept` asks (scrapers pick their parser by it: Prometheus, the OpenTelemetry collector and vmagent read it) | 401 with `status.protect_reads` and no token |
+//! | `GET /healthz` | 200 `ok` while the process serves (liveness) | none |
+//! | `GET /readyz` | 200 `ready` once the worker has an assignment | 503 `not ready: ...` before the first assignment, while shutting down, and while the member has reached no broker for 3 s (the member's WARN text: the address, the cause, what to check) |
+//! | `GET /tasks` | 200: every task of the effective catalogue (code and task store): kind, config, weight, desired state (`running`/`paused`), source (`code`/`store`) and version, this worker's state when it holds it, `UNPLACED` with the reason when no worker can take it; `invalid` lists store records that are not tasks | none |
+//! | `GET /tasks/{id}` | 200: that task's entry of `GET /tasks` | 404 for a task not in the catalogue (or a store record that is not a task) |
+//! | `PUT /tasks/{id}` | with a task store, body `{"kind", "config", "weight"?, "state"?}`: 200 `{"id", "version"}` | 400 for a body that is not a task, or a config its kind refuses on a worker that registers the kind (serde's message, and how to send one it accepts); 413 over the store's record limit (`limit_bytes`); 404 without a task store; 403, 503 from the store |
+//! | `DELETE /tasks/{id}` | with a task store: 200 `{"id", "version"}` | 404 for an unknown task, or without a task store; 403, 503 from the store |
+//! | `POST /tasks/{id}/pause` | with a task store: 200 `{"id", "version"}`; the owner stops the task (`PAUSED`) without a rebalance | 404 for an unknown task, or without a task store; 403, 503 from the store |
+//! | `POST /tasks/{id}/resume` | with a task store: 200 `{"id", "version"}`; the owner starts the task again without a rebalance | 404 for an unknown task, or without a task store; 403, 503 from the store |
+//! | `POST /tasks/{id}/restart` | with a task store and a stored task: 200 `{"id", "version"}`, the owner restarts the task wherever it runs; otherwise 202 `{"id", "restart": "requested"}`: restarted here (the way out of `FAILED`) | 404 when this worker does not hold the task (ask its owner), or restarts are not enabled |
+//! | `GET /watch` | with fast failover: 200 and a body that never ends while the process serves (a peer's link; its end is the cue to check whether this process is gone) | none |
+//! | `POST /rebalance` | with fast failover, `?generation=G&from=HOST:PORT` (both optional) and no body: 202 `{"rebalance": ...}`, and this worker rejoins at once if it is stable in generation `G` or older | 400 for a `G` that is not an integer, or for a body |
 //!
-//! Reads never fail because of a rebalance, and neither do task store writes: they go to the
-//! store's Kafka topic, not through the group. Their errors are JSON, `{"error", "status"}`
-//! (503 when the store cannot be reached, 403 when the principal may not write it; 404 on
-//! every write route when the worker has no task store).
+//! Every error answer, on every route and for routes and methods that do not exist, is JSON in
+//! one shape: `{"error": "...", "status": N}`, where `error` says what went wrong and what to
+//! do, with `routes` for an unknown route (404), `allowed` for a method a route does not take
+//! (405, and `Allow`), `limit_bytes` for a body over the limit (413). Reads never fail because
+//! of a rebalance, and neither do task store writes: they go to the store's Kafka topic, not
+//! through the group (503 when the store cannot be reached, 403 when the principal may not
+//! write it).
 //!
 //! Access: with a bearer token set (`status.token`), writes need `Authorization: Bearer <token>`
 //! and get 401 without it; `/status` and `/metrics` need it too with `status.protect_reads`;
@@ -31,12 +36,12 @@
 //! |---|---|---|
 //! | `kroupier_tasks{state}` | gauge | tasks held by this worker, by state (every state, 0 included) |
 //! | `kroupier_task_restarts` | gauge | restarts after failures, summed over the tasks held |
-//! | `kroupier_rebalances_total` | counter | rebalances this worker took part in |
+//! | `kroupier_rebalances_total` | counter | rebalances this worker completed, its first join included |
 //! | `kroupier_rebalancing` | gauge | 1 while a rebalance is in progress |
 //! | `kroupier_generation` | gauge | generation of the last completed rebalance (-1 before the first) |
 //! | `kroupier_catalogue_mismatch` | gauge | 1 when this worker's catalogue differs from the leader's |
 //! | `kroupier_last_failover_timestamp_seconds` | gauge | Unix time of the last takeover (0 = never) |
-//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start to its assignment applied |
+//! | `kroupier_rebalance_latency_seconds` | histogram | from a rebalance's start (this worker's revocation, or, for the first join, the member's first JoinGroup) to its assignment applied |
 
 pub(crate) mod access;
 pub(crate) mod board;

@@ -189,6 +189,28 @@ async fn a_request_without_answer_times_out_and_closes_the_connection() {
 }
 
 #[tokio::test]
+async fn a_tls_listener_answering_plaintext_is_named_with_what_to_set() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (client, mut server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        // A TLS listener reads the ApiVersions request as a broken ClientHello and answers
+        // with an alert record: handshake_failure.
+        let mut request = [0u8; 64];
+        let _ = server.read(&mut request).await;
+        let _ = server.write_all(&[21, 3, 3, 0, 2, 2, 40]).await;
+        std::future::pending::<()>().await;
+    });
+    let err = BrokerConnection::handshake(client, "pipe", &ConnectionConfig::default())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("the broker answered with TLS") && text.contains("`security.protocol`"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn a_broker_too_old_for_kroupier_is_refused() {
     let broker = FakeBroker::start(Arc::new(|header, _| {
         answer(header, &api_versions(&[(ApiKey::JoinGroup, 0, 4)]))

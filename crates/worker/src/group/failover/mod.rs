@@ -447,7 +447,8 @@ fn send_hints(
 }
 
 /// The members of `cluster`'s `group` that advertise a status API, as a worker about to join
-/// sees them (none if the group is not stable or does not answer within a short bound); from
+/// sees them (none if the group is not stable, no bootstrap broker answers, or the group does
+/// not answer within a short bound); from
 /// `known` when the worker has just read the group's description (a static worker's takeover
 /// check), instead of asking again.
 pub(crate) async fn members_before_join(
@@ -459,8 +460,12 @@ pub(crate) async fn members_before_join(
         Some(description) => Some(description),
         None => {
             let describe = async {
-                let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
-                observer.describe_group(group).await.ok()
+                let cluster = Arc::new(Cluster::new(cluster.clone()).ok()?);
+                // No bootstrap broker answers (refused, a TLS handshake cut): there is nothing
+                // to describe, and the member's own retries, and its warning, start now rather
+                // than after the bound.
+                cluster.any_broker().await.ok()?;
+                Observer::new(cluster).describe_group(group).await.ok()
             };
             tokio::time::timeout(DESCRIBE_TIMEOUT, describe)
                 .await

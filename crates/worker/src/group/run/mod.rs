@@ -108,12 +108,14 @@ impl Loop {
                     }
                     let snapshot = status.borrow_and_update().clone();
                     self.extend_lease(&snapshot);
+                    self.runtime.board().set_unreachable(snapshot.unreachable.as_deref());
                 }
                 view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
                 () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),
                 event = member_events.recv() => match event {
                     Ok(MemberEvent::Assigned { token, assignment, times }) => {
                         arrival = Some((token.generation_id, Instant::now(), times));
+                        self.runtime.board().rebalance_arrived(times.rebalance);
                         let assigned = self.assigned(&token, &assignment).await;
                         // An assignment that revokes tasks is followed by another round as soon
                         // as they stop: the group is read after that one.

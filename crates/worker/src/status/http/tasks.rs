@@ -22,10 +22,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::ApiState;
+use super::error::{error, error_with};
 use kroupier_coordinator::log::LogError;
 
-use crate::runtime::desired::Source;
+use crate::TaskSpec;
+use crate::runtime::desired::{Desired, Source};
 use crate::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore, validate_id};
+use crate::task::TaskConfigError;
 
 /// The largest request body `PUT /tasks/{id}` reads: the store's record limit plus room for
 /// the JSON around the config (the store refuses an oversized record with 413 itself).
@@ -130,12 +133,6 @@ impl TaskWrites for TaskStore {
     }
 }
 
-/// An error answer with a JSON body.
-pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    let body = json!({"error": message.into(), "status": status.as_u16()});
-    (status, Json(body)).into_response()
-}
-
 /// The body of `PUT /tasks/{id}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,45 +188,48 @@ struct TasksBody {
     invalid: Vec<InvalidEntry>,
 }
 
+/// The entry of `spec`, a task of the effective catalogue, as `GET /tasks` and
+/// `GET /tasks/{id}` show it.
+fn entry(state: &ApiState, desired: &Desired, spec: &TaskSpec) -> TaskEntry {
+    let unplaced = state.board.unplaced();
+    let worker_id = state.board.worker_id();
+    let entry = desired.entries.get(&spec.id);
+    let local = state.board.tasks().get(&spec.id);
+    let (task_state, owner, reason) = match (&local, unplaced.get(&spec.id)) {
+        (Some(status), _) => (
+            Some(status.state.as_str().to_owned()),
+            Some(worker_id.to_owned()),
+            status.last_error.clone(),
+        ),
+        (None, Some(why)) => (Some("UNPLACED".to_owned()), None, Some(why.clone())),
+        (None, None) => (None, None, None),
+    };
+    TaskEntry {
+        id: spec.id.clone(),
+        kind: spec.kind.clone(),
+        config: spec.config.clone(),
+        weight: spec.weight,
+        desired: entry.map_or(DesiredState::Running, |e| e.state),
+        source: match entry.map(|e| e.source) {
+            Some(Source::Store { .. }) => "store",
+            _ => "code",
+        },
+        version: match entry.map(|e| e.source) {
+            Some(Source::Store { version }) => Some(version),
+            _ => None,
+        },
+        state: task_state,
+        owner,
+        reason,
+    }
+}
+
 pub(super) async fn list(State(state): State<ApiState>) -> Json<serde_json::Value> {
     let desired = state.board.desired();
-    let unplaced = state.board.unplaced();
-    let held = state.board.tasks();
-    let worker_id = state.board.worker_id().to_owned();
     let tasks = desired
         .catalogue
         .iter()
-        .map(|spec| {
-            let entry = desired.entries.get(&spec.id);
-            let local = held.get(&spec.id);
-            let (task_state, owner, reason) = match (&local, unplaced.get(&spec.id)) {
-                (Some(status), _) => (
-                    Some(status.state.as_str().to_owned()),
-                    Some(worker_id.clone()),
-                    status.last_error.clone(),
-                ),
-                (None, Some(why)) => (Some("UNPLACED".to_owned()), None, Some(why.clone())),
-                (None, None) => (None, None, None),
-            };
-            TaskEntry {
-                id: spec.id.clone(),
-                kind: spec.kind.clone(),
-                config: spec.config.clone(),
-                weight: spec.weight,
-                desired: entry.map_or(DesiredState::Running, |e| e.state),
-                source: match entry.map(|e| e.source) {
-                    Some(Source::Store { .. }) => "store",
-                    _ => "code",
-                },
-                version: match entry.map(|e| e.source) {
-                    Some(Source::Store { version }) => Some(version),
-                    _ => None,
-                },
-                state: task_state,
-                owner,
-                reason,
-            }
-        })
+        .map(|spec| entry(&state, &desired, spec))
         .collect();
     let invalid = desired
         .invalid
@@ -240,13 +240,37 @@ pub(super) async fn list(State(state): State<ApiState>) -> Json<serde_json::Valu
         })
         .collect();
     let body = TasksBody {
-        worker_id,
+        worker_id: state.board.worker_id().to_owned(),
         store_topic: state.writes.as_ref().map(|w| w.topic()),
         store_offset: desired.offset,
         tasks,
         invalid,
     };
     Json(serde_json::to_value(body).unwrap_or_default())
+}
+
+/// `GET /tasks/{id}`: the task's entry of `GET /tasks`, or 404.
+pub(super) async fn one(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
+    let desired = state.board.desired();
+    match desired.catalogue.iter().find(|spec| spec.id == id) {
+        Some(spec) => Json(entry(&state, &desired, spec)).into_response(),
+        None => match desired.invalid.get(&id) {
+            Some(reason) => error(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "task `{id}` has a store record that is not a task ({reason}); put it \
+                     again with PUT /tasks/{{id}}"
+                ),
+            ),
+            None => error(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no task `{id}` in this worker's catalogue (code and task store); GET \
+                     /tasks lists every task"
+                ),
+            ),
+        },
+    }
 }
 
 fn no_store() -> Response {
@@ -261,8 +285,16 @@ async fn written(id: String, write: WriteFuture) -> Response {
         Ok(version) => {
             (StatusCode::OK, Json(json!({"id": id, "version": version}))).into_response()
         }
+        Err(WriteError::TooLarge(message)) => too_large(message),
         Err(e) => error(e.status(), e.message()),
     }
+}
+
+/// 413, naming the limit.
+fn too_large(message: impl Into<String>) -> Response {
+    let mut limit = serde_json::Map::new();
+    limit.insert("limit_bytes".to_owned(), json!(MAX_VALUE_BYTES));
+    error_with(StatusCode::PAYLOAD_TOO_LARGE, message, limit)
 }
 
 pub(super) async fn put(
@@ -278,6 +310,13 @@ pub(super) async fn put(
     }
     let body = match body {
         Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return too_large(format!(
+                "the body is over {MAX_BODY_BYTES} bytes: a task's record (its config included) \
+                 may take at most {MAX_VALUE_BYTES} bytes; keep large data outside the task \
+                 store and put a reference to it in the config"
+            ));
+        }
         Err(rejection) => {
             return error(
                 rejection.status(),
@@ -310,7 +349,14 @@ pub(super) async fn put(
         if registry.contains(&record.kind)
             && let Err(e) = registry.check(&record.to_spec(&id))
         {
-            return error(StatusCode::BAD_REQUEST, e.to_string());
+            let message = match e {
+                TaskConfigError::InvalidConfig { kind, message, .. } => format!(
+                    "task `{id}`: kind `{kind}` refuses this config: {message}; send a \
+                     `config` that kind `{kind}` accepts in the body of PUT /tasks/{{id}}"
+                ),
+                other => other.to_string(),
+            };
+            return error(StatusCode::BAD_REQUEST, message);
         }
     }
     written(id.clone(), writes.put(id, record)).await

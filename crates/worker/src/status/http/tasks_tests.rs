@@ -190,9 +190,20 @@ async fn put_pause_resume_restart_and_delete_go_to_the_store() {
         (&json!("code"), &json!("running"))
     );
 
+    // GET /tasks/{id}: that one entry of GET /tasks.
+    for id in ["s-1", "code-0"] {
+        let (status, one) = call(&router, Method::GET, &format!("/tasks/{id}"), "").await;
+        assert_eq!(status, StatusCode::OK, "{one}");
+        assert_eq!(&one, task(&list, id));
+    }
+
     let (status, _) = call(&router, Method::DELETE, "/tasks/s-1", "").await;
     assert_eq!(status, StatusCode::OK);
     assert!(store.current("s-1").is_none());
+    follow(&runtime, &store);
+    let (status, gone) = call(&router, Method::GET, "/tasks/s-1", "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
+    assert_eq!(gone["status"], 404);
     follow(&runtime, &store);
     let (_, list) = call(&router, Method::GET, "/tasks", "").await;
     assert_eq!(list["tasks"].as_array().unwrap().len(), 1);
@@ -231,10 +242,14 @@ async fn bad_input_gets_a_clear_json_error_and_changes_nothing() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("invalid type"), "{body}");
+    // Advice an HTTP caller can follow: there is no catalogue to fix, only this request.
     assert!(
-        body["error"].as_str().unwrap().contains("invalid type"),
+        error.contains("send a `config` that kind `beat` accepts in the body of PUT /tasks/{id}"),
         "{body}"
     );
+    assert!(!error.contains("catalogue"), "{body}");
     // A task id that breaks the id rule: 400 saying what an id may hold, before the body is
     // looked at (a `/` would loop in RESTARTING, a newline breaks every table).
     for path in ["/tasks/x%2Fy", "/tasks/%E2%9C%93%0A", "/tasks/a%20b"] {
@@ -274,6 +289,7 @@ async fn bad_input_gets_a_clear_json_error_and_changes_nothing() {
     );
     let (status, body) = call(&router, Method::PUT, "/tasks/big", &big).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["limit_bytes"], MAX_VALUE_BYTES, "{body}");
     let huge = format!(
         r#"{{"kind":"exotic","config":"{}"}}"#,
         "x".repeat(MAX_BODY_BYTES)
@@ -281,6 +297,14 @@ async fn bad_input_gets_a_clear_json_error_and_changes_nothing() {
     let (status, body) = call(&router, Method::PUT, "/tasks/big", &huge).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_eq!(body["status"], 413);
+    assert_eq!(body["limit_bytes"], MAX_VALUE_BYTES, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("at most {MAX_VALUE_BYTES} bytes")),
+        "{body}"
+    );
 
     // The store unreachable: 503.
     *store.down.lock().unwrap() = true;
@@ -369,4 +393,23 @@ async fn writes_need_the_token_and_reads_do_not_unless_protected() {
     let response = router.clone().oneshot(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(store.current("s-1").is_some());
+}
+
+#[tokio::test]
+async fn get_one_task_says_when_its_store_record_is_not_a_task() {
+    let (router, store, runtime) = api();
+    {
+        let mut view = store.view.lock().unwrap();
+        let offset = view.offset;
+        view.apply_parts(offset, b"broken-1", Some(b"{not a task record"));
+    }
+    follow(&runtime, &store);
+    let (status, body) = call(&router, Method::GET, "/tasks/broken-1", "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["status"], 404);
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("not a task") && error.contains("PUT /tasks/{id}"),
+        "{body}"
+    );
 }

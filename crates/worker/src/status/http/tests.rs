@@ -100,7 +100,10 @@ async fn metrics_count_tasks_rebalances_and_latency() {
     let router = router(board, None, None);
     let (status, content_type, body) = scrape(&router, None).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
     for line in [
         "# TYPE kroupier_tasks gauge",
         "kroupier_tasks{state=\"RUNNING\"} 1",
@@ -156,20 +159,63 @@ async fn metrics_before_the_first_rebalance_and_during_one() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn metrics_answer_openmetrics_when_asked() {
+async fn metrics_are_labelled_openmetrics_whatever_the_scraper_asks() {
     let router = router(board(), None, None);
-    // What Prometheus sends.
-    let accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
-                  version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-    let (status, content_type, body) = scrape(&router, Some(accept)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        content_type,
-        "application/openmetrics-text; version=1.0.0; charset=utf-8"
-    );
-    assert!(body.ends_with("# EOF\n"), "{body}");
-    let (_, content_type, _) = scrape(&router, Some("text/plain")).await;
-    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    // What Prometheus sends, then what a plain client sends, then nothing.
+    let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                      version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    for accept in [Some(prometheus), Some("text/plain"), Some("*/*"), None] {
+        let (status, content_type, body) = scrape(&router, accept).await;
+        assert_eq!(status, StatusCode::OK);
+        // The body is OpenMetrics (`# EOF`, `# UNIT`): so is its label.
+        assert_eq!(
+            content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            "Accept: {accept:?}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_count_the_first_join_with_its_latency() {
+    // The first join has no revocation before it: only its assignment's arrival says when it
+    // started (the member's measure), and it counts like every later rebalance.
+    let board = board();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    board.rebalance_arrived(Some(Duration::from_millis(300)));
+    tokio::time::advance(Duration::from_millis(200)).await;
+    board.rebalance_completed(stable_view(1));
+    // The same generation applied again (a held start) is not another rebalance.
+    board.rebalance_completed(stable_view(1));
+    let (_, _, body) = scrape(&router(board.clone(), None, None), None).await;
+    for line in [
+        "kroupier_rebalances_total 1",
+        "kroupier_rebalance_latency_seconds_count 1",
+        "kroupier_rebalance_latency_seconds_sum 0.5",
+        "kroupier_rebalance_latency_seconds_bucket{le=\"0.25\"} 0",
+        "kroupier_rebalance_latency_seconds_bucket{le=\"0.5\"} 1",
+    ] {
+        assert!(
+            body.lines().any(|l| l == line),
+            "missing `{line}` in\n{body}"
+        );
+    }
+    // A later rebalance, seen from its revocation.
+    board.rebalance_started();
+    tokio::time::advance(Duration::from_secs(2)).await;
+    board.rebalance_arrived(Some(Duration::from_millis(100)));
+    board.rebalance_completed(stable_view(2));
+    let (_, _, body) = scrape(&router(board, None, None), None).await;
+    for line in [
+        "kroupier_rebalances_total 2",
+        "kroupier_rebalance_latency_seconds_count 2",
+        "kroupier_rebalance_latency_seconds_sum 2.5",
+    ] {
+        assert!(
+            body.lines().any(|l| l == line),
+            "missing `{line}` in\n{body}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -180,10 +226,26 @@ async fn health_and_readiness() {
         call(&router, Method::GET, "/healthz").await.0,
         StatusCode::OK
     );
-    assert_eq!(
-        call(&router, Method::GET, "/readyz").await.0,
-        StatusCode::SERVICE_UNAVAILABLE
+    let not_ready = |body: &str| -> String {
+        let body: Value = serde_json::from_str(body).expect("a JSON error");
+        assert_eq!(body["status"], 503, "{body}");
+        body["error"].as_str().unwrap().to_owned()
+    };
+    let (status, body) = call(&router, Method::GET, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        not_ready(&body).contains("not joined its group yet"),
+        "{body}"
     );
+    // The member cannot reach Kafka: /readyz says why, in the member's words.
+    board.set_unreachable(Some("no usable connection to Kafka for 3 s: refused"));
+    let (status, body) = call(&router, Method::GET, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        not_ready(&body),
+        "not ready: no usable connection to Kafka for 3 s: refused"
+    );
+    board.set_unreachable(None);
     board.rebalance_completed(stable_view(1));
     assert_eq!(
         call(&router, Method::GET, "/readyz").await.0,
@@ -195,11 +257,17 @@ async fn health_and_readiness() {
         call(&router, Method::GET, "/readyz").await.0,
         StatusCode::OK
     );
-    board.set_shutting_down();
+    // Losing Kafka after the join does.
+    board.set_unreachable(Some("no usable connection to Kafka for 3 s: reset"));
     assert_eq!(
         call(&router, Method::GET, "/readyz").await.0,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    board.set_unreachable(None);
+    board.set_shutting_down();
+    let (status, body) = call(&router, Method::GET, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(not_ready(&body).contains("shutting down"), "{body}");
     assert_eq!(
         call(&router, Method::GET, "/healthz").await.0,
         StatusCode::OK
@@ -214,7 +282,7 @@ impl Task for Broken {
 }
 
 /// A supervisor whose task `b` has FAILED, and how many times `b` was built.
-async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
+pub(super) async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::AtomicU32>) {
     let builds = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counted = builds.clone();
     let mut registry = Registry::new();
