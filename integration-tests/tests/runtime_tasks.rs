@@ -206,7 +206,7 @@ async fn tasks_follow_the_store_without_restarts_of_the_others() {
     );
 
     // A kind no worker registers: stored, unplaced, with the reason.
-    let (code, _) = http(api, "PUT", "/tasks/x-0", r#"{"kind":"exotic"}"#);
+    let (code, _) = http(api, "PUT", "/tasks/x-0", r#"{"kind":"exotic","config":{}}"#);
     assert_eq!(code, 200);
     until("x-0 reported unplaced", || {
         let (_, list) = http(api, "GET", "/tasks", "");

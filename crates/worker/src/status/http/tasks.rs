@@ -138,7 +138,8 @@ impl TaskWrites for TaskStore {
 #[serde(deny_unknown_fields)]
 struct PutBody {
     kind: String,
-    #[serde(default)]
+    /// Required, as `kroupier tasks put --config` is: a missing config would be stored as
+    /// `null`, which no kind with settings can read (`{}` for a kind without any).
     config: serde_json::Value,
     #[serde(default)]
     weight: Option<u32>,
@@ -330,7 +331,8 @@ pub(super) async fn put(
             return error(
                 StatusCode::BAD_REQUEST,
                 format!(
-                    "the body is not a task ({{\"kind\", \"config\", \"weight\"?, \"state\"?}}): {e}"
+                    "the body is not a task ({{\"kind\", \"config\", \"weight\"?, \"state\"?}}; \
+                     \"config\": {{}} for a kind without settings): {e}"
                 ),
             );
         }

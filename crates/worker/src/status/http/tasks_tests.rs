@@ -232,6 +232,17 @@ async fn bad_input_gets_a_clear_json_error_and_changes_nothing() {
             .contains("missing field `kind`"),
         "{body}"
     );
+    // No config: 400, as `kroupier tasks put` without `--config` is refused, rather than a
+    // stored `null` that fails the task later.
+    let (status, body) = call(&router, Method::PUT, "/tasks/s-1", r#"{"kind":"beat"}"#).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("missing field `config`"), "{body}");
+    assert!(
+        error.contains(r#""config": {} for a kind without settings"#),
+        "{body}"
+    );
+    assert!(store.current("s-1").is_none());
     // A config the kind cannot take, on a worker that registers the kind: 400 with serde's
     // message, nothing written.
     let (status, body) = call(
@@ -267,7 +278,13 @@ async fn bad_input_gets_a_clear_json_error_and_changes_nothing() {
         );
     }
     // A kind this worker does not know is stored (another worker may run it).
-    let (status, _) = call(&router, Method::PUT, "/tasks/x-1", r#"{"kind":"exotic"}"#).await;
+    let (status, _) = call(
+        &router,
+        Method::PUT,
+        "/tasks/x-1",
+        r#"{"kind":"exotic","config":{}}"#,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert!(store.current("s-1").is_none());
 
@@ -308,7 +325,13 @@ async fn bad_input_gets_a_clear_json_error_and_changes_nothing() {
 
     // The store unreachable: 503.
     *store.down.lock().unwrap() = true;
-    let (status, body) = call(&router, Method::PUT, "/tasks/s-2", r#"{"kind":"exotic"}"#).await;
+    let (status, body) = call(
+        &router,
+        Method::PUT,
+        "/tasks/s-2",
+        r#"{"kind":"exotic","config":{}}"#,
+    )
+    .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         body["error"].as_str().unwrap().contains("no broker"),
@@ -324,7 +347,13 @@ async fn without_a_store_writes_say_how_to_enable_it_and_the_list_shows_code_tas
         .build_runtime()
         .unwrap();
     let router = runtime.status_router(None);
-    let (status, body) = call(&router, Method::PUT, "/tasks/s-1", r#"{"kind":"beat"}"#).await;
+    let (status, body) = call(
+        &router,
+        Method::PUT,
+        "/tasks/s-1",
+        r#"{"kind":"beat","config":{}}"#,
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(
         body["error"]
@@ -342,7 +371,13 @@ async fn without_a_store_writes_say_how_to_enable_it_and_the_list_shows_code_tas
 #[tokio::test]
 async fn unplaced_tasks_show_with_the_reason() {
     let (router, store, runtime) = api();
-    let _ = call(&router, Method::PUT, "/tasks/x-1", r#"{"kind":"exotic"}"#).await;
+    let _ = call(
+        &router,
+        Method::PUT,
+        "/tasks/x-1",
+        r#"{"kind":"exotic","config":{}}"#,
+    )
+    .await;
     follow(&runtime, &store);
     runtime.board().set_unplaced(BTreeMap::from([(
         "x-1".to_owned(),
