@@ -154,6 +154,16 @@ fn a_worker_with_nothing_at_its_bootstrap_warns_within_5_s_and_readyz_says_why()
     assert_says_why(&worker, status_port, "127.0.0.1:1", "Connection refused");
 }
 
+#[test]
+fn a_static_worker_with_nothing_at_its_bootstrap_warns_within_5_s_and_readyz_says_why() {
+    // A static member first asks who holds its instance id (for up to 5 s) before its member
+    // exists: that wait must not be silent either.
+    let status_port = free_port();
+    let config = command_config("static.properties", status_port, "group.instance.id=w1\n");
+    let worker = Worker::start("127.0.0.1:1", &config);
+    assert_says_why(&worker, status_port, "127.0.0.1:1", "Connection refused");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_speaking_tls_to_a_plaintext_listener_warns_within_5_s_and_readyz_says_why() {
     let coordinator = EmbeddedCoordinator::builder()

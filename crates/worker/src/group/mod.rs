@@ -426,6 +426,7 @@ pub(crate) async fn spawn_with_store(
         &config.member.cluster,
         &config.member.membership.group_id,
         config.member.membership.group_instance_id.as_deref(),
+        |why| runtime.board().set_unreachable(why),
     )
     .await;
     if takeover == reconciler::Takeover::MustWait {

@@ -48,6 +48,11 @@ const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the check waits before asking again after a failed DescribeGroups.
 const DESCRIBE_RETRY: Duration = Duration::from_millis(200);
+/// How long one attempt of the check may look for the group's coordinator.
+const ATTEMPT: Duration = Duration::from_secs(1);
+/// How long the check may fail before it warns, as a running member does (the coordinator
+/// crate's driver): within 5 s of the start.
+const WARN_AFTER: Duration = Duration::from_secs(3);
 
 /// What a cleanly stopped static worker leaves for its successor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,10 +110,16 @@ pub(crate) fn leave_note(group: &str, instance_id: &str, member_id: &str) {
 /// Decides, before joining, whether this worker's assignments may start at once; hands back
 /// the group's description it read (a static worker's), which fast failover reuses rather than
 /// asking again.
+///
+/// While no broker answers, it says so as the member would once it runs (a WARN after
+/// [`WARN_AFTER`] naming the last error and what to check; `unreachable` gets the same text for
+/// `/readyz`, and `None` once a broker answers): a static worker asks here for up to
+/// [`DESCRIBE_TIMEOUT`] before its member exists, and must not be silent meanwhile.
 pub(crate) async fn policy(
     cluster: &ClusterConfig,
     group: &str,
     instance_id: Option<&str>,
+    unreachable: impl Fn(Option<&str>),
 ) -> (Takeover, Option<GroupDescription>) {
     let Some(instance_id) = instance_id else {
         return (Takeover::Clean, None);
@@ -123,12 +134,36 @@ pub(crate) async fn policy(
     // Retried until it answers: a worker started with its cluster may ask before the group's
     // coordinator is up (its JoinGroup would wait for it all the same).
     let describe = async {
-        let observer = Observer::new(Arc::new(Cluster::new(cluster.clone()).ok()?));
+        // Each attempt gives up within a second, so that the check has an error to name when
+        // it warns (an attempt would otherwise retry for the whole lookup timeout, 30 s by
+        // default, well past DESCRIBE_TIMEOUT).
+        let mut cluster = cluster.clone();
+        cluster.coordinator_lookup_timeout = cluster.coordinator_lookup_timeout.min(ATTEMPT);
+        let observer = Observer::new(Arc::new(Cluster::new(cluster).ok()?));
+        let started = tokio::time::Instant::now();
+        let mut warned = false;
         loop {
             match observer.describe_group(group).await {
-                Ok(description) => return Some(description),
+                Ok(description) => {
+                    if warned {
+                        unreachable(None);
+                    }
+                    return Some(description);
+                }
                 Err(error) => {
                     tracing::debug!(%error, "DescribeGroups before joining failed; retrying");
+                    if !warned && started.elapsed() >= WARN_AFTER {
+                        warned = true;
+                        let text = format!(
+                            "no usable connection to Kafka for {} s, still retrying: check the \
+                             bootstrap servers (`bootstrap.servers`, `--bootstrap`) and that \
+                             `security.protocol` (and the TLS and SASL settings) matches the \
+                             broker's listener; last error: {error}",
+                            WARN_AFTER.as_secs()
+                        );
+                        tracing::warn!(%group, "{text}");
+                        unreachable(Some(&text));
+                    }
                     tokio::time::sleep(DESCRIBE_RETRY).await;
                 }
             }
@@ -217,10 +252,28 @@ mod tests {
     async fn without_an_answer_a_static_worker_waits_and_a_dynamic_one_does_not() {
         let cluster = ClusterConfig::new("127.0.0.1:9");
         let group = format!("no-note-{}", std::process::id());
-        assert_eq!(policy(&cluster, &group, None).await.0, Takeover::Clean);
+        let said = std::sync::Mutex::new(Vec::new());
+        let say = |why: Option<&str>| said.lock().unwrap().push(why.map(str::to_owned));
+        assert_eq!(policy(&cluster, &group, None, say).await.0, Takeover::Clean);
+        assert!(
+            said.lock().unwrap().is_empty(),
+            "a dynamic worker asks nothing"
+        );
         assert_eq!(
-            policy(&cluster, &group, Some("w1")).await.0,
+            policy(&cluster, &group, Some("w1"), say).await.0,
             Takeover::MustWait
+        );
+        // Not silent while it asked: once, naming the address and what to check.
+        let said = said.into_inner().unwrap();
+        assert_eq!(said.len(), 1, "{said:?}");
+        let why = said[0].as_deref().expect("a reason");
+        assert!(
+            why.starts_with("no usable connection to Kafka for 3 s"),
+            "{why}"
+        );
+        assert!(
+            why.contains("127.0.0.1:9") && why.contains("security.protocol"),
+            "{why}"
         );
     }
 
@@ -233,7 +286,9 @@ mod tests {
         let cluster = ClusterConfig::new(&coordinator.bootstrap());
         let group = format!("fresh-{}", std::process::id());
         assert_eq!(
-            policy(&cluster, &group, Some("pod-1")).await.0,
+            policy(&cluster, &group, Some("pod-1"), |why| assert_eq!(why, None))
+                .await
+                .0,
             Takeover::Clean
         );
     }
@@ -246,7 +301,7 @@ mod tests {
         // No coordinator answers (nothing listens on port 9): the note cannot be confirmed.
         let cluster = ClusterConfig::new("127.0.0.1:9");
         assert_eq!(
-            policy(&cluster, &group, Some("w1")).await.0,
+            policy(&cluster, &group, Some("w1"), |_| {}).await.0,
             Takeover::MustWait
         );
         assert!(!note_path(&group, "w1").exists(), "the note was consumed");
