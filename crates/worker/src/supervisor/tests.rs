@@ -814,3 +814,48 @@ async fn a_task_that_cancels_its_own_token_and_fails_is_restarted_and_still_revo
     assert_eq!(report.graceful, ["cancels-itself"]);
     assert_eq!(started.elapsed(), Duration::ZERO);
 }
+
+/// Stopping many tasks takes time linear in their number: the stop once waited on every
+/// task's join handle in a way that, past tokio's cooperative budget, visited all of them again
+/// on every poll (these 100,000 took 21 s in a debug build; 200,000 in a quickstart release
+/// build, 21 s: docs/benchmarks.md). The bound is the one for a worker's whole exit, graceful
+/// stop + abort + 2 s: far above the linear stop (under 2 s here in a debug build, on 2 shared
+/// cores) and far below the quadratic one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_many_tasks_takes_linear_time() {
+    const TASKS: usize = 100_000;
+    let mut registry = Registry::new();
+    registry.register_with("idle", |_: &serde_json::Value| Ok::<_, String>(Idle));
+    let specs = (0..TASKS).map(|i| TaskSpec::new(format!("task-{i}"), "idle", json!(null)));
+    let catalogue = Catalogue::from_specs(specs).unwrap();
+    let config = SupervisorConfig::default();
+    let bound = config.graceful_stop_timeout + config.abort_timeout + Duration::from_secs(2);
+    let supervisor = Supervisor::new(Arc::new(registry), Arc::new(catalogue), config);
+    supervisor.set_member_lease(member_lease(
+        token(),
+        Instant::now() + Duration::from_secs(3600),
+    ));
+    for i in 0..TASKS {
+        assert_eq!(
+            supervisor.start(&format!("task-{i}"), token()),
+            StartOutcome::Started
+        );
+    }
+    while supervisor.table().state(&format!("task-{}", TASKS - 1)) != Some(TaskState::Running) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = std::time::Instant::now();
+    let report = supervisor
+        .stop_all(Instant::now() + Duration::from_secs(60))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(
+        report.graceful.len(),
+        TASKS,
+        "every task stopped gracefully"
+    );
+    assert!(
+        took < bound,
+        "stopping {TASKS} tasks took {took:?}, more than {bound:?}"
+    );
+}
