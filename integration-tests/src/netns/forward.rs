@@ -153,8 +153,10 @@ mod tests {
             // It keeps the connection open until the forwarder closes it.
             let _ = stream.read(&mut buf);
         });
+        // On an address of its own: a port freed by the drop below may be taken at once by a
+        // test binding 127.0.0.1:0 in parallel, and must not answer for the forwarder.
         let forwarder =
-            Forwarder::start(TcpListener::bind("127.0.0.1:0").unwrap(), target).unwrap();
+            Forwarder::start(TcpListener::bind("127.0.0.99:0").unwrap(), target).unwrap();
         let addr = forwarder.local_addr();
         let mut client = TcpStream::connect(addr).unwrap();
         client.write_all(b"hello").unwrap();

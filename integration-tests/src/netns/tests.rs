@@ -8,10 +8,13 @@ use std::process::{Command, Stdio};
 
 use super::*;
 
-/// Accepts one connection on `listener` and answers it with `reply`.
+/// Accepts one connection on `listener` and answers it with `reply`. The listener is closed
+/// before the answer, so once the reader sees the end of it the address is free to bind again.
 fn answer_once(listener: TcpListener, reply: &'static [u8]) {
     std::thread::spawn(move || {
-        if let Ok((mut stream, _)) = listener.accept() {
+        let accepted = listener.accept();
+        drop(listener);
+        if let Ok((mut stream, _)) = accepted {
             let _ = stream.write_all(reply);
         }
     });
