@@ -15,7 +15,7 @@ use crate::console::http;
 
 /// One task as its worker reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reported {
+pub(crate) struct Reported {
     /// The state, as the status API spells it (`RUNNING`, `FAILED`, `PAUSED`, ...).
     pub state: String,
     /// The last error, for a task that failed.
@@ -23,7 +23,7 @@ pub struct Reported {
 }
 
 /// What each worker that answered reports, by worker id, then by task id.
-pub type Reports = HashMap<String, HashMap<String, Reported>>;
+pub(crate) type Reports = HashMap<String, HashMap<String, Reported>>;
 
 /// The part of a worker's `GET /status` read here.
 #[derive(Debug, Deserialize)]
@@ -40,7 +40,7 @@ struct TaskStatus {
 
 /// Asks each of `workers` that has an address in `addrs` (worker id → `host:port`) for its
 /// `/status`, all at once, each within `timeout`. A worker that cannot be asked is left out.
-pub async fn ask(
+pub(crate) async fn ask(
     addrs: &BTreeMap<String, String>,
     workers: &BTreeSet<&str>,
     timeout: Duration,

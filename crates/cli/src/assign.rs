@@ -19,7 +19,7 @@ use serde::Serialize;
 
 /// Arguments of `kroupier assign`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The assignor: round-robin, sticky or cooperative.
     #[arg(long, value_parser = ["round-robin", "sticky", "cooperative"])]
     assignor: String,
@@ -71,7 +71,7 @@ struct Report {
 const MAX_ROUNDS: usize = 4;
 
 /// Runs the command.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let report = measure(args)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);

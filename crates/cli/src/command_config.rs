@@ -21,7 +21,7 @@ use kroupier_worker::WorkerConfig;
 
 /// A mistake in the command line or in a file it names: exit code 2.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -33,7 +33,7 @@ impl Error for UsageError {}
 
 /// The `--command-config` flag, flattened into each subcommand that connects.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct CommandConfig {
+pub(crate) struct CommandConfig {
     /// Kafka client properties (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
     /// `ssl.truststore.location`, ...), as Kafka's own tools take them.
     #[arg(long, value_name = "FILE")]
@@ -46,7 +46,10 @@ impl CommandConfig {
     ///
     /// # Errors
     /// A [`UsageError`] naming the file and the key at fault.
-    pub fn worker_config(&self, mut defaults: WorkerConfig) -> Result<WorkerConfig, UsageError> {
+    pub(crate) fn worker_config(
+        &self,
+        mut defaults: WorkerConfig,
+    ) -> Result<WorkerConfig, UsageError> {
         if let Some(path) = &self.command_config {
             defaults
                 .set_properties_file(path)
@@ -59,7 +62,7 @@ impl CommandConfig {
     ///
     /// # Errors
     /// As [`worker_config`](Self::worker_config).
-    pub fn security(&self) -> Result<Security, UsageError> {
+    pub(crate) fn security(&self) -> Result<Security, UsageError> {
         Ok(self
             .worker_config(WorkerConfig::default())?
             .member

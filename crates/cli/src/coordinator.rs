@@ -25,7 +25,7 @@ use crate::command_config::UsageError;
 
 /// Arguments of `kroupier coordinator`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to listen, `HOST:PORT` (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:9092")]
     listen: String,
@@ -107,7 +107,7 @@ impl Args {
 /// Runs the command until ctrl-c or SIGTERM. Logs go to stderr, warnings and errors by default
 /// (`RUST_LOG` sets the level): a damaged data file truncated at start, connections refused
 /// over the limit, bad requests.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     crate::logs::init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -41,7 +41,7 @@ use crate::command_config::{CommandConfig, UsageError};
 /// The group a command looks at, and how to reach its cluster: what `describe`, `watch` and
 /// `console` take alike.
 #[derive(Debug, clap::Args)]
-pub struct GroupTarget {
+pub(crate) struct GroupTarget {
     /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
     #[arg(long)]
     pub bootstrap: String,
@@ -54,7 +54,7 @@ pub struct GroupTarget {
 
 /// Arguments of `kroupier describe`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     target: GroupTarget,
     /// Print one JSON object instead of a table.
@@ -67,7 +67,7 @@ pub struct Args {
 
 /// A group as `kroupier describe` shows it (the JSON contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GroupView {
+pub(crate) struct GroupView {
     /// The group id.
     pub group: String,
     /// Kafka's spelling of the group state (`Stable`, `PreparingRebalance`, `Dead`, ...).
@@ -90,7 +90,7 @@ pub struct GroupView {
 
 /// One member as `kroupier describe` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemberView {
+pub(crate) struct MemberView {
     /// The member id the coordinator gave it.
     pub member_id: String,
     /// Its static instance id (`group.instance.id`), if any.
@@ -109,7 +109,7 @@ pub struct MemberView {
 impl MemberView {
     /// The name to show for this member: its worker id, else its client id, else its member
     /// id (Kafka shows no metadata while a group rebalances).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match &self.worker_id {
             Some(worker) => worker,
             None if !self.client_id.is_empty() => &self.client_id,
@@ -120,11 +120,11 @@ impl MemberView {
 
 /// Reads kroupier member metadata and assignments for the observer.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct KroupierDecoder;
+pub(crate) struct KroupierDecoder;
 
 /// A kroupier member's decoded bytes; either may be absent (empty bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodedMember {
+pub(crate) struct DecodedMember {
     /// What the member sent in JoinGroup.
     pub metadata: Option<MemberMetadata>,
     /// What the leader gave it in SyncGroup.
@@ -165,7 +165,7 @@ fn non_empty(s: &str) -> Option<String> {
 }
 
 /// Builds the view of a described group, decoding kroupier groups' members.
-pub fn build_view(description: GroupDescription) -> GroupView {
+pub(crate) fn build_view(description: GroupDescription) -> GroupView {
     let kroupier = description.protocol_type == PROTOCOL_TYPE;
     let mut view = GroupView {
         group: description.group_id.clone(),
@@ -225,7 +225,7 @@ pub fn build_view(description: GroupDescription) -> GroupView {
 ///
 /// # Errors
 /// A [`UsageError`] when `bootstrap` names no server or a certificate or key does not load.
-pub fn cluster(
+pub(crate) fn cluster(
     bootstrap: &str,
     security: Security,
     timeout: Duration,
@@ -245,7 +245,7 @@ pub fn cluster(
 ///
 /// # Errors
 /// As [`cluster`].
-pub fn observer(
+pub(crate) fn observer(
     bootstrap: &str,
     security: Security,
     timeout: Duration,
@@ -257,7 +257,7 @@ pub fn observer(
 ///
 /// # Errors
 /// A clear message when the cluster does not answer in time or answers with an error.
-pub async fn fetch(
+pub(crate) async fn fetch(
     observer: &Observer,
     bootstrap: &str,
     group: &str,
@@ -273,7 +273,7 @@ pub async fn fetch(
 ///
 /// # Errors
 /// As [`fetch`].
-pub async fn fetch_with_status(
+pub(crate) async fn fetch_with_status(
     observer: &Observer,
     bootstrap: &str,
     group: &str,
@@ -304,7 +304,7 @@ async fn describe_group(
 }
 
 /// Runs the command.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let timeout = Duration::from_millis(args.timeout_ms);
     let security = args.target.config.security()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -465,7 +465,7 @@ async fn stored_tasks(
 /// (cells as [`crate::table`] writes them). `LEADER` marks the leader's row with `*`; `TASKS`
 /// counts a member's tasks and `TASK_IDS` lists them, both `-` when the tasks are unknown (a
 /// member of another protocol type, or bytes that do not decode).
-pub fn table(view: &GroupView) -> String {
+pub(crate) fn table(view: &GroupView) -> String {
     use crate::table::{cell, list, optional};
     let mut out = format!(
         "group {}  state {}  protocol {}/{}  generation {}  leader {}\n",

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 
 /// Installs the log subscriber for this process.
-pub fn init() {
+pub(crate) fn init() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())

@@ -13,7 +13,7 @@ use crate::describe::{GroupView, MemberView};
 
 /// One stored task and where it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Placed {
+pub(crate) struct Placed {
     /// The task id.
     pub id: String,
     /// Its kind.
@@ -35,14 +35,14 @@ pub struct Placed {
 }
 
 /// The actual state of a task no worker holds (Kafka Connect's word).
-pub const UNASSIGNED: &str = "UNASSIGNED";
+pub(crate) const UNASSIGNED: &str = "UNASSIGNED";
 /// The actual state of a task whose owner did not say: it advertises no status API, serves it
 /// over TLS or behind a token, did not answer, or has not started the task yet.
-pub const UNKNOWN: &str = "UNKNOWN";
+pub(crate) const UNKNOWN: &str = "UNKNOWN";
 
 /// Every task of `store`, sorted by id, with its owner in `group` or why it has none, and its
 /// actual state as its owner reports it in `reports`.
-pub fn place(store: &StoreView, group: &GroupView, reports: &Reports) -> Vec<Placed> {
+pub(crate) fn place(store: &StoreView, group: &GroupView, reports: &Reports) -> Vec<Placed> {
     // Looked up once per task: a map, not a scan of every member's tasks.
     let mut owners: HashMap<&str, &str> = HashMap::new();
     for member in &group.members {
@@ -88,7 +88,7 @@ pub fn place(store: &StoreView, group: &GroupView, reports: &Reports) -> Vec<Pla
 /// writes them): `STATE` is the actual state (see [`Placed::state`]), `DESIRED` the store's
 /// `running` or `paused`, `OWNER` the worker that holds the task, `UNPLACED` why none does when
 /// the leader says; both `-` for a task no assignment mentions yet.
-pub fn table(placed: &[Placed]) -> String {
+pub(crate) fn table(placed: &[Placed]) -> String {
     use crate::table::{cell, optional};
     let rows: Vec<[String; 7]> = placed
         .iter()
@@ -113,7 +113,7 @@ pub fn table(placed: &[Placed]) -> String {
 }
 
 /// The owners of `store`'s tasks in `group`: the workers to ask for their tasks' states.
-pub fn owners<'a>(store: &StoreView, group: &'a GroupView) -> BTreeSet<&'a str> {
+pub(crate) fn owners<'a>(store: &StoreView, group: &'a GroupView) -> BTreeSet<&'a str> {
     group
         .members
         .iter()

@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 ///
 /// # Errors
 /// When the SIGTERM handler cannot be installed.
-pub fn signals() -> io::Result<impl Stream<Item = ()> + Unpin> {
+pub(crate) fn signals() -> io::Result<impl Stream<Item = ()> + Unpin> {
     #[cfg(unix)]
     let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     #[cfg(not(unix))]
@@ -36,7 +36,7 @@ pub fn signals() -> io::Result<impl Stream<Item = ()> + Unpin> {
 ///
 /// # Errors
 /// When the signal handlers cannot be installed.
-pub async fn terminated() -> io::Result<()> {
+pub(crate) async fn terminated() -> io::Result<()> {
     let mut signals = signals()?;
     match signals.next().await {
         Some(()) => Ok(()),

@@ -12,7 +12,7 @@
 const NONE: &str = "-";
 
 /// `value` as one cell: [`NONE`] when empty, percent-encoded where it would break a column.
-pub fn cell(value: &str) -> String {
+pub(crate) fn cell(value: &str) -> String {
     if value.is_empty() {
         return NONE.to_owned();
     }
@@ -34,12 +34,12 @@ pub fn cell(value: &str) -> String {
 }
 
 /// An optional value as one cell: [`NONE`] when absent.
-pub fn optional(value: Option<&str>) -> String {
+pub(crate) fn optional(value: Option<&str>) -> String {
     value.map_or_else(|| NONE.to_owned(), cell)
 }
 
 /// Items as one cell, comma-separated: [`NONE`] when there are none.
-pub fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     let cells: Vec<String> = items.into_iter().map(cell).collect();
     if cells.is_empty() {
         NONE.to_owned()
@@ -50,7 +50,7 @@ pub fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
 
 /// The table: `header`, then `rows` (already made of cells), each column padded to its widest
 /// cell but the last.
-pub fn render<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+pub(crate) fn render<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
     let mut widths = header.map(|h| h.chars().count());
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

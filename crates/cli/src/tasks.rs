@@ -22,11 +22,11 @@ use crate::describe::{self, GroupTarget, GroupView, cluster};
 use crate::placement;
 
 /// How long each worker's status API may take to say how its tasks are (`tasks list`).
-pub const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Arguments of `kroupier tasks`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
 }
@@ -238,7 +238,7 @@ impl Action {
 }
 
 /// Runs the command.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let on = args.action.on();
     let timeout = Duration::from_millis(on.timeout_ms);
     let security = on.target.config.security()?;

@@ -26,7 +26,7 @@ use crate::command_config::{CommandConfig, UsageError};
 
 /// Arguments of `kroupier worker`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Kafka bootstrap servers (or a `kroupier coordinator`), `host:port[,host:port...]`.
     #[arg(long)]
     pub bootstrap: String,
@@ -144,7 +144,7 @@ fn worker_config(args: &Args) -> Result<WorkerConfig, UsageError> {
 
 /// Runs the worker until SIGTERM/ctrl-c (graceful: stop tasks, leave the group); a second
 /// signal exits at once.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     crate::logs::init();
     if args.exit_with_stdin {
         std::thread::spawn(|| {

@@ -4,7 +4,8 @@
 //! run with zero setup on one machine (the demo, fast fault-injecting tests). Real Apache Kafka
 //! stays the engine for multi-machine deployments.
 //!
-//! - [`group`]: Kafka's classic group state machine, sans-IO, on virtual time.
+//! - Kafka's classic group state machine, sans-IO, on virtual time (a private module: its
+//!   settings are [`GroupConfig`]).
 //! - [`EmbeddedCoordinator`]: the TCP server in front of it, with fault injection
 //!   ([`Faults`]) and stop/restart on the same port; TLS and mutual TLS with [`ServerTls`].
 //! - Single-partition topics for kroupier's task store and checkpoints (CreateTopics, Produce,
@@ -26,13 +27,14 @@
 //! # }
 //! ```
 
-pub mod group;
+mod group;
 mod log;
 mod server;
 
 #[doc(hidden)]
 pub use server::fuzzing;
 
+pub use group::{GroupConfig, GroupConfigError, GroupDescription, GroupState, MemberDescription};
 pub use server::{
     Builder, Config, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault,
     Faults, SUPPORTED_VERSIONS, ServerTls,

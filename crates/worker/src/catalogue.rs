@@ -323,18 +323,18 @@ impl Catalogue {
 
 impl<'a> IntoIterator for &'a Catalogue {
     type Item = &'a TaskSpec;
-    type IntoIter = Iter<'a>;
+    type IntoIter = CatalogueIter<'a>;
 
-    fn into_iter(self) -> Iter<'a> {
-        Iter(self.tasks.iter())
+    fn into_iter(self) -> CatalogueIter<'a> {
+        CatalogueIter(self.tasks.iter())
     }
 }
 
 /// The tasks of a [`Catalogue`], sorted by id.
 #[derive(Debug, Clone)]
-pub struct Iter<'a>(std::collections::btree_set::Iter<'a, ById>);
+pub struct CatalogueIter<'a>(std::collections::btree_set::Iter<'a, ById>);
 
-impl<'a> Iterator for Iter<'a> {
+impl<'a> Iterator for CatalogueIter<'a> {
     type Item = &'a TaskSpec;
 
     fn next(&mut self) -> Option<&'a TaskSpec> {
@@ -346,7 +346,7 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
-impl ExactSizeIterator for Iter<'_> {}
+impl ExactSizeIterator for CatalogueIter<'_> {}
 
 /// FNV-1a, 64 bits, with length-prefixed fields so that ("ab","c") and ("a","bc") differ.
 struct Fnv1a(u64);

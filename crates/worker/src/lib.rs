@@ -58,42 +58,42 @@
 //! # }
 //! ```
 //!
-//! - [`task`]: the [`Task`] trait and the [`Registry`] of task kinds;
-//! - [`catalogue`]: the [`Catalogue`] of task instances;
+//! - [`Task`], [`Kind`] and the [`Registry`] of task kinds; the [`Catalogue`] of task
+//!   instances ([`TaskSpec`]);
+//! - [`TaskContext`]: what a task runs with: fencing token ([`FencingToken`]), lease
+//!   ([`TaskLease`]), cancellation; [`RestartPolicy`] says how failed tasks are restarted;
 //! - [`checkpoint`]: task state saved in a compacted Kafka topic, which follows a task when it
 //!   moves ([`TaskContext::save_checkpoint`], [`TaskContext::last_checkpoint`]);
-//! - [`context`]: the [`TaskContext`] a task runs with: fencing token, lease, cancellation;
-//!   [`RestartPolicy`] says how failed tasks are restarted;
 //! - [`protocol`]: the kroupier wire format (member metadata, assignments);
-//! - [`config`] and [`builder`]: the worker's config (nested, derived defaults, Kafka client
-//!   properties) and its builder (assignors as values, typed task kinds);
+//! - [`WorkerConfig`] ([`config`]: nested settings, derived defaults, Kafka client properties)
+//!   and [`WorkerBuilder`] (assignors as values, typed task kinds), which spawns a
+//!   [`WorkerHandle`]: the worker loop that joins the Kafka group with kroupier's protocol,
+//!   its [`WorkerEvent`]s, and the status HTTP API ([`WorkerStatus`], [`TaskStatus`]);
 //! - [`shutdown`]: the two-signal rule for binaries (the library handles no OS signal);
-//! - [`group`]: the kroupier group protocol and the worker loop that joins the Kafka group;
-//! - [`status`]: task states and the status HTTP API;
 //! - [`store`]: the task store, a group's tasks in a compacted Kafka topic;
 //! - [`journal`]: the task journal each beat is written to, and the checks over it (and over
 //!   leader elections) that witness no task running on two workers at once.
 
-pub mod builder;
-pub mod catalogue;
+mod builder;
+mod catalogue;
 pub mod checkpoint;
 pub mod config;
-pub mod context;
-pub mod group;
+mod context;
+mod group;
 pub mod journal;
 pub mod protocol;
 pub(crate) mod runtime;
 pub mod shutdown;
-pub mod status;
+mod status;
 pub mod store;
 pub(crate) mod supervisor;
-pub mod task;
+mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
-pub use catalogue::{Catalogue, CatalogueError, TaskSpec};
+pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
 pub use config::{StatusConfig, TasksConfig, WorkerConfig};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
-pub use status::{TaskState, TaskStatus, WorkerStatus};
+pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};

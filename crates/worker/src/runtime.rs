@@ -38,7 +38,7 @@ mod plan;
 
 /// "Run this set, revoke that set, in generation G, with a lease valid until T."
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssignmentChange {
+pub(crate) struct AssignmentChange {
     /// The fencing token of the new generation (generation id, this member's id).
     pub token: FencingToken,
     /// The leader's member id.
@@ -56,7 +56,7 @@ pub struct AssignmentChange {
 impl AssignmentChange {
     /// The change a decoded [`Assignment`] asks for, for this member.
     #[cfg(test)]
-    pub fn from_assignment(
+    pub(crate) fn from_assignment(
         assignment: &crate::protocol::Assignment,
         member_id: &str,
         valid_until: Instant,
@@ -74,7 +74,7 @@ impl AssignmentChange {
 
 /// What [`Runtime::apply`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ApplyReport {
+pub(crate) struct ApplyReport {
     /// Tasks started by this change.
     pub started: Vec<String>,
     /// Tasks that kept running untouched (the supervisor's copies of their ids).
@@ -99,7 +99,7 @@ pub(crate) struct DesiredApplied {
 
 /// Applies assignment changes through the [`Supervisor`] and keeps the [`StatusBoard`] current.
 #[derive(Debug)]
-pub struct Runtime {
+pub(crate) struct Runtime {
     supervisor: Arc<Supervisor>,
     board: StatusBoard,
     worker_id: String,
@@ -118,7 +118,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// A runtime for `worker_id` that advertises `kinds`.
-    pub fn new(
+    pub(crate) fn new(
         supervisor: Arc<Supervisor>,
         board: StatusBoard,
         worker_id: impl Into<String>,
@@ -241,19 +241,19 @@ impl Runtime {
     }
 
     /// Adds capacity and rack to the metadata this runtime advertises.
-    pub fn with_placement(mut self, capacity: Option<u64>, rack: Option<String>) -> Self {
+    pub(crate) fn with_placement(mut self, capacity: Option<u64>, rack: Option<String>) -> Self {
         self.capacity = capacity;
         self.rack = rack;
         self
     }
 
     /// The supervisor.
-    pub fn supervisor(&self) -> &Arc<Supervisor> {
+    pub(crate) fn supervisor(&self) -> &Arc<Supervisor> {
         &self.supervisor
     }
 
     /// The status board.
-    pub fn board(&self) -> &StatusBoard {
+    pub(crate) fn board(&self) -> &StatusBoard {
         &self.board
     }
 
@@ -268,12 +268,12 @@ impl Runtime {
     }
 
     /// A rebalance started: status shows `rebalancing: true` over the last stable view.
-    pub fn rebalance_started(&self) {
+    pub(crate) fn rebalance_started(&self) {
         self.board.rebalance_started();
     }
 
     /// The tasks this worker holds, with the generation each was granted in.
-    pub fn owned(&self) -> BTreeMap<String, i32> {
+    pub(crate) fn owned(&self) -> BTreeMap<String, i32> {
         // One pass under the supervisor's lock, sorted, then built at once: this runs for
         // every JoinGroup, over every task held.
         self.supervisor
@@ -283,7 +283,7 @@ impl Runtime {
     }
 
     /// The member metadata for the next JoinGroup.
-    pub fn metadata(&self) -> MemberMetadata {
+    pub(crate) fn metadata(&self) -> MemberMetadata {
         let mut metadata = MemberMetadata::new(self.worker_id.clone());
         metadata.owned = self.owned();
         {
@@ -317,7 +317,7 @@ impl Runtime {
     ///
     /// The rest of the work (waiting for stops, restarting tasks re-granted under a new member
     /// id) runs in its own tokio task; dropping the returned future only stops waiting.
-    pub fn apply(
+    pub(crate) fn apply(
         &self,
         change: &AssignmentChange,
     ) -> impl Future<Output = ApplyReport> + Send + 'static + use<> {
@@ -467,7 +467,7 @@ impl Runtime {
     /// Stops `task_ids` (cancelled at the call), within the graceful stop timeout plus the abort
     /// timeout. For protocols that revoke outside an assignment.
     #[cfg(test)]
-    pub fn revoke(
+    pub(crate) fn revoke(
         &self,
         task_ids: &BTreeSet<String>,
     ) -> impl Future<Output = StopReport> + Send + 'static {
@@ -477,14 +477,14 @@ impl Runtime {
     /// Stops every task (cancelled at the call) before rejoining, as Kafka's eager protocol does
     /// (`onPartitionsRevoked` of everything). Needed with assignors that may move a task within
     /// one generation; the cooperative assignor never does, so it needs no call here.
-    pub fn revoke_all(&self) -> impl Future<Output = StopReport> + Send + 'static {
+    pub(crate) fn revoke_all(&self) -> impl Future<Output = StopReport> + Send + 'static {
         self.unassign_all();
         self.supervisor.revoke(self.supervisor.held())
     }
 
     /// A heartbeat succeeded: the lease holds until `valid_until`. Held tasks that stopped
     /// themselves on the expired lease of this same membership run again.
-    pub fn extend_lease(&self, valid_until: Instant) {
+    pub(crate) fn extend_lease(&self, valid_until: Instant) {
         self.supervisor.extend_lease(valid_until);
         let current = self.supervisor.member_lease().token;
         // Only the tasks that stopped: a heartbeat must not visit every held task (with
@@ -504,7 +504,10 @@ impl Runtime {
     /// The membership is lost (self-fenced, reset, or fenced): at the call every lease check
     /// starts failing and every task is cancelled; the future completes once all are stopped,
     /// by `deadline` (the instant the group may hand the tasks to others).
-    pub fn lost(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
+    pub(crate) fn lost(
+        &self,
+        deadline: Instant,
+    ) -> impl Future<Output = StopReport> + Send + 'static {
         self.unassign_all();
         self.supervisor.extend_lease(Instant::now());
         let stopping = self
@@ -523,7 +526,10 @@ impl Runtime {
 
     /// Stops every task for shutdown (cancelled at the call), by `deadline`; then send
     /// LeaveGroup.
-    pub fn shutdown(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
+    pub(crate) fn shutdown(
+        &self,
+        deadline: Instant,
+    ) -> impl Future<Output = StopReport> + Send + 'static {
         self.board.set_shutting_down();
         self.unassign_all();
         self.supervisor.stop_all(deadline)

@@ -30,7 +30,7 @@ const MOVES_SHOWN: usize = 500;
 
 /// The outcome of asking a worker for `/status`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// Its answer.
     Status(Value),
     /// Nothing listens there any more: the process is gone.
@@ -41,7 +41,7 @@ pub enum Probe {
 
 /// A worker in one snapshot of the page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WorkerView {
+pub(crate) struct WorkerView {
     /// Its worker id (or client or member id when Kafka shows no metadata).
     pub name: String,
     /// The member id the coordinator gave it.
@@ -62,7 +62,7 @@ pub struct WorkerView {
 
 /// One task in a worker's column.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskCell {
+pub(crate) struct TaskCell {
     /// The task id.
     pub id: String,
     /// Its state as the worker's `/status` says (`RUNNING`, `STOPPING`, `FAILED`...), or
@@ -78,7 +78,7 @@ pub struct TaskCell {
 
 /// A task no worker owns now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Unplaced {
+pub(crate) struct Unplaced {
     /// The task id.
     pub id: String,
     /// How long it has had no owner.
@@ -89,7 +89,7 @@ pub struct Unplaced {
 
 /// A move as the page shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MoveView {
+pub(crate) struct MoveView {
     /// The task.
     pub task: String,
     /// Its previous owner.
@@ -102,7 +102,7 @@ pub struct MoveView {
 
 /// One rebalance on the timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Rebalance {
+pub(crate) struct Rebalance {
     /// When the console first saw it (Unix ms).
     pub started_ms: u64,
     /// When the group was stable again (Unix ms); `None` while it runs.
@@ -123,7 +123,7 @@ pub struct Rebalance {
 
 /// A worker that died and how long its tasks took to run elsewhere.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Failover {
+pub(crate) struct Failover {
     /// The worker.
     pub worker: String,
     /// How the console noticed.
@@ -142,7 +142,7 @@ pub struct Failover {
 
 /// What the page draws: one JSON object, sent over Server-Sent Events on every change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The group id.
     pub group: String,
     /// Where the console reads it.
@@ -185,7 +185,7 @@ struct Pending {
 
 /// The console's model of one group.
 #[derive(Debug)]
-pub struct Board {
+pub(crate) struct Board {
     group: String,
     bootstrap: String,
     /// An instant and the Unix ms it was, to date the tracker's instants.
@@ -208,7 +208,7 @@ pub struct Board {
 
 impl Board {
     /// An empty board for `group` at `bootstrap`; `origin` is an instant and the Unix ms it was.
-    pub fn new(group: &str, bootstrap: &str, origin: (Instant, u64)) -> Self {
+    pub(crate) fn new(group: &str, bootstrap: &str, origin: (Instant, u64)) -> Self {
         Board {
             group: group.to_owned(),
             bootstrap: bootstrap.to_owned(),
@@ -239,18 +239,18 @@ impl Board {
     }
 
     /// The status API address of each worker (by name), from their member metadata.
-    pub fn status_addrs(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn status_addrs(&self) -> &BTreeMap<String, String> {
         &self.status_addrs
     }
 
     /// Describing the group failed at `now`.
-    pub fn failed(&mut self, error: String) {
+    pub(crate) fn failed(&mut self, error: String) {
         self.error = Some(error);
     }
 
     /// Takes the snapshot seen at `now`, with the status API address of each worker that has
     /// one.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         now: Instant,
         view: GroupView,
@@ -332,7 +332,7 @@ impl Board {
     }
 
     /// Takes the answer of `worker`'s status API at `now`.
-    pub fn probed(&mut self, now: Instant, worker: &str, probe: Probe) {
+    pub(crate) fn probed(&mut self, now: Instant, worker: &str, probe: Probe) {
         if probe == Probe::Refused {
             // Its tasks are unowned from now on, whatever DescribeGroups shows until the
             // coordinator removes it (as `kroupier demo` does for the worker it kills).
@@ -390,7 +390,7 @@ impl Board {
     }
 
     /// The last `/status` answer of `worker`, if it gave one.
-    pub fn status_of(&self, worker: &str) -> Option<&Value> {
+    pub(crate) fn status_of(&self, worker: &str) -> Option<&Value> {
         match self.probes.get(worker) {
             Some(Probe::Status(status)) => Some(status),
             _ => None,
@@ -398,7 +398,7 @@ impl Board {
     }
 
     /// What the page shows at `now`.
-    pub fn snapshot(&self, now: Instant) -> Snapshot {
+    pub(crate) fn snapshot(&self, now: Instant) -> Snapshot {
         let view = self.latest.as_ref();
         let leader = view.and_then(|v| {
             let id = v.leader.as_deref()?;

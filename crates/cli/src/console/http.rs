@@ -12,7 +12,7 @@ const MAX_ANSWER: u64 = 16 << 20;
 
 /// Why a request got no HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The connection was refused: nothing listens there (the process is gone).
     Refused,
     /// Anything else, said in words.
@@ -21,7 +21,7 @@ pub enum Failure {
 
 /// An HTTP answer: status code and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The status code.
     pub code: u16,
     /// The body, as text.
@@ -30,7 +30,7 @@ pub struct Answer {
 
 /// Sends `method path` to `addr` (`host:port`) with an optional `Authorization` header value,
 /// within `timeout`.
-pub async fn request(
+pub(crate) async fn request(
     addr: &str,
     method: &str,
     path: &str,
@@ -41,7 +41,7 @@ pub async fn request(
 }
 
 /// As [`request`], with an optional JSON body.
-pub async fn send(
+pub(crate) async fn send(
     addr: &str,
     method: &str,
     path: &str,
@@ -98,7 +98,7 @@ async fn exchange(
 }
 
 /// Splits a raw HTTP/1.x answer into its code and body.
-pub fn parse(raw: &[u8]) -> Result<Answer, Failure> {
+pub(crate) fn parse(raw: &[u8]) -> Result<Answer, Failure> {
     let text = String::from_utf8_lossy(raw);
     let (head, body) = text
         .split_once("\r\n\r\n")
@@ -116,7 +116,7 @@ pub fn parse(raw: &[u8]) -> Result<Answer, Failure> {
 }
 
 /// Percent-encodes one path segment.
-pub fn segment(text: &str) -> String {
+pub(crate) fn segment(text: &str) -> String {
     let mut out = String::new();
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {

@@ -15,10 +15,10 @@
 //!
 //! `kroupier demo` serves the same page (see [`spawn`]).
 
-pub mod board;
-pub mod http;
-pub mod poll;
-pub mod server;
+pub(crate) mod board;
+pub(crate) mod http;
+pub(crate) mod poll;
+pub(crate) mod server;
 
 use std::error::Error;
 use std::io::Write;
@@ -33,7 +33,7 @@ use poll::Shared;
 
 /// Arguments of `kroupier console`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     target: GroupTarget,
     /// Where the page is served. Loopback by default: the page shows the group to anyone who
@@ -43,7 +43,7 @@ pub struct Args {
 }
 
 /// A running console; its pollers and server stop when it is dropped.
-pub struct Console {
+pub(crate) struct Console {
     /// Where the page is served.
     pub addr: SocketAddr,
     _tasks: JoinSet<()>,
@@ -51,7 +51,7 @@ pub struct Console {
 
 impl Console {
     /// The page's URL.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
 }
@@ -60,7 +60,7 @@ impl Console {
 ///
 /// # Errors
 /// When `listen` cannot be bound.
-pub async fn spawn(
+pub(crate) async fn spawn(
     listen: SocketAddr,
     observer: Observer,
     bootstrap: &str,
@@ -94,7 +94,7 @@ pub async fn spawn(
 }
 
 /// Runs the command until ctrl-c or SIGTERM.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let security = args.target.config.security()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

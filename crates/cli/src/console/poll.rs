@@ -16,13 +16,13 @@ use super::http::{self, Failure};
 use crate::describe::{self, KroupierDecoder};
 
 /// How often each worker's status API is asked for `/status`.
-pub const PROBE: Duration = Duration::from_millis(500);
+pub(crate) const PROBE: Duration = Duration::from_millis(500);
 /// How long a worker's status API may take to answer.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The board and the latest snapshot as JSON, shared by the pollers and the web server.
 #[derive(Clone)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// The model.
     pub board: Arc<Mutex<Board>>,
     /// The latest snapshot, as the page receives it.
@@ -31,7 +31,7 @@ pub struct Shared {
 
 impl Shared {
     /// A board for `group` at `bootstrap`, starting now.
-    pub fn new(group: &str, bootstrap: &str) -> Self {
+    pub(crate) fn new(group: &str, bootstrap: &str) -> Self {
         let board = Board::new(group, bootstrap, (Instant::now(), unix_ms()));
         let first = serde_json::to_string(&board.snapshot(Instant::now())).unwrap_or_default();
         Shared {
@@ -41,7 +41,7 @@ impl Shared {
     }
 
     /// Runs `f` on the board (a panic elsewhere does not make it unusable).
-    pub fn with<T>(&self, f: impl FnOnce(&mut Board) -> T) -> T {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Board) -> T) -> T {
         let mut board = self.board.lock().unwrap_or_else(PoisonError::into_inner);
         f(&mut board)
     }
@@ -62,7 +62,12 @@ impl Shared {
 }
 
 /// Describes `group` forever, feeding the board.
-pub async fn describe_loop(observer: Observer, bootstrap: String, group: String, shared: Shared) {
+pub(crate) async fn describe_loop(
+    observer: Observer,
+    bootstrap: String,
+    group: String,
+    shared: Shared,
+) {
     let timeout = Duration::from_secs(2);
     let mut ticks = tokio::time::interval(crate::watch::POLL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -91,7 +96,7 @@ pub async fn describe_loop(observer: Observer, bootstrap: String, group: String,
 }
 
 /// Asks every worker with a status API for `/status` forever, feeding the board.
-pub async fn probe_loop(shared: Shared) {
+pub(crate) async fn probe_loop(shared: Shared) {
     let mut ticks = tokio::time::interval(PROBE);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -122,7 +127,7 @@ pub async fn probe_loop(shared: Shared) {
 
 /// Each member's status API address (by the name the board knows it by), from its metadata.
 /// An unspecified address (`0.0.0.0`, `::`) is reached on the host the member connected from.
-pub fn status_addrs(description: &GroupDescription) -> BTreeMap<String, String> {
+pub(crate) fn status_addrs(description: &GroupDescription) -> BTreeMap<String, String> {
     let decoded = description.clone().decode(&KroupierDecoder);
     let mut addrs = BTreeMap::new();
     for (raw, member) in decoded.description.members.iter().zip(decoded.members) {

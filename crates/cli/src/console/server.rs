@@ -42,15 +42,15 @@ use super::http::{self, Failure};
 use super::poll::Shared;
 
 /// The page; `/*SNAPSHOT*/null` is replaced by the current snapshot.
-pub const INDEX_HTML: &str = include_str!("../../assets/console/index.html");
+pub(crate) const INDEX_HTML: &str = include_str!("../../assets/console/index.html");
 /// The page's script.
-pub const CONSOLE_JS: &str = include_str!("../../assets/console/console.js");
+pub(crate) const CONSOLE_JS: &str = include_str!("../../assets/console/console.js");
 /// The page's style.
-pub const CONSOLE_CSS: &str = include_str!("../../assets/console/console.css");
+pub(crate) const CONSOLE_CSS: &str = include_str!("../../assets/console/console.css");
 const PLACEHOLDER: &str = "/*SNAPSHOT*/null";
 
 /// The console's routes over `shared`.
-pub fn router(shared: Shared) -> Router {
+pub(crate) fn router(shared: Shared) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/console.js", get(script))
@@ -131,7 +131,7 @@ async fn method_not_allowed(method: Method, uri: Uri) -> Response {
 }
 
 /// The page with `snapshot` inline (`</` escaped, so the JSON cannot end the script element).
-pub fn page(snapshot: &str) -> String {
+pub(crate) fn page(snapshot: &str) -> String {
     INDEX_HTML.replace(PLACEHOLDER, &snapshot.replace("</", "<\\/"))
 }
 

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use kroupier_worker::journal::{Beat, Journals, read_dir};
+pub(super) use kroupier_worker::journal::{Beat, Journals, read_dir};
 use kroupier_worker::journal::{NotRunningOnce, exactly_once_since, overlaps, tenures};
 
 /// The kill the journals are checked against, in Unix milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kill<'a> {
+pub(super) struct Kill<'a> {
     /// The killed worker's id.
     pub worker: &'a str,
     /// Just before SIGKILL was sent: the failover is timed from here.
@@ -21,7 +21,7 @@ pub struct Kill<'a> {
 
 /// What the journals say about the failover.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failover {
+pub(super) struct Failover {
     /// Each of the killed worker's tasks: its new owner and how long after the signal (ms) the
     /// new owner's first beat came.
     pub resumed: BTreeMap<String, (String, u64)>,
@@ -29,7 +29,7 @@ pub struct Failover {
 
 impl Failover {
     /// The slowest task's time to run again (ms).
-    pub fn time_ms(&self) -> u64 {
+    pub(super) fn time_ms(&self) -> u64 {
         self.resumed.values().map(|(_, ms)| *ms).max().unwrap_or(0)
     }
 }
@@ -43,7 +43,7 @@ impl Failover {
 ///
 /// # Errors
 /// Every violation found, one sentence each.
-pub fn check(
+pub(super) fn check(
     journals: &Journals,
     kill: Kill<'_>,
     moved: &BTreeSet<String>,

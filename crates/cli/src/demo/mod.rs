@@ -40,7 +40,7 @@ use workers::{Launch, Workers};
 
 /// Arguments of `kroupier demo`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// How many worker processes to launch (one is killed).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(2..=64))]
     workers: u16,
@@ -92,7 +92,7 @@ const SETTLE: Duration = Duration::from_secs(1);
 const HOLD: Duration = Duration::from_secs(4);
 
 /// Runs the command.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if args.heartbeat_interval_ms >= args.session_timeout_ms {
         return Err(UsageError(
             "--heartbeat-interval-ms must be below --session-timeout-ms".to_owned(),

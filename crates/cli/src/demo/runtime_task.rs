@@ -11,11 +11,11 @@ use super::Follow;
 use crate::describe;
 
 /// The id of the task the demo adds.
-pub const TASK: &str = "added-at-runtime";
+pub(super) const TASK: &str = "added-at-runtime";
 
 /// What the step saw.
 #[derive(Debug, Clone)]
-pub struct RuntimeTask {
+pub(super) struct RuntimeTask {
     /// The task store's topic.
     pub topic: String,
     /// The worker that ran the added task.
@@ -32,7 +32,7 @@ pub struct RuntimeTask {
 /// # Errors
 /// When the store cannot be written, or the group does not follow it before the demo's
 /// deadline.
-pub async fn add_and_delete(
+pub(super) async fn add_and_delete(
     follow: &mut Follow<'_>,
     security: Security,
 ) -> Result<RuntimeTask, String> {

@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 
 /// How to start the workers.
 #[derive(Debug, Clone)]
-pub struct Launch<'a> {
+pub(super) struct Launch<'a> {
     /// Bootstrap servers.
     pub bootstrap: &'a str,
     /// The group id.
@@ -35,7 +35,7 @@ pub struct Launch<'a> {
 
 /// One worker process.
 #[derive(Debug)]
-pub struct Worker {
+pub(super) struct Worker {
     /// Its worker id (`worker-0`, ...).
     pub id: String,
     /// Its process id.
@@ -46,7 +46,7 @@ pub struct Worker {
 
 /// The worker processes of one demo.
 #[derive(Debug, Default)]
-pub struct Workers {
+pub(super) struct Workers {
     workers: Vec<Worker>,
 }
 
@@ -55,7 +55,7 @@ impl Workers {
     ///
     /// # Errors
     /// When this binary cannot be found or a process cannot be started.
-    pub fn spawn(count: usize, launch: &Launch<'_>) -> io::Result<Self> {
+    pub(super) fn spawn(count: usize, launch: &Launch<'_>) -> io::Result<Self> {
         let exe = std::env::current_exe()?;
         let journals = launch.dir.join("journals");
         let mut workers = Self::default();
@@ -108,7 +108,7 @@ impl Workers {
     ///
     /// # Errors
     /// When there is no such worker or it cannot be killed.
-    pub async fn kill(&mut self, id: &str) -> io::Result<Option<u32>> {
+    pub(super) async fn kill(&mut self, id: &str) -> io::Result<Option<u32>> {
         let worker = self
             .workers
             .iter_mut()
@@ -120,7 +120,7 @@ impl Workers {
     }
 
     /// A worker that exited although nobody killed it, with how it ended.
-    pub fn exited(&mut self) -> Option<String> {
+    pub(super) fn exited(&mut self) -> Option<String> {
         self.workers
             .iter_mut()
             .filter(|w| !w.killed)

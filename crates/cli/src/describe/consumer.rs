@@ -13,13 +13,13 @@ use serde::Serialize;
 use crate::table::{cell, list, optional};
 
 /// What the table's last line says it cannot show.
-pub const NOT_SHOWN: &str = "a KIP-848 consumer group: it has no leader and no generation (the \
+pub(super) const NOT_SHOWN: &str = "a KIP-848 consumer group: it has no leader and no generation (the \
      coordinator assigns partitions, epoch by epoch); committed offsets and lag are not shown \
      (kafka-consumer-groups.sh --describe --group GROUP shows them)";
 
 /// A `consumer` group as `kroupier describe --json` prints it.
 #[derive(Debug, Serialize)]
-pub struct ConsumerGroupView {
+pub(super) struct ConsumerGroupView {
     group: String,
     /// Always `consumer`: what tells this object from a classic group's.
     group_type: &'static str,
@@ -48,7 +48,7 @@ struct ConsumerMemberView {
 }
 
 /// The view of a described `consumer` group, members sorted by client id, then member id.
-pub fn view(description: ConsumerGroupDescription) -> ConsumerGroupView {
+pub(super) fn view(description: ConsumerGroupDescription) -> ConsumerGroupView {
     let mut members: Vec<ConsumerMemberView> =
         description.members.into_iter().map(member_view).collect();
     members.sort_by(|a, b| (&a.client_id, &a.member_id).cmp(&(&b.client_id, &b.member_id)));
@@ -91,7 +91,7 @@ fn names(assignment: &[TopicPartitions]) -> Vec<String> {
 
 /// The human-readable form: a line of the group's facts, a table of its members (cells as
 /// [`crate::table`] writes them), and a line saying what is not shown.
-pub fn table(view: &ConsumerGroupView) -> String {
+pub(super) fn table(view: &ConsumerGroupView) -> String {
     let mut out = format!(
         "group {}  type consumer  state {}  group_epoch {}  assignment_epoch {}  assignor {}\n",
         cell(&view.group),

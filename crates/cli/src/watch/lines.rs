@@ -41,20 +41,20 @@ enum Event<'a> {
 
 /// Remembers what was last written, so that only changes are.
 #[derive(Debug, Default)]
-pub struct Changes {
+pub(crate) struct Changes {
     last_group: String,
     last_error: Option<String>,
 }
 
 impl Changes {
     /// Nothing written yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The plain lines for one poll: `fresh` moves, then the group's line if it changed, or the
     /// error if it is new.
-    pub fn plain(
+    pub(crate) fn plain(
         &mut self,
         view: Option<&GroupView>,
         error: Option<&str>,
@@ -91,7 +91,7 @@ impl Changes {
     ///
     /// # Errors
     /// When a line cannot be serialized.
-    pub fn json(
+    pub(crate) fn json(
         &mut self,
         at_ms: u64,
         view: Option<&GroupView>,

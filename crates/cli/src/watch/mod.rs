@@ -13,9 +13,9 @@
 //! includes it). A handover that falls between two polls (the group rebalanced within 250 ms)
 //! shows as "handed over between two polls".
 
-pub mod lines;
-pub mod model;
-pub mod view;
+pub(crate) mod lines;
+pub(crate) mod model;
+pub(crate) mod view;
 
 use std::error::Error;
 use std::io::{IsTerminal, Write};
@@ -31,11 +31,11 @@ use view::{Screen, Ui};
 use crate::describe::{self, GroupTarget, GroupView};
 
 /// How often the group is described.
-pub const POLL: Duration = Duration::from_millis(250);
+pub(crate) const POLL: Duration = Duration::from_millis(250);
 
 /// Arguments of `kroupier watch`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     target: GroupTarget,
     /// A line per change instead of the full-screen view (the default when stdout is not a
@@ -48,7 +48,7 @@ pub struct Args {
 }
 
 /// Runs the command until the user quits, ctrl-c or SIGTERM.
-pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let security = args.target.config.security()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use crate::describe::GroupView;
 
 /// Each task's owner (a worker name) in one snapshot; a task on several workers lists each.
-pub type Owners = BTreeMap<String, Vec<String>>;
+pub(crate) type Owners = BTreeMap<String, Vec<String>>;
 
 /// The owners a view shows: every task of every member whose tasks are known.
-pub fn owners(view: &GroupView) -> Owners {
+pub(crate) fn owners(view: &GroupView) -> Owners {
     let mut owners = Owners::new();
     for member in &view.members {
         for task in member.tasks.iter().flatten() {
@@ -32,7 +32,7 @@ pub fn owners(view: &GroupView) -> Owners {
 
 /// A task that changed owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Move {
+pub(crate) struct Move {
     /// The task.
     pub task: String,
     /// Its previous owner.
@@ -54,7 +54,7 @@ struct Holding {
 
 /// Diffs successive snapshots into moves.
 #[derive(Debug, Default, Clone)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     tasks: BTreeMap<String, Holding>,
     lost: BTreeMap<String, Instant>,
     moves: Vec<Move>,
@@ -62,14 +62,14 @@ pub struct Tracker {
 
 impl Tracker {
     /// An empty tracker.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Takes the snapshot seen at `now`; returns the moves it shows (also kept in
     /// [`moves`](Self::moves)). A task seen on several workers at once counts as owned by the
     /// first (in name order).
-    pub fn observe(&mut self, now: Instant, owners: &Owners) -> Vec<Move> {
+    pub(crate) fn observe(&mut self, now: Instant, owners: &Owners) -> Vec<Move> {
         // Workers known to be dead own nothing, whatever the coordinator still shows.
         let owners: Owners = owners
             .iter()
@@ -126,7 +126,7 @@ impl Tracker {
 
     /// The caller knows `worker` died at `at`: its tasks are unowned from then on, whatever
     /// DescribeGroups shows until the coordinator notices.
-    pub fn mark_lost(&mut self, worker: &str, at: Instant) {
+    pub(crate) fn mark_lost(&mut self, worker: &str, at: Instant) {
         self.lost.insert(worker.to_owned(), at);
         for holding in self.tasks.values_mut() {
             if holding.owner == worker {
@@ -138,17 +138,17 @@ impl Tracker {
     /// `worker`, once given up by [`mark_lost`](Self::mark_lost), is alive after all (a new
     /// process under the same worker id): what DescribeGroups shows on it counts again, and a
     /// task it still holds did not move.
-    pub fn mark_back(&mut self, worker: &str) {
+    pub(crate) fn mark_back(&mut self, worker: &str) {
         self.lost.remove(worker);
     }
 
     /// Every move so far, oldest first.
-    pub fn moves(&self) -> &[Move] {
+    pub(crate) fn moves(&self) -> &[Move] {
         &self.moves
     }
 
     /// Tasks that have no owner now, with the time since they lost it.
-    pub fn unowned(&self, now: Instant) -> Vec<(String, Duration)> {
+    pub(crate) fn unowned(&self, now: Instant) -> Vec<(String, Duration)> {
         self.tasks
             .iter()
             .filter_map(|(task, h)| {

@@ -20,7 +20,7 @@ const HIGHLIGHT: Duration = Duration::from_secs(5);
 
 /// What one frame shows.
 #[derive(Debug)]
-pub struct Screen<'a> {
+pub(crate) struct Screen<'a> {
     /// The first line (what is being watched).
     pub title: String,
     /// The latest description, if any arrived.
@@ -39,7 +39,7 @@ pub struct Screen<'a> {
 
 /// The terminal while the view is shown; restored when dropped.
 #[derive(Debug)]
-pub struct Ui {
+pub(crate) struct Ui {
     terminal: DefaultTerminal,
 }
 
@@ -48,7 +48,7 @@ impl Ui {
     ///
     /// # Errors
     /// When the terminal cannot be put in raw mode (not a terminal).
-    pub fn start() -> io::Result<Self> {
+    pub(crate) fn start() -> io::Result<Self> {
         Ok(Self {
             terminal: ratatui::try_init()?,
         })
@@ -58,7 +58,7 @@ impl Ui {
     ///
     /// # Errors
     /// When writing to the terminal fails.
-    pub fn draw(&mut self, screen: &Screen<'_>) -> io::Result<()> {
+    pub(crate) fn draw(&mut self, screen: &Screen<'_>) -> io::Result<()> {
         self.terminal
             .draw(|frame| render(frame, screen))
             .map(|_| ())
@@ -68,7 +68,7 @@ impl Ui {
     ///
     /// # Errors
     /// When reading terminal events fails.
-    pub fn quit_requested(&mut self) -> io::Result<bool> {
+    pub(crate) fn quit_requested(&mut self) -> io::Result<bool> {
         while event::poll(Duration::ZERO)? {
             if let Event::Key(key) = event::read()?
                 && key.kind == KeyEventKind::Press
@@ -95,7 +95,7 @@ fn secs(d: Duration) -> String {
 }
 
 /// Renders `screen` into `frame`.
-pub fn render(frame: &mut Frame<'_>, screen: &Screen<'_>) {
+pub(crate) fn render(frame: &mut Frame<'_>, screen: &Screen<'_>) {
     let header_lines = 2 + screen.notes.len() as u16 + u16::from(screen.error.is_some());
     let [header, members, moves, footer] = Layout::vertical([
         Constraint::Length(header_lines + 2),

@@ -24,7 +24,7 @@ const MAX_TIMEOUT_PASSES: usize = 64;
 ///
 /// See the [module docs](super) for how a driver uses it.
 #[derive(Debug)]
-pub struct GroupCoordinator {
+pub(crate) struct GroupCoordinator {
     config: GroupConfig,
     groups: BTreeMap<String, ClassicGroup>,
     out: Vec<Output>,
@@ -35,7 +35,7 @@ pub struct GroupCoordinator {
 
 impl GroupCoordinator {
     /// A coordinator with no groups. `seed` makes the member ids it hands out reproducible.
-    pub fn new(config: GroupConfig, seed: u64) -> Self {
+    pub(crate) fn new(config: GroupConfig, seed: u64) -> Self {
         Self {
             config,
             groups: BTreeMap::new(),
@@ -45,14 +45,9 @@ impl GroupCoordinator {
         }
     }
 
-    /// The settings.
-    pub fn config(&self) -> &GroupConfig {
-        &self.config
-    }
-
     /// Takes a JoinGroup; its answer (now or after the rebalance) comes out of
     /// [`poll_output`](Self::poll_output) tagged with `reply`.
-    pub fn handle_join(&mut self, now: Instant, reply: ReplyId, req: JoinGroup) {
+    pub(crate) fn handle_join(&mut self, now: Instant, reply: ReplyId, req: JoinGroup) {
         if req.group_id.is_empty() {
             return self.push_join_error(reply, ResponseError::InvalidGroupId, req.member_id);
         }
@@ -119,7 +114,7 @@ impl GroupCoordinator {
     }
 
     /// Takes a SyncGroup; its answer comes out of [`poll_output`](Self::poll_output).
-    pub fn handle_sync(&mut self, now: Instant, reply: ReplyId, req: SyncGroup) {
+    pub(crate) fn handle_sync(&mut self, now: Instant, reply: ReplyId, req: SyncGroup) {
         let req_group_id = req.group_id.clone();
         let Some(group) = self.groups.get_mut(&req.group_id) else {
             let result = SyncGroupResult::error(ResponseError::UnknownMemberId);
@@ -136,7 +131,11 @@ impl GroupCoordinator {
     }
 
     /// Answers a Heartbeat at once: `None` is NONE.
-    pub fn handle_heartbeat(&mut self, now: Instant, req: &Heartbeat) -> Option<ResponseError> {
+    pub(crate) fn handle_heartbeat(
+        &mut self,
+        now: Instant,
+        req: &Heartbeat,
+    ) -> Option<ResponseError> {
         let Some(group) = self.groups.get_mut(&req.group_id) else {
             return Some(ResponseError::UnknownMemberId);
         };
@@ -153,7 +152,7 @@ impl GroupCoordinator {
 
     /// Answers a LeaveGroup at once (parked requests of the leaving members are answered through
     /// [`poll_output`](Self::poll_output)).
-    pub fn handle_leave(&mut self, now: Instant, req: LeaveGroup) -> LeaveGroupResult {
+    pub(crate) fn handle_leave(&mut self, now: Instant, req: LeaveGroup) -> LeaveGroupResult {
         let group_id = req.group_id.clone();
         let Some(group) = self.groups.get_mut(&req.group_id) else {
             let members = req
@@ -183,7 +182,7 @@ impl GroupCoordinator {
 
     /// Runs every timer due at `now`: initial delays, join and sync deadlines, session expiry,
     /// and the deletion of groups empty for [`GroupConfig::empty_group_retention`].
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         for _ in 0..MAX_TIMEOUT_PASSES {
             let mut fired = Vec::new();
             for (group_id, group) in self.groups.iter_mut() {
@@ -229,7 +228,7 @@ impl GroupCoordinator {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must run next, if ever.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.groups
             .values()
             .filter_map(ClassicGroup::next_deadline)
@@ -237,7 +236,7 @@ impl GroupCoordinator {
     }
 
     /// The next answer to a JoinGroup or SyncGroup, in the order they were decided.
-    pub fn poll_output(&mut self) -> Option<Output> {
+    pub(crate) fn poll_output(&mut self) -> Option<Output> {
         if self.ready.is_empty() {
             self.ready.extend(self.out.drain(..));
         }
@@ -245,7 +244,7 @@ impl GroupCoordinator {
     }
 
     /// A group as DescribeGroups shows it; an unknown group is `Dead` with no members.
-    pub fn describe(&self, group_id: &str) -> GroupDescription {
+    pub(crate) fn describe(&self, group_id: &str) -> GroupDescription {
         match self.groups.get(group_id) {
             Some(group) => group.describe(),
             None => GroupDescription {
@@ -259,12 +258,12 @@ impl GroupCoordinator {
     }
 
     /// Whether a group by this id exists.
-    pub fn contains(&self, group_id: &str) -> bool {
+    pub(crate) fn contains(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id)
     }
 
     /// Every group, as ListGroups shows them, ordered by group id.
-    pub fn list(&self) -> Vec<GroupListing> {
+    pub(crate) fn list(&self) -> Vec<GroupListing> {
         self.groups.values().map(ClassicGroup::listing).collect()
     }
 

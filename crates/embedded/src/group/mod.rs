@@ -31,35 +31,7 @@
 //! - a rebalance timeout above [`GroupConfig::max_rebalance_timeout`] is refused with
 //!   INVALID_SESSION_TIMEOUT (Kafka bounds only the session timeout).
 //!
-//! # Examples
-//!
-//! ```
-//! use std::time::Instant;
-//! use bytes::Bytes;
-//! use kroupier_embedded::group::{
-//!     GroupConfig, GroupCoordinator, GroupState, JoinGroup, Output, Protocol, ReplyId,
-//! };
-//!
-//! let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 7);
-//! let now = Instant::now();
-//! coordinator.handle_join(now, ReplyId(1), JoinGroup {
-//!     group_id: "g".into(),
-//!     member_id: String::new(),
-//!     group_instance_id: None,
-//!     protocol_type: "kroupier".into(),
-//!     protocols: vec![Protocol { name: "sticky".into(), metadata: Bytes::new() }],
-//!     session_timeout_ms: 10_000,
-//!     rebalance_timeout_ms: 30_000,
-//!     client_id: "worker-1".into(),
-//!     client_host: "/127.0.0.1".into(),
-//!     require_known_member_id: false,
-//!     reason: None,
-//! });
-//! let Some(Output::JoinGroup { result, .. }) = coordinator.poll_output() else { panic!() };
-//! assert_eq!(result.generation_id, 1);
-//! assert_eq!(result.leader, result.member_id);
-//! assert_eq!(coordinator.describe("g").state, GroupState::CompletingRebalance);
-//! ```
+//! The first test in `tests/mod.rs` walks one member through its first join.
 
 mod classic;
 mod config;
@@ -75,9 +47,9 @@ mod types;
 mod tests;
 
 pub use config::{GroupConfig, GroupConfigError};
-pub use coordinator::GroupCoordinator;
-pub use types::{
-    GroupDescription, GroupListing, GroupState, Heartbeat, JoinGroup, JoinGroupResult,
-    JoinedMember, LeaveGroup, LeaveGroupResult, LeavingMember, LeftMember, MemberAssignment,
-    MemberDescription, Output, Protocol, ReplyId, SyncGroup, SyncGroupResult,
+pub(crate) use coordinator::GroupCoordinator;
+pub use types::{GroupDescription, GroupState, MemberDescription};
+pub(crate) use types::{
+    GroupListing, Heartbeat, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult,
+    LeavingMember, MemberAssignment, Output, Protocol, ReplyId, SyncGroup, SyncGroupResult,
 };

@@ -9,7 +9,7 @@ use kafka_protocol::error::ResponseError;
 /// Identifies a parked request (a JoinGroup or SyncGroup waiting for the rebalance) so the driver
 /// can route its answer back to the right connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ReplyId(pub u64);
+pub(crate) struct ReplyId(pub u64);
 
 /// The state of a classic group, as DescribeGroups and ListGroups name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,7 +41,7 @@ impl GroupState {
 
 /// One protocol a member offers: its name (for kroupier, an assignor) and its metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Protocol {
+pub(crate) struct Protocol {
     /// The protocol name; opaque to the coordinator.
     pub name: String,
     /// The member's metadata for this protocol; opaque to the coordinator.
@@ -50,7 +50,7 @@ pub struct Protocol {
 
 /// A JoinGroup request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JoinGroup {
+pub(crate) struct JoinGroup {
     /// The group to join.
     pub group_id: String,
     /// The member id; empty for a member that has none yet.
@@ -77,7 +77,7 @@ pub struct JoinGroup {
 
 /// One member as the leader sees it in its JoinGroup response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JoinedMember {
+pub(crate) struct JoinedMember {
     /// The member id.
     pub member_id: String,
     /// The static member's instance id, if any.
@@ -88,7 +88,7 @@ pub struct JoinedMember {
 
 /// The answer to a JoinGroup request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct JoinGroupResult {
+pub(crate) struct JoinGroupResult {
     /// The error, or `None` for NONE.
     pub error: Option<ResponseError>,
     /// The generation the member joined, or -1.
@@ -109,7 +109,7 @@ pub struct JoinGroupResult {
 
 impl JoinGroupResult {
     /// A result that carries only an error (and the member id the request used).
-    pub fn error(error: ResponseError, member_id: impl Into<String>) -> Self {
+    pub(crate) fn error(error: ResponseError, member_id: impl Into<String>) -> Self {
         Self {
             error: Some(error),
             generation_id: -1,
@@ -121,7 +121,7 @@ impl JoinGroupResult {
 
 /// One member's assignment in the leader's SyncGroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberAssignment {
+pub(crate) struct MemberAssignment {
     /// The member id.
     pub member_id: String,
     /// Its assignment; opaque to the coordinator.
@@ -130,7 +130,7 @@ pub struct MemberAssignment {
 
 /// A SyncGroup request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyncGroup {
+pub(crate) struct SyncGroup {
     /// The group.
     pub group_id: String,
     /// The generation the member believes in.
@@ -149,7 +149,7 @@ pub struct SyncGroup {
 
 /// The answer to a SyncGroup request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SyncGroupResult {
+pub(crate) struct SyncGroupResult {
     /// The error, or `None` for NONE.
     pub error: Option<ResponseError>,
     /// The group's protocol type.
@@ -162,7 +162,7 @@ pub struct SyncGroupResult {
 
 impl SyncGroupResult {
     /// A result that carries only an error.
-    pub fn error(error: ResponseError) -> Self {
+    pub(crate) fn error(error: ResponseError) -> Self {
         Self {
             error: Some(error),
             ..Self::default()
@@ -172,7 +172,7 @@ impl SyncGroupResult {
 
 /// A Heartbeat request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Heartbeat {
+pub(crate) struct Heartbeat {
     /// The group.
     pub group_id: String,
     /// The generation the member believes in.
@@ -185,7 +185,7 @@ pub struct Heartbeat {
 
 /// One member leaving in a LeaveGroup request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeavingMember {
+pub(crate) struct LeavingMember {
     /// The member id; empty with an instance id for an admin removal of a static member.
     pub member_id: String,
     /// The static member's instance id, if any.
@@ -196,7 +196,7 @@ pub struct LeavingMember {
 
 /// A LeaveGroup request (v0–v2 carry exactly one member).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaveGroup {
+pub(crate) struct LeaveGroup {
     /// The group.
     pub group_id: String,
     /// The members that leave.
@@ -205,7 +205,7 @@ pub struct LeaveGroup {
 
 /// The answer for one member of a LeaveGroup request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeftMember {
+pub(crate) struct LeftMember {
     /// The member id as sent.
     pub member_id: String,
     /// The instance id as sent.
@@ -216,7 +216,7 @@ pub struct LeftMember {
 
 /// The answer to a LeaveGroup request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LeaveGroupResult {
+pub(crate) struct LeaveGroupResult {
     /// The top-level error, or `None`.
     pub error: Option<ResponseError>,
     /// One entry per member in the request, in order.
@@ -257,7 +257,7 @@ pub struct GroupDescription {
 
 /// A group as ListGroups shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupListing {
+pub(crate) struct GroupListing {
     /// The group id.
     pub group_id: String,
     /// The protocol type (empty when none).
@@ -268,7 +268,7 @@ pub struct GroupListing {
 
 /// An answer the state machine hands back for a parked request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     /// The answer to the JoinGroup request `reply`.
     JoinGroup {
         /// The request it answers.

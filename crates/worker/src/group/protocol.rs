@@ -147,7 +147,7 @@ pub(crate) struct AssignedFrom {
 ///   self-fencing margin.
 ///
 /// Assignments themselves are applied by the worker loop, which also knows the lease.
-pub struct WorkerProtocol {
+pub(crate) struct WorkerProtocol {
     runtime: Arc<Runtime>,
     /// The assignors offered, most preferred first; their names are the protocol names.
     assignors: Vec<Arc<dyn Assignor>>,
@@ -160,7 +160,7 @@ pub struct WorkerProtocol {
 
 impl WorkerProtocol {
     /// The protocol for `runtime`, offering `assignors` (most preferred first, unique names).
-    pub fn new(
+    pub(crate) fn new(
         runtime: Arc<Runtime>,
         assignors: Vec<Arc<dyn Assignor>>,
         self_fence_margin: Duration,
@@ -178,7 +178,7 @@ impl WorkerProtocol {
 
     /// The runtime this protocol drives.
     #[cfg(test)]
-    pub fn runtime(&self) -> &Arc<Runtime> {
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
 

@@ -85,7 +85,7 @@ struct Inner {
 
 /// Shared status of one worker. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct StatusBoard {
+pub(crate) struct StatusBoard {
     inner: Arc<Inner>,
 }
 
@@ -122,7 +122,7 @@ impl StatusBoard {
     }
 
     /// The task table.
-    pub fn tasks(&self) -> &TaskTable {
+    pub(crate) fn tasks(&self) -> &TaskTable {
         &self.inner.tasks
     }
 
@@ -176,12 +176,12 @@ impl StatusBoard {
     }
 
     /// The last stable group view.
-    pub fn group(&self) -> GroupView {
+    pub(crate) fn group(&self) -> GroupView {
         self.inner.group.borrow().clone()
     }
 
     /// Whether a rebalance is in progress.
-    pub fn is_rebalancing(&self) -> bool {
+    pub(crate) fn is_rebalancing(&self) -> bool {
         self.inner.rebalancing.load(Ordering::Acquire)
     }
 
@@ -261,7 +261,7 @@ impl StatusBoard {
     }
 
     /// What `GET /status` returns.
-    pub fn snapshot(&self) -> WorkerStatus {
+    pub(crate) fn snapshot(&self) -> WorkerStatus {
         let owner = &self.inner.worker_id;
         WorkerStatus {
             worker_id: owner.clone(),

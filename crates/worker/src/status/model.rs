@@ -165,7 +165,7 @@ impl Record {
 
 /// Task statuses by id; cheap to clone (an `Arc`), safe to read from any thread.
 #[derive(Debug, Clone, Default)]
-pub struct TaskTable {
+pub(crate) struct TaskTable {
     inner: Arc<Inner>,
 }
 
@@ -179,12 +179,12 @@ struct Inner {
 
 impl TaskTable {
     /// An empty table.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The status of one task.
-    pub fn get(&self, task_id: &str) -> Option<TaskStatus> {
+    pub(crate) fn get(&self, task_id: &str) -> Option<TaskStatus> {
         self.inner
             .tasks
             .get(task_id)
@@ -192,7 +192,7 @@ impl TaskTable {
     }
 
     /// The state of one task.
-    pub fn state(&self, task_id: &str) -> Option<TaskState> {
+    pub(crate) fn state(&self, task_id: &str) -> Option<TaskState> {
         self.inner.tasks.get(task_id).map(|entry| entry.state)
     }
 
@@ -201,7 +201,7 @@ impl TaskTable {
     /// With 100,000 tasks a snapshot is megabytes: it is made at its final size and sorted in
     /// place (ids are unique, so an unstable sort orders them the same), so that it leaves no
     /// grown-out copies behind for the allocator to keep.
-    pub fn snapshot(&self) -> Vec<TaskStatus> {
+    pub(crate) fn snapshot(&self) -> Vec<TaskStatus> {
         let mut all = Vec::with_capacity(self.inner.tasks.len());
         all.extend(self.inner.tasks.iter().map(|e| e.value().status(e.key())));
         all.sort_unstable_by(|a, b| a.task_id.cmp(&b.task_id));
@@ -209,7 +209,7 @@ impl TaskTable {
     }
 
     /// How many tasks are in each state (every state listed, zeros included).
-    pub fn counts(&self) -> Vec<(TaskState, usize)> {
+    pub(crate) fn counts(&self) -> Vec<(TaskState, usize)> {
         let mut counts: Vec<(TaskState, usize)> = TaskState::ALL.iter().map(|&s| (s, 0)).collect();
         for entry in self.inner.tasks.iter() {
             if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == entry.state) {

@@ -45,7 +45,7 @@ use run::{RunPlan, supervise};
 /// What [`Supervisor::start`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum StartOutcome {
+pub(crate) enum StartOutcome {
     /// A new supervised run was spawned.
     Started,
     /// The task is already held (running, backing off, `FAILED` or `COMPLETED`); nothing changed.
@@ -59,7 +59,7 @@ pub enum StartOutcome {
 
 /// How the tasks of one revoke or shutdown stopped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StopReport {
+pub(crate) struct StopReport {
     /// Returned (or had already finished) within the graceful stop timeout.
     pub graceful: Vec<String>,
     /// Aborted after the graceful stop timeout.
@@ -72,7 +72,7 @@ pub struct StopReport {
 
 impl StopReport {
     /// Whether every task has stopped.
-    pub fn all_stopped(&self) -> bool {
+    pub(crate) fn all_stopped(&self) -> bool {
         self.unresponsive.is_empty()
     }
 }
@@ -80,7 +80,7 @@ impl StopReport {
 /// Why a restart request was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum RestartError {
+pub(crate) enum RestartError {
     /// This worker does not hold the task; ask the worker that owns it (see the group's status).
     #[error("task `{0}` is not assigned to this worker; send the request to its owner")]
     NotHeld(String),
@@ -104,7 +104,7 @@ struct Slot {
 /// A held task costs a slot here, a record in the [`TaskTable`] and its run's tokio task; the
 /// three share one copy of the task id.
 #[derive(Debug)]
-pub struct Supervisor {
+pub(crate) struct Supervisor {
     /// The registry, the restart policy, the task table and the root token (cancelled when
     /// the worker shuts down), shared with every run.
     shared: Arc<RunShared>,
@@ -129,7 +129,7 @@ impl std::fmt::Debug for Slot {
 impl Supervisor {
     /// A supervisor with its own, empty [`TaskTable`].
     #[cfg(test)]
-    pub fn new(
+    pub(crate) fn new(
         registry: Arc<Registry>,
         catalogue: Arc<Catalogue>,
         config: SupervisorConfig,
@@ -138,7 +138,7 @@ impl Supervisor {
     }
 
     /// A supervisor writing statuses into `table` (shared with the status API).
-    pub fn with_table(
+    pub(crate) fn with_table(
         registry: Arc<Registry>,
         catalogue: Arc<Catalogue>,
         config: SupervisorConfig,
@@ -173,17 +173,17 @@ impl Supervisor {
 
     /// The task statuses this supervisor writes.
     #[cfg(test)]
-    pub fn table(&self) -> &TaskTable {
+    pub(crate) fn table(&self) -> &TaskTable {
         &self.shared.table
     }
 
     /// The task kinds this worker registers.
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.shared.registry
     }
 
     /// The catalogue new runs are built from.
-    pub fn catalogue(&self) -> Arc<Catalogue> {
+    pub(crate) fn catalogue(&self) -> Arc<Catalogue> {
         self.catalogue
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -193,7 +193,7 @@ impl Supervisor {
     /// Replaces the catalogue new runs are built from, and the tasks that are paused. Runs
     /// already started keep the spec they were started with: the caller restarts the tasks
     /// whose spec or desired state changed.
-    pub fn set_catalogue(&self, catalogue: Arc<Catalogue>, paused: BTreeSet<String>) {
+    pub(crate) fn set_catalogue(&self, catalogue: Arc<Catalogue>, paused: BTreeSet<String>) {
         // One writer at a time (the worker loop); readers see either the old or the new pair
         // for a moment, and every change is followed by a restart of the tasks it touches.
         *self
@@ -204,7 +204,7 @@ impl Supervisor {
     }
 
     /// Whether the task's desired state is paused.
-    pub fn is_paused(&self, task_id: &str) -> bool {
+    pub(crate) fn is_paused(&self, task_id: &str) -> bool {
         self.paused
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -212,23 +212,23 @@ impl Supervisor {
     }
 
     /// The worker's membership as last set.
-    pub fn member_lease(&self) -> Lease {
+    pub(crate) fn member_lease(&self) -> Lease {
         self.member.borrow().clone()
     }
 
     /// Sets the worker's membership (new generation, member id, self-fencing deadline).
-    pub fn set_member_lease(&self, lease: Lease) {
+    pub(crate) fn set_member_lease(&self, lease: Lease) {
         self.member.send_replace(lease);
     }
 
     /// Moves the self-fencing deadline (after a heartbeat succeeded).
-    pub fn extend_lease(&self, valid_until: Instant) {
+    pub(crate) fn extend_lease(&self, valid_until: Instant) {
         self.member
             .send_modify(|lease| lease.valid_until = valid_until.into_std());
     }
 
     /// The ids of the tasks held, sorted.
-    pub fn held(&self) -> Vec<String> {
+    pub(crate) fn held(&self) -> Vec<String> {
         // Copied, not formatted: `to_string` goes through `Display`, several times slower for
         // the 100,000 ids a worker may hold.
         self.lock().keys().map(|id| String::from(&**id)).collect()
@@ -259,14 +259,14 @@ impl Supervisor {
     }
 
     /// The token a held task was started with.
-    pub fn granted(&self, task_id: &str) -> Option<FencingToken> {
+    pub(crate) fn granted(&self, task_id: &str) -> Option<FencingToken> {
         self.lock().get(task_id).map(|slot| slot.granted.clone())
     }
 
     /// Starts `task_id`, granted in `granted`. A task that stopped on a lease failure is started
     /// anew; a running, `FAILED` or `COMPLETED` one is left alone. Must be called within a tokio
     /// runtime.
-    pub fn start(&self, task_id: &str, granted: FencingToken) -> StartOutcome {
+    pub(crate) fn start(&self, task_id: &str, granted: FencingToken) -> StartOutcome {
         self.start_shared(task_id, granted).0
     }
 
@@ -333,7 +333,10 @@ impl Supervisor {
     /// # Cancel safety
     ///
     /// The stop goes on in its own tokio task; dropping the returned future only stops waiting.
-    pub fn revoke<I, S>(&self, task_ids: I) -> impl Future<Output = StopReport> + Send + 'static
+    pub(crate) fn revoke<I, S>(
+        &self,
+        task_ids: I,
+    ) -> impl Future<Output = StopReport> + Send + 'static
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -346,7 +349,7 @@ impl Supervisor {
     /// Like [`revoke`](Self::revoke), but done by `deadline` (at the latest the self-fencing
     /// deadline when the membership is lost): the graceful phase is cut short to leave the abort
     /// timeout before `deadline`.
-    pub fn revoke_within<I, S>(
+    pub(crate) fn revoke_within<I, S>(
         &self,
         task_ids: I,
         deadline: Instant,
@@ -366,7 +369,10 @@ impl Supervisor {
 
     /// Stops every task for shutdown: lease checks fail with `ShuttingDown` from now on, and no
     /// task starts again. Completes by `deadline` (see [`revoke_within`](Self::revoke_within)).
-    pub fn stop_all(&self, deadline: Instant) -> impl Future<Output = StopReport> + Send + 'static {
+    pub(crate) fn stop_all(
+        &self,
+        deadline: Instant,
+    ) -> impl Future<Output = StopReport> + Send + 'static {
         // Lease checks see the cancelled root as the worker shutting down.
         self.shared.shutdown.cancel();
         let taken = self.take(|slots| std::mem::take(slots).into_iter().collect());
@@ -375,7 +381,7 @@ impl Supervisor {
 
     /// Restarts a held task from scratch: stops it if it is running, then starts it with the
     /// token it was granted in and a clean failure count. The way out of `FAILED`.
-    pub async fn restart(&self, task_id: &str) -> Result<StopReport, RestartError> {
+    pub(crate) async fn restart(&self, task_id: &str) -> Result<StopReport, RestartError> {
         let taken = self.take(|slots| slots.remove_entry(task_id).into_iter().collect());
         let Some(granted) = taken.first().map(|(_, slot)| slot.granted.clone()) else {
             return Err(RestartError::NotHeld(task_id.to_owned()));

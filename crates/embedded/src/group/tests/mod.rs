@@ -19,6 +19,42 @@ use super::{
     SyncGroupResult,
 };
 
+/// One member's first join, driven by hand: it leads generation 1 and the group waits for its
+/// SyncGroup.
+#[test]
+fn a_first_member_leads_generation_one() {
+    let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 7);
+    coordinator.handle_join(
+        Instant::now(),
+        ReplyId(1),
+        JoinGroup {
+            group_id: "g".into(),
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "kroupier".into(),
+            protocols: vec![Protocol {
+                name: "sticky".into(),
+                metadata: Bytes::new(),
+            }],
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            client_id: "worker-1".into(),
+            client_host: "/127.0.0.1".into(),
+            require_known_member_id: false,
+            reason: None,
+        },
+    );
+    let Some(Output::JoinGroup { result, .. }) = coordinator.poll_output() else {
+        panic!("the join is answered at once");
+    };
+    assert_eq!(result.generation_id, 1);
+    assert_eq!(result.leader, result.member_id);
+    assert_eq!(
+        coordinator.describe("g").state,
+        GroupState::CompletingRebalance
+    );
+}
+
 pub(super) const SESSION_MS: i32 = 10_000;
 pub(super) const REBALANCE_MS: i32 = 30_000;
 
