@@ -2,7 +2,7 @@
 //!
 //! The one backoff computation of kroupier: broker reconnects and request retries
 //! ([`connection`](crate::connection)), the membership's retry delays (its error table names a
-//! [`RetryBackoff`](crate::membership::RetryBackoff) policy; the sans-IO machine draws no random
+//! `RetryBackoff` policy; the sans-IO machine draws no random
 //! numbers, so it takes [`base_delay`] without jitter) and the worker's task restarts
 //! (`kroupier_worker::RestartPolicy`).
 //!

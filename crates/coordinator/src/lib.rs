@@ -58,5 +58,5 @@ pub mod observer;
 #[doc(hidden)]
 pub mod wire;
 #[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, unreachable_pub)]
 mod wire;

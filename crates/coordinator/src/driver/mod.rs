@@ -5,7 +5,7 @@
 //! driver future (tower's `Buffer::pair` idea: the caller decides where the driver runs);
 //! [`Member::spawn`] runs it on the current tokio runtime.
 //!
-//! The driver is one loop that owns the sans-IO [`Membership`]
+//! The driver is one loop that owns the sans-IO `Membership`
 //! and feeds it `now`, responses, failures and commands:
 //!
 //! ```text

@@ -15,9 +15,9 @@
 //! A rebalance alone (`on_revoked`) changes nothing: the leader keeps its role, and its fencing
 //! token stays valid while its heartbeats succeed.
 //!
-//! The driver feeds the callbacks as for any protocol, and after each `Assigned` refreshes the
-//! membership's metadata with [`Membership::set_metadata`](crate::membership::Membership::set_metadata)
-//! so that the next JoinGroup carries the leadership claim.
+//! The driver feeds the callbacks as for any protocol, and reads the protocol's metadata afresh
+//! for every JoinGroup, so that the next JoinGroup after an assignment carries the leadership
+//! claim.
 //!
 //! [`Elector`] runs all of this on the tokio [driver](crate::driver): `Elector::spawn(config,
 //! id, eligible)` returns an [`ElectorHandle`] with a stream and a watch of the member's role,

@@ -28,9 +28,7 @@ pub enum Api {
 /// [`base_delay`](crate::backoff::base_delay) of `retry_backoff` up to `retry_backoff_max`
 /// (without jitter: the sans-IO membership draws no random numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryBackoff {
-    /// Retry at once.
-    None,
+pub(crate) enum RetryBackoff {
     /// Wait `retry_backoff` (Kafka's join loop does this).
     Fixed,
     /// Wait `retry_backoff · 2^(attempts − 1)` (attempts counted from 1), capped at
@@ -40,7 +38,7 @@ pub enum RetryBackoff {
 
 /// What the member does about an error code.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ErrorAction {
+pub(crate) enum ErrorAction {
     /// Send the same request again after the backoff.
     Retry(RetryBackoff),
     /// Forget the coordinator, find it again, then resume (rejoin if a join or sync was in flight,
@@ -105,7 +103,7 @@ pub enum FatalError {
     /// A connection could not be secured: the TLS handshake failed on a certificate, or the
     /// broker refused the SASL mechanism or credentials (UNSUPPORTED_SASL_MECHANISM,
     /// ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED). Not a group error code, so not in
-    /// [`action_for`]: the driver stops on it at once instead of retrying.
+    /// `action_for`: the driver stops on it at once instead of retrying.
     #[error("{detail}")]
     Security {
         /// The connection error, naming the broker and what to fix.
@@ -122,7 +120,7 @@ pub enum FatalError {
 }
 
 /// The action for `error` returned by `api` (the one exhaustive map; table-tested).
-pub fn action_for(api: Api, error: ResponseError) -> ErrorAction {
+pub(crate) fn action_for(api: Api, error: ResponseError) -> ErrorAction {
     use Api::*;
     use ErrorAction::*;
     use ResponseError as E;

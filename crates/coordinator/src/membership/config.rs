@@ -7,7 +7,7 @@ use thiserror::Error;
 /// Configuration of one member of a Kafka group.
 ///
 /// Plain data with documented defaults; [`MembershipConfig::validate`] runs when the
-/// [`Membership`](super::Membership) is built, so a bad value fails early with an error that
+/// `Membership` is built, so a bad value fails early with an error that
 /// names the field and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MembershipConfig {
@@ -56,7 +56,7 @@ pub struct MembershipConfig {
     /// good keeps its work idle until its session timeout. Dynamic members always leave.
     pub leave_group_on_close_static: bool,
     /// The join gate: whether a rebalance that starts while the member is stable holds its
-    /// JoinGroup until [`Membership::revocation_done`](super::Membership::revocation_done)
+    /// JoinGroup until `Membership::revocation_done`
     /// (the user's revoked work has stopped, as Kafka Connect's `onJoinPrepare` waits), or
     /// until `rebalance_timeout − self-fencing margin` has passed since the revocation, so the
     /// broker never drops the member for joining late. Heartbeats go on meanwhile. Default

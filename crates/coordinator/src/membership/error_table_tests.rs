@@ -1,8 +1,6 @@
 //! The error table: every code of the reference's §2, for every group API — first the pure map,
 //! then the state machine applying it.
 
-use std::time::Duration;
-
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     FindCoordinatorResponse, HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse,
@@ -280,7 +278,6 @@ fn check(api: Api, error: ResponseError, action: &ErrorAction) {
         A::Retry(backoff) => {
             assert!(!lost, "{ctx}: {events:?}");
             let wait = match backoff {
-                B::None => Duration::ZERO,
                 B::Fixed | B::Exponential => ms(100),
             };
             if api == Api::Heartbeat {

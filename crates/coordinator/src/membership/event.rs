@@ -73,7 +73,7 @@ impl fmt::Display for FencingToken {
 ///
 /// `valid_until` is the self-fencing deadline: the send time of the last heartbeat (or join or
 /// sync) that succeeded, plus the session timeout, minus the margin. A newer success extends it
-/// with a new `Lease` from [`Membership::lease`](super::Membership::lease); a reset or loss
+/// with a new `Lease` from `Membership::lease`; a reset or loss
 /// ends it at once (the membership then returns `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -144,7 +144,7 @@ impl LostReason {
 /// Something the driver or the user must know. Drain them with
 /// [`Membership::poll_event`](super::Membership::poll_event).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     /// The group coordinator is (now) this broker; send group requests there.
     CoordinatorChanged(Coordinator),
     /// JoinGroup succeeded: this member is in `generation`.

@@ -18,7 +18,7 @@ use super::protocol::{AssignContext, GroupMember};
 impl Membership {
     /// A response arrived for the request tagged `tag`. Responses to requests the member no
     /// longer waits for (stale tags, earlier generations) are ignored.
-    pub fn handle_response(&mut self, now: Instant, tag: RequestTag, response: Response) {
+    pub(crate) fn handle_response(&mut self, now: Instant, tag: RequestTag, response: Response) {
         self.check_fence(now);
         match response {
             Response::FindCoordinator(r) => self.on_find_coordinator(now, tag, r),
@@ -32,7 +32,7 @@ impl Membership {
     /// A request failed on an error no retry can fix (see
     /// [`ConnectionError::is_fatal`](crate::connection::ConnectionError::is_fatal)): a TLS or
     /// SASL failure. The member stops with [`FatalError::Security`].
-    pub fn handle_fatal_failure(&mut self, now: Instant, detail: String) {
+    pub(crate) fn handle_fatal_failure(&mut self, now: Instant, detail: String) {
         self.check_fence(now);
         if !matches!(self.phase, Phase::Fatal(_)) {
             self.fail(FatalError::Security { detail });
@@ -41,7 +41,7 @@ impl Membership {
 
     /// The request tagged `tag` got no response (timeout, connection error). For group
     /// requests this means the coordinator is unreachable: it is rediscovered.
-    pub fn handle_request_failed(&mut self, now: Instant, tag: RequestTag) {
+    pub(crate) fn handle_request_failed(&mut self, now: Instant, tag: RequestTag) {
         self.check_fence(now);
         if let CoordinatorState::Finding { tag: t, attempts } = self.coordinator
             && t == tag
@@ -73,8 +73,9 @@ impl Membership {
         }
     }
 
+    #[cfg(test)]
     /// The connection to the coordinator broke: every request in flight to it is void.
-    pub fn handle_disconnect(&mut self, now: Instant) {
+    pub(crate) fn handle_disconnect(&mut self, now: Instant) {
         self.check_fence(now);
         if !matches!(self.coordinator, CoordinatorState::Finding { .. }) {
             self.mark_coordinator_unknown();
@@ -83,7 +84,7 @@ impl Membership {
 
     /// Time passed: self-fence if the deadline passed. Call at [`poll_timeout`](Self::poll_timeout),
     /// then drain [`poll_request`](Self::poll_request) and [`poll_event`](Self::poll_event).
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.check_fence(now);
     }
 

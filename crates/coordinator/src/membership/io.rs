@@ -23,18 +23,18 @@ use super::action::Api;
 /// Tags grow monotonically; a response whose tag is not the one the membership waits for is
 /// stale (an earlier generation, a request made void by a disconnect) and is ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RequestTag(pub(crate) u64);
+pub(crate) struct RequestTag(pub(crate) u64);
 
 impl RequestTag {
     /// The sequence number, for logs.
-    pub fn seq(self) -> u64 {
+    pub(crate) fn seq(self) -> u64 {
         self.0
     }
 }
 
 /// A request the driver must send.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// Hand this back with the response (or the failure).
     pub tag: RequestTag,
     /// How long the driver should wait for the response before reporting
@@ -47,7 +47,7 @@ pub struct Outgoing {
 /// The request itself. FindCoordinator goes to any broker, everything else to the coordinator
 /// last reported by [`Event::CoordinatorChanged`](super::Event::CoordinatorChanged).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Request {
+pub(crate) enum Request {
     /// FindCoordinator(GROUP).
     FindCoordinator(FindCoordinator),
     /// JoinGroup.
@@ -62,7 +62,7 @@ pub enum Request {
 
 impl Request {
     /// The API of this request.
-    pub fn api(&self) -> Api {
+    pub(crate) fn api(&self) -> Api {
         match self {
             Self::FindCoordinator(_) => Api::FindCoordinator,
             Self::JoinGroup(_) => Api::JoinGroup,
@@ -75,14 +75,14 @@ impl Request {
 
 /// FindCoordinator for a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FindCoordinator {
+pub(crate) struct FindCoordinator {
     /// The group id.
     pub group_id: String,
 }
 
 impl FindCoordinator {
     /// The request for `version`: `key` up to v3, `coordinator_keys` from v4 (KIP-699).
-    pub fn to_request(&self, version: i16) -> FindCoordinatorRequest {
+    pub(crate) fn to_request(&self, version: i16) -> FindCoordinatorRequest {
         let key = StrBytes::from_string(self.group_id.clone());
         let request = FindCoordinatorRequest::default().with_key_type(0);
         if version >= 4 {
@@ -95,7 +95,7 @@ impl FindCoordinator {
 
 /// LeaveGroup for this member.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaveGroup {
+pub(crate) struct LeaveGroup {
     /// The group id.
     pub group_id: String,
     /// This member's id.
@@ -108,7 +108,7 @@ pub struct LeaveGroup {
 
 impl LeaveGroup {
     /// The request for `version`: `member_id` up to v2, a one-member batch from v3.
-    pub fn to_request(&self, version: i16) -> LeaveGroupRequest {
+    pub(crate) fn to_request(&self, version: i16) -> LeaveGroupRequest {
         let request =
             LeaveGroupRequest::default().with_group_id(GroupId(str_bytes(&self.group_id)));
         if version >= 3 {
@@ -125,7 +125,7 @@ impl LeaveGroup {
 
 /// A response (or its absence) handed back to the membership.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Response {
+pub(crate) enum Response {
     /// FindCoordinator response (any version).
     FindCoordinator(FindCoordinatorResponse),
     /// JoinGroup response.
@@ -136,19 +136,6 @@ pub enum Response {
     Heartbeat(HeartbeatResponse),
     /// LeaveGroup response.
     LeaveGroup(LeaveGroupResponse),
-}
-
-impl Response {
-    /// The API this response answers.
-    pub fn api(&self) -> Api {
-        match self {
-            Self::FindCoordinator(_) => Api::FindCoordinator,
-            Self::JoinGroup(_) => Api::JoinGroup,
-            Self::SyncGroup(_) => Api::SyncGroup,
-            Self::Heartbeat(_) => Api::Heartbeat,
-            Self::LeaveGroup(_) => Api::LeaveGroup,
-        }
-    }
 }
 
 pub(crate) fn str_bytes(s: &str) -> StrBytes {

@@ -14,7 +14,7 @@ use tracing::warn;
 
 use super::action::{FatalError, RetryBackoff};
 use super::config::{ConfigError, MembershipConfig};
-use super::event::{Coordinator, Event, FencingToken, Generation, Lease, Metrics};
+use super::event::{Coordinator, Event, Generation, Lease, Metrics};
 pub(crate) use super::heartbeat::{HeartbeatInFlight, HeartbeatState, JoinGate};
 use super::io::{
     FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, str_bytes, truncate_reason,
@@ -38,7 +38,7 @@ pub enum MemberState {
     Stable,
     /// LeaveGroup pending or in flight.
     Leaving,
-    /// Left the group; terminal until [`Membership::request_rejoin`].
+    /// Left the group; terminal until `Membership::request_rejoin`.
     Left,
     /// Stopped on a fatal error; terminal.
     Fatal,
@@ -47,7 +47,7 @@ pub enum MemberState {
 /// A command that does not fit the member's current state.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
-pub enum CommandError {
+pub(crate) enum CommandError {
     /// The assignment is for a generation this member no longer awaits an assignment for
     /// (a rebalance or a reset overtook it): drop it; a new request will come if needed.
     #[error(
@@ -127,7 +127,7 @@ pub(crate) enum Phase {
 
 /// The sans-IO group member. See the [module guide](super) for the protocol and the loop.
 #[derive(Debug)]
-pub struct Membership {
+pub(crate) struct Membership {
     pub(crate) config: MembershipConfig,
     pub(crate) protocol_type: String,
     pub(crate) protocols: Vec<ProtocolMetadata>,
@@ -168,7 +168,7 @@ pub(crate) fn validate_protocols(
 impl Membership {
     /// A new member that will find the coordinator and join at the first
     /// [`poll_request`](Self::poll_request). Fails if the configuration or protocols are invalid.
-    pub fn new(
+    pub(crate) fn new(
         config: MembershipConfig,
         protocol_type: impl Into<String>,
         protocols: Vec<ProtocolMetadata>,
@@ -204,12 +204,12 @@ impl Membership {
     // ----- (A) getters -----
 
     /// The configuration.
-    pub fn config(&self) -> &MembershipConfig {
+    pub(crate) fn config(&self) -> &MembershipConfig {
         &self.config
     }
 
     /// The current state.
-    pub fn state(&self) -> MemberState {
+    pub(crate) fn state(&self) -> MemberState {
         match &self.phase {
             Phase::Unjoined { .. } if !matches!(self.coordinator, CoordinatorState::Known(_)) => {
                 MemberState::FindingCoordinator
@@ -226,7 +226,7 @@ impl Membership {
     }
 
     /// The generation this member is in (also while it rejoins, until the new one forms).
-    pub fn generation(&self) -> Option<&Generation> {
+    pub(crate) fn generation(&self) -> Option<&Generation> {
         match &self.phase {
             Phase::Unjoined { held, .. } | Phase::Joining { held, .. } => held.as_ref(),
             Phase::AwaitingAssignment { generation }
@@ -237,7 +237,7 @@ impl Membership {
     }
 
     /// This member's id (empty before the coordinator gave one).
-    pub fn member_id(&self) -> &str {
+    pub(crate) fn member_id(&self) -> &str {
         match &self.phase {
             Phase::Unjoined { member_id, .. } | Phase::Joining { member_id, .. } => member_id,
             Phase::AwaitingAssignment { generation }
@@ -249,7 +249,7 @@ impl Membership {
     }
 
     /// The assignment of the stable generation.
-    pub fn assignment(&self) -> Option<&Bytes> {
+    pub(crate) fn assignment(&self) -> Option<&Bytes> {
         match &self.phase {
             Phase::Stable { assignment, .. } => Some(assignment),
             _ => None,
@@ -257,7 +257,7 @@ impl Membership {
     }
 
     /// The coordinator, if known.
-    pub fn coordinator(&self) -> Option<&Coordinator> {
+    pub(crate) fn coordinator(&self) -> Option<&Coordinator> {
         match &self.coordinator {
             CoordinatorState::Known(c) => Some(c),
             _ => None,
@@ -265,7 +265,7 @@ impl Membership {
     }
 
     /// The fatal error that stopped the member.
-    pub fn fatal_error(&self) -> Option<&FatalError> {
+    pub(crate) fn fatal_error(&self) -> Option<&FatalError> {
         match &self.phase {
             Phase::Fatal(e) => Some(e),
             _ => None,
@@ -274,7 +274,7 @@ impl Membership {
 
     /// The self-fencing deadline: the send time of the last success in this generation plus
     /// the session timeout minus the margin. `None` without a generation.
-    pub fn fence_deadline(&self) -> Option<Instant> {
+    pub(crate) fn fence_deadline(&self) -> Option<Instant> {
         self.generation()?;
         let basis = self.heartbeat.last_success_sent_at?;
         let session =
@@ -286,15 +286,16 @@ impl Membership {
     }
 
     /// The fencing token of the current generation, with its deadline.
-    pub fn lease(&self) -> Option<Lease> {
+    pub(crate) fn lease(&self) -> Option<Lease> {
         Some(Lease {
             token: self.generation()?.token(),
             valid_until: self.fence_deadline()?,
         })
     }
 
+    #[cfg(test)]
     /// Whether `token` is the current generation's and the deadline has not passed at `now`.
-    pub fn is_token_valid(&self, token: &FencingToken, now: Instant) -> bool {
+    pub(crate) fn is_token_valid(&self, token: &super::FencingToken, now: Instant) -> bool {
         self.lease()
             .is_some_and(|lease| &lease.token == token && lease.is_valid(now))
     }
@@ -302,12 +303,12 @@ impl Membership {
     /// While the join gate holds the JoinGroup: the generation whose revocation must be
     /// acknowledged with [`revocation_done`](Self::revocation_done), and the instant at which
     /// the member rejoins without the acknowledgement.
-    pub fn join_held(&self) -> Option<(i32, Instant)> {
+    pub(crate) fn join_held(&self) -> Option<(i32, Instant)> {
         self.join_gate.map(|g| (g.generation_id, g.until))
     }
 
     /// The metrics.
-    pub fn metrics(&self) -> &Metrics {
+    pub(crate) fn metrics(&self) -> &Metrics {
         &self.metrics
     }
 
@@ -315,19 +316,20 @@ impl Membership {
 
     /// The next event, if any.
     #[must_use]
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// Whether an event waits for [`poll_event`](Self::poll_event).
-    pub fn has_events(&self) -> bool {
+    pub(crate) fn has_events(&self) -> bool {
         !self.events.is_empty()
     }
 
     /// The next request to send at `now`, if any. Call until `None` after every input; `now`
     /// becomes the request's send time (which self-fencing measures from).
+    #[cfg(test)]
     #[must_use]
-    pub fn poll_request(&mut self, now: Instant) -> Option<Outgoing> {
+    pub(crate) fn poll_request(&mut self, now: Instant) -> Option<Outgoing> {
         self.poll_request_with(now, || None)
     }
 
@@ -337,7 +339,7 @@ impl Membership {
     /// is called only when a JoinGroup goes out; `None`, or metadata that does not validate
     /// (logged), keeps the last metadata.
     #[must_use]
-    pub fn poll_request_with(
+    pub(crate) fn poll_request_with(
         &mut self,
         now: Instant,
         fresh: impl FnOnce() -> Option<Vec<ProtocolMetadata>>,
@@ -375,7 +377,7 @@ impl Membership {
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) (and then
     /// [`poll_request`](Self::poll_request)) has work; `None` if nothing is scheduled.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if matches!(self.phase, Phase::Left | Phase::Fatal(_)) {
             return None;
         }
@@ -417,7 +419,6 @@ impl Membership {
 
     pub(crate) fn backoff(&self, backoff: RetryBackoff, attempts: u32) -> Duration {
         match backoff {
-            RetryBackoff::None => Duration::ZERO,
             RetryBackoff::Fixed => self.config.retry_backoff,
             // Attempts count from 1 here, from 0 in the backoff.
             RetryBackoff::Exponential => crate::backoff::base_delay(

@@ -1,25 +1,25 @@
 //! # The group membership state machine (sans-IO)
 //!
-//! [`Membership`] is one member of a Kafka group speaking FindCoordinator, JoinGroup, SyncGroup,
+//! `Membership` is one member of a Kafka group speaking FindCoordinator, JoinGroup, SyncGroup,
 //! Heartbeat and LeaveGroup, as Kafka's `AbstractCoordinator` does, but without sockets, threads
 //! or clock reads: the caller passes `now` into every input and sends the requests it asks for.
 //! The same code therefore runs under the tokio driver and in deterministic tests on virtual time.
 //!
 //! ## The loop a driver runs
 //!
-//! 1. Feed inputs: [`Membership::handle_response`] (with the [`RequestTag`] of the request),
-//!    [`Membership::handle_request_failed`], [`Membership::handle_disconnect`],
-//!    [`Membership::handle_timeout`], and commands ([`Membership::request_rejoin`],
-//!    [`Membership::leave`], [`Membership::set_assignment`], [`Membership::update_metadata`],
-//!    [`Membership::revocation_done`]).
-//! 2. Drain [`Membership::poll_event`], then [`Membership::poll_request`] (send each
-//!    [`Outgoing`]: FindCoordinator to any broker, the rest to the coordinator of the last
-//!    [`Event::CoordinatorChanged`]), handling the events of each request before the next.
-//!    [`Membership::poll_request_with`] reads the protocol's metadata right before a JoinGroup
+//! 1. Feed inputs: `Membership::handle_response` (with the `RequestTag` of the request),
+//!    `Membership::handle_request_failed`, `Membership::handle_disconnect`,
+//!    `Membership::handle_timeout`, and commands (`Membership::request_rejoin`,
+//!    `Membership::leave`, `Membership::set_assignment`, `Membership::update_metadata`,
+//!    `Membership::revocation_done`).
+//! 2. Drain `Membership::poll_event`, then `Membership::poll_request` (send each
+//!    `Outgoing`: FindCoordinator to any broker, the rest to the coordinator of the last
+//!    `Event::CoordinatorChanged`), handling the events of each request before the next.
+//!    `Membership::poll_request_with` reads the protocol's metadata right before a JoinGroup
 //!    is built, so every JoinGroup carries the metadata of that moment.
-//! 3. Sleep until [`Membership::poll_timeout`] or the next input, then call `handle_timeout`.
+//! 3. Sleep until `Membership::poll_timeout` or the next input, then call `handle_timeout`.
 //!
-//! `now` must never go backwards. On [`Event::AssignmentRequested`] the driver runs the
+//! `now` must never go backwards. On `Event::AssignmentRequested` the driver runs the
 //! protocol's [`GroupProtocol::assign`] *off* this loop and feeds the result back with
 //! `set_assignment`; heartbeats keep going meanwhile, and at every step the member waits for no
 //! user code — except, by choice, at the join gate below.
@@ -62,13 +62,13 @@
 //! ## The join gate
 //!
 //! With [`MembershipConfig::await_revocation`], a rebalance that starts while the member is
-//! stable emits [`Event::Revoked`] and holds the JoinGroup until
-//! [`Membership::revocation_done`] names the revoked generation (the user's revoked work has
+//! stable emits `Event::Revoked` and holds the JoinGroup until
+//! `Membership::revocation_done` names the revoked generation (the user's revoked work has
 //! stopped, as Kafka Connect's `onJoinPrepare` does before it rejoins), or until
 //! `rebalance_timeout − margin` has passed since the revocation
 //! ([`MembershipConfig::revocation_bound`]), so the broker, which waits `rebalance_timeout` for
 //! every member, never drops this one. Heartbeats for the held generation go on meanwhile. A
-//! loss or `leave` opens the gate at once. [`Membership::join_held`] shows it.
+//! loss or `leave` opens the gate at once. `Membership::join_held` shows it.
 //!
 //! ## Heartbeats and self-fencing
 //!
@@ -79,9 +79,9 @@
 //! every request that proved membership: each successful heartbeat, the SyncGroup that
 //! delivered the assignment, and the JoinGroup that formed the generation (for a member that
 //! held no generation before, whose work only starts after SyncGroup, the JoinGroup's receipt).
-//! At `that + session_timeout − margin` with no newer success it emits [`Event::Lost`], drops
+//! At `that + session_timeout − margin` with no newer success it emits `Event::Lost`, drops
 //! the generation and rejoins: the broker, which measures from the later *receive* time,
-//! cannot have given the work away yet. [`Membership::lease`] exposes the
+//! cannot have given the work away yet. `Membership::lease` exposes the
 //! fencing token `(generation_id, member_id)` with that deadline.
 //!
 //! Heartbeats only prove the session. While the member keeps a generation's work running
@@ -96,27 +96,13 @@
 //!
 //! ## Errors
 //!
-//! [`action_for`] is the one map from an error code, per API, to an [`ErrorAction`]. Every
+//! `action_for` is the one map from an error code, per API, to an `ErrorAction`. Every
 //! handler applies it; resets apply only if the response belongs to the current generation.
 //!
-//! # Examples
-//!
-//! ```
-//! use std::time::Instant;
-//! use kroupier_coordinator::membership::{Membership, MembershipConfig, ProtocolMetadata, Request};
-//!
-//! let mut config = MembershipConfig::new("my-group");
-//! config.group_instance_id = Some("worker-1".into());
-//! let mut member = Membership::new(
-//!     config,
-//!     "kroupier",
-//!     vec![ProtocolMetadata::new("sticky", b"\x00\x00".to_vec())],
-//! )
-//! .expect("valid config");
-//! let now = Instant::now();
-//! let out = member.poll_request(now).expect("first it looks for the coordinator");
-//! assert!(matches!(out.request, Request::FindCoordinator(_)));
-//! ```
+//! The machine itself is internal to this crate (its requests and responses are
+//! kafka-protocol's types, which kroupier does not promise to keep); a protocol author
+//! implements [`GroupProtocol`] and runs it with the driver
+//! ([`MemberHandle`](crate::driver::MemberHandle)).
 
 mod action;
 mod config;
@@ -140,11 +126,20 @@ mod removal_tests;
 #[cfg(test)]
 mod tests;
 
-pub use action::{Api, ErrorAction, FatalError, RetryBackoff, action_for};
+pub use action::{Api, FatalError};
 pub use config::{ConfigError, MembershipConfig};
-pub use event::{Coordinator, Event, FencingToken, Generation, Lease, LostReason, Metrics};
-pub use io::{FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, Response};
-pub use machine::{CommandError, MemberState, Membership};
+pub(crate) use event::Event;
+pub use event::{Coordinator, FencingToken, Generation, Lease, LostReason, Metrics};
+pub(crate) use io::{LeaveGroup, Request, RequestTag, Response};
+pub use machine::MemberState;
+pub(crate) use machine::Membership;
+// What only the machine's own tests and the election's model coordinator name.
+#[cfg(test)]
+pub(crate) use action::{ErrorAction, RetryBackoff, action_for};
+#[cfg(test)]
+pub(crate) use io::{FindCoordinator, Outgoing};
+#[cfg(test)]
+pub(crate) use machine::CommandError;
 pub use protocol::{
     AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, ProtocolMetadata,
 };

@@ -20,13 +20,13 @@ impl Membership {
     /// Rejoin the group (KIP-800: `reason` goes into JoinGroup). From a stable generation this
     /// emits [`Event::Revoked`] first; during a join, the member rejoins once it completes.
     /// After [`leave`](Self::leave) it joins again as a new member. No effect once fatal.
-    pub fn request_rejoin(&mut self, now: Instant, reason: impl Into<String>) {
+    pub(crate) fn request_rejoin(&mut self, now: Instant, reason: impl Into<String>) {
         self.rejoin(now, reason.into());
     }
 
     /// Leave the group: LeaveGroup for a dynamic member (or a static one if configured) whose
     /// coordinator is known, then [`Event::Left`]. Stop the work before calling this.
-    pub fn leave(&mut self, now: Instant, reason: impl Into<String>) {
+    pub(crate) fn leave(&mut self, now: Instant, reason: impl Into<String>) {
         let _ = now;
         if matches!(
             self.phase,
@@ -59,7 +59,7 @@ impl Membership {
 
     /// The leader's assignment for `generation_id`, computed outside from
     /// [`Event::AssignmentRequested`]. Heartbeats ran meanwhile; SyncGroup goes out next.
-    pub fn set_assignment(
+    pub(crate) fn set_assignment(
         &mut self,
         generation_id: i32,
         assignments: Vec<MemberAssignment>,
@@ -89,7 +89,7 @@ impl Membership {
     /// join gate opens and the JoinGroup goes out at the next
     /// [`poll_request`](Self::poll_request). An acknowledgement for another generation, or
     /// when no gate is closed, is ignored. See `await_revocation` of the config.
-    pub fn revocation_done(&mut self, now: Instant, generation_id: i32) {
+    pub(crate) fn revocation_done(&mut self, now: Instant, generation_id: i32) {
         let _ = now;
         match self.join_gate {
             Some(gate) if gate.generation_id == generation_id => {
@@ -109,7 +109,7 @@ impl Membership {
 
     /// Replace this member's protocol metadata. If it changed while the member is in or joining
     /// a group, rejoin so the leader sees it (a follower-initiated rebalance).
-    pub fn update_metadata(
+    pub(crate) fn update_metadata(
         &mut self,
         now: Instant,
         protocols: Vec<ProtocolMetadata>,
@@ -132,8 +132,12 @@ impl Membership {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Replace this member's protocol metadata for the *next* JoinGroup without rebalancing.
-    pub fn set_metadata(&mut self, protocols: Vec<ProtocolMetadata>) -> Result<(), ConfigError> {
+    pub(crate) fn set_metadata(
+        &mut self,
+        protocols: Vec<ProtocolMetadata>,
+    ) -> Result<(), ConfigError> {
         validate_protocols(&self.protocol_type, &protocols)?;
         self.protocols = protocols;
         Ok(())
