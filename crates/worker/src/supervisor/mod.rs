@@ -37,6 +37,7 @@ pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
 use crate::catalogue::Catalogue;
 use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, no_lease};
+use crate::secrets::ConfigProviders;
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;
 pub(crate) use run::RunShared;
@@ -162,6 +163,16 @@ impl Supervisor {
             stopping: Arc::new(Mutex::new(HashSet::new())),
             next_incarnation: AtomicU64::new(1),
         }
+    }
+
+    /// Resolves the secret references of task configs with `providers` (the built-in `env`
+    /// and `file` until then). Set once, as the supervisor is made, before anything shares it:
+    /// a call after that changes nothing.
+    pub(crate) fn with_providers(mut self, providers: ConfigProviders) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.providers = providers;
+        }
+        self
     }
 
     /// Gives every task started from now on `checkpoints` for
