@@ -170,7 +170,7 @@ impl Secrets {
             }
         }
         // Longest first: a value that holds another is replaced whole.
-        forms.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        forms.sort_by_key(|(form, _)| std::cmp::Reverse(form.len()));
         let mut redacted = message.to_owned();
         for (form, reference) in &forms {
             if redacted.contains(form.as_str()) {
