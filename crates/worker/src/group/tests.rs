@@ -191,6 +191,10 @@ mod store_tests;
 #[path = "secrets_tests.rs"]
 mod secrets_tests;
 
+#[cfg(test)]
+#[path = "checkpoint_admin_tests.rs"]
+mod checkpoint_admin_tests;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_assigned_event_says_where_the_rebalance_time_went() {
     let coordinator = embedded().await;

@@ -182,6 +182,11 @@ impl Supervisor {
         let _ = self.shared.checkpoints.set(checkpoints);
     }
 
+    /// The checkpoint client, once set (with a task store).
+    pub(crate) fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
+        self.shared.checkpoints.get().cloned()
+    }
+
     /// The task statuses this supervisor writes.
     #[cfg(test)]
     pub fn table(&self) -> &TaskTable {
