@@ -25,17 +25,17 @@ use crate::store::DesiredState;
 pub(crate) const MAX_BODY_BYTES: usize = MAX_CHECKPOINT_BYTES + 1024;
 
 /// The worker's checkpoint client, or the 404 that says there is none.
-fn checkpoints(state: &ApiState) -> Result<Arc<Checkpoints>, Response> {
+fn checkpoints(state: &ApiState) -> Result<Arc<Checkpoints>, Box<Response>> {
     state
         .supervisor
         .as_ref()
         .and_then(|s| s.checkpoints())
         .ok_or_else(|| {
-            error(
+            Box::new(error(
                 StatusCode::NOT_FOUND,
                 "this worker has no checkpoint topic; enable the task store with \
                  tasks.store.enabled=true",
-            )
+            ))
         })
 }
 
@@ -52,7 +52,7 @@ fn failed(id: &str, e: &CheckpointError) -> Response {
 pub(super) async fn get(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
     let checkpoints = match checkpoints(&state) {
         Ok(c) => c,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     match checkpoints.newest_record(&id).await {
         Ok(Some(c)) => Json(json!({
@@ -73,16 +73,16 @@ pub(super) async fn get(State(state): State<ApiState>, Path(id): Path<String>) -
 
 /// Why a set or reset of `id` is refused now (409), or the generation the task's owner was
 /// granted it in, when this worker holds it.
-fn writable(state: &ApiState, id: &str) -> Result<Option<i32>, Response> {
+fn writable(state: &ApiState, id: &str) -> Result<Option<i32>, Box<Response>> {
     let desired = state.board.desired();
     let Some(entry) = desired.entry(id) else {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::NOT_FOUND,
             format!("no task `{id}` in this worker's catalogue; GET /tasks lists every task"),
-        ));
+        )));
     };
     if entry.state != DesiredState::Paused {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::CONFLICT,
             format!(
                 "task `{id}` is not paused (its desired state is {}): its owner would overwrite \
@@ -90,19 +90,19 @@ fn writable(state: &ApiState, id: &str) -> Result<Option<i32>, Response> {
                  PAUSED, then set or reset its checkpoint",
                 entry.state
             ),
-        ));
+        )));
     }
     if let Some(status) = state.board.tasks().get(id)
         && status.state.is_active()
     {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::CONFLICT,
             format!(
                 "task `{id}` is paused in the store but still {} on this worker; retry once it \
                  is PAUSED",
                 status.state.as_str()
             ),
-        ));
+        )));
     }
     Ok(state.supervisor.as_ref().and_then(|s| {
         s.held_with_generations()
@@ -120,11 +120,11 @@ pub(super) async fn put(
 ) -> Response {
     let checkpoints = match checkpoints(&state) {
         Ok(c) => c,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let owner = match writable(&state, &id) {
         Ok(owner) => owner,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let body = match body {
         Ok(body) => body,
@@ -160,11 +160,11 @@ pub(super) async fn put(
 pub(super) async fn delete(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
     let checkpoints = match checkpoints(&state) {
         Ok(c) => c,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let owner = match writable(&state, &id) {
         Ok(owner) => owner,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     match checkpoints.reset(&id, owner).await {
         Ok(offset) => {
