@@ -18,6 +18,7 @@ mod placement;
 mod signal;
 mod table;
 mod tasks;
+mod tasks_checkpoint;
 mod watch;
 mod worker;
 

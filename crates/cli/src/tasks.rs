@@ -33,18 +33,18 @@ pub(crate) struct Args {
 
 /// Where the store is, and how to answer: what every `kroupier tasks` command takes.
 #[derive(Debug, clap::Args)]
-struct On {
+pub(crate) struct On {
     #[command(flatten)]
-    target: GroupTarget,
+    pub target: GroupTarget,
     /// The task store's topic; default `kroupier-tasks-<group>` (the workers' default).
     #[arg(long)]
-    topic: Option<String>,
+    pub topic: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// Give up when the cluster has not answered within this many milliseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
-    timeout_ms: u64,
+    pub timeout_ms: u64,
 }
 
 /// What to do to the store.
@@ -109,6 +109,9 @@ enum Action {
         #[command(flatten)]
         on: On,
     },
+    /// Read a task's checkpoint, or set or reset it while the task is paused.
+    #[command(subcommand)]
+    Checkpoint(crate::tasks_checkpoint::Action),
 }
 
 /// An action with its input checked: what to ask of the store.
@@ -152,6 +155,12 @@ impl Request {
                 Request::SetState(id.clone(), DesiredState::Running, "resume")
             }
             Action::Restart { id, .. } => Request::Restart(id.clone()),
+            // `run` hands these to `tasks_checkpoint` before it builds a request.
+            Action::Checkpoint(_) => {
+                return Err(UsageError(
+                    "tasks checkpoint is not a task store request".into(),
+                ));
+            }
         })
     }
 }
@@ -224,9 +233,10 @@ struct Written<'a> {
 }
 
 impl Action {
-    /// The store and output options the action was given.
+    /// The store and output options the action was given (`checkpoint` has its own).
     fn on(&self) -> &On {
         match self {
+            Action::Checkpoint(action) => action.on(),
             Action::List { on }
             | Action::Put { on, .. }
             | Action::Delete { on, .. }
@@ -239,6 +249,9 @@ impl Action {
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    if let Action::Checkpoint(action) = &args.action {
+        return crate::tasks_checkpoint::run(action);
+    }
     let on = args.action.on();
     let timeout = Duration::from_millis(on.timeout_ms);
     let security = on.target.config.security()?;

@@ -17,6 +17,7 @@ use crate::catalogue::{Catalogue, CatalogueError, TaskSpec};
 use crate::config::WorkerConfig;
 use crate::group::{WorkerError, WorkerExit, WorkerHandle};
 use crate::runtime::Runtime;
+use crate::secrets::{ConfigProvider, ConfigProviders};
 use crate::status::{StatusBoard, TaskTable};
 use crate::supervisor::{InvalidConfig, Supervisor};
 use crate::task::{Kind, Registry, Task, TaskConfigError};
@@ -83,6 +84,8 @@ pub struct WorkerBuilder {
     config: WorkerConfig,
     assignors: Vec<Arc<dyn Assignor>>,
     registry: Registry,
+    /// The providers of secret references: `env`, `file`, and those registered.
+    providers: ConfigProviders,
     foreign: BTreeSet<String>,
     specs: Vec<TaskSpec>,
     /// The first typed task whose config did not serialize, reported by the build.
@@ -96,6 +99,7 @@ impl fmt::Debug for WorkerBuilder {
             .field("config", &self.config)
             .field("assignors", &assignors)
             .field("registry", &self.registry)
+            .field("providers", &self.providers)
             .field("foreign", &self.foreign)
             .field("specs", &self.specs)
             .finish_non_exhaustive()
@@ -172,6 +176,18 @@ impl WorkerBuilder {
     /// Replaces the registry (kinds registered by name, with constructors from JSON).
     pub fn registry(mut self, registry: Registry) -> Self {
         self.registry = registry;
+        self
+    }
+
+    /// Registers `provider` as `name`, for the secret references `${name:KEY}` and
+    /// `${name:PATH:KEY}` in task configs (see [`ConfigProvider`]); replaces a provider of that
+    /// name, a built-in one (`env`, `file`) too.
+    pub fn config_provider(
+        mut self,
+        name: impl Into<String>,
+        provider: impl ConfigProvider,
+    ) -> Self {
+        self.providers.insert(name, Arc::new(provider));
         self
     }
 
@@ -261,7 +277,8 @@ impl WorkerBuilder {
             Arc::new(catalogue),
             config.supervisor(),
             table,
-        );
+        )
+        .with_providers(self.providers);
         let runtime = Runtime::new(Arc::new(supervisor), board, config.worker_id.clone(), kinds)
             .with_placement(config.capacity, config.rack.clone());
         Ok(Built {

@@ -296,13 +296,25 @@ impl Registry {
     }
 
     /// Checks that `spec` can be built on this worker (its kind is known and its config
-    /// deserializes), without running it.
+    /// deserializes), without running it. Secret references (`${env:NAME}`, see
+    /// [`ConfigProvider`](crate::ConfigProvider)) are not resolved: their values exist only on
+    /// the worker that starts the task, so the check sees the references as written.
     pub fn check(&self, spec: &TaskSpec) -> Result<(), TaskConfigError> {
         self.build(spec).map(drop)
     }
 
     /// Builds a task value from its spec.
     pub(crate) fn build(&self, spec: &TaskSpec) -> Result<Box<dyn ErasedTask>, TaskConfigError> {
+        self.build_config(spec, &spec.config)
+    }
+
+    /// Builds a task value of `spec`'s kind from `config` (its config with its secret
+    /// references resolved).
+    pub(crate) fn build_config(
+        &self,
+        spec: &TaskSpec,
+        config: &serde_json::Value,
+    ) -> Result<Box<dyn ErasedTask>, TaskConfigError> {
         let constructor =
             self.kinds
                 .get(&spec.kind)
@@ -310,7 +322,7 @@ impl Registry {
                     task_id: spec.id.clone(),
                     kind: spec.kind.clone(),
                 })?;
-        constructor(&spec.config).map_err(|message| TaskConfigError::InvalidConfig {
+        constructor(config).map_err(|message| TaskConfigError::InvalidConfig {
             task_id: spec.id.clone(),
             kind: spec.kind.clone(),
             message,

@@ -21,7 +21,11 @@
 //! token of kroupier: the group's generations only grow, which holds while the group exists
 //! (Kafka deletes an empty group after `offsets.retention.minutes`, and then counts again from
 //! 1; docs/tasks.md says what to do).
+//!
+//! An operator may set or reset a paused task's checkpoint ([`Checkpoints::set`],
+//! [`Checkpoints::reset`]); `admin.rs` argues why those writes keep the rule.
 
+mod admin;
 mod record;
 mod store;
 #[cfg(test)]

@@ -21,6 +21,12 @@ pub(crate) fn parse_key(key: &[u8]) -> Option<(&str, i32)> {
 pub(crate) struct CheckpointValue {
     /// The member that wrote it, for people reading the topic.
     pub(crate) member: String,
-    /// The task's state, as the task serialized it.
+    /// The task's state, as the task serialized it (`null` in a reset record).
     pub(crate) state: serde_json::Value,
+    /// An operator's reset (`kroupier tasks checkpoint reset`): the task has no checkpoint.
+    /// A record, not a tombstone, so that it ranks like a checkpoint and an older
+    /// generation's record cannot resurface once compaction removed the newer one. Absent
+    /// (false) in the records tasks write.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) reset: bool,
 }

@@ -77,8 +77,8 @@ type Pending = (LogRecord, oneshot::Sender<Result<i64, String>>);
 /// when dropped.
 #[derive(Debug)]
 pub struct Checkpoints {
-    log: TopicLog,
-    view: Arc<Mutex<CheckpointView>>,
+    pub(super) log: TopicLog,
+    pub(super) view: Arc<Mutex<CheckpointView>>,
     read_to: watch::Receiver<i64>,
     writes: mpsc::Sender<Pending>,
     tasks: Vec<JoinHandle<()>>,
@@ -159,6 +159,7 @@ impl Checkpoints {
         let value = CheckpointValue {
             member: token.member_id.to_string(),
             state: serde_json::to_value(state).map_err(serde_error)?,
+            reset: false,
         };
         let bytes = serde_json::to_vec(&value).map_err(serde_error)?;
         if bytes.len() > MAX_CHECKPOINT_BYTES {
@@ -203,12 +204,7 @@ impl Checkpoints {
         &self,
         task_id: &str,
     ) -> Result<Option<T>, CheckpointError> {
-        let end = self.log.end_offset().await?;
-        let mut read_to = self.read_to.clone();
-        read_to
-            .wait_for(|offset| *offset >= end)
-            .await
-            .map_err(|_| CheckpointError::Closed)?;
+        self.read_to_end().await?;
         let state = {
             let view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
             view.newest(task_id).map(|c| c.state.clone())
@@ -232,8 +228,19 @@ impl Checkpoints {
             .clone()
     }
 
+    /// Waits until this client has read the topic up to its end as of the call.
+    pub(super) async fn read_to_end(&self) -> Result<(), CheckpointError> {
+        let end = self.log.end_offset().await?;
+        let mut read_to = self.read_to.clone();
+        read_to
+            .wait_for(|offset| *offset >= end)
+            .await
+            .map_err(|_| CheckpointError::Closed)?;
+        Ok(())
+    }
+
     /// Queues one record for the appender and waits for its offset.
-    async fn write(&self, record: LogRecord) -> Result<i64, CheckpointError> {
+    pub(super) async fn write(&self, record: LogRecord) -> Result<i64, CheckpointError> {
         let (done, offset) = oneshot::channel();
         self.writes
             .send((record, done))

@@ -100,3 +100,109 @@ proptest! {
         prop_assert_eq!(view.stale_generations("t"), older.into_iter().collect::<Vec<_>>());
     }
 }
+
+/// An operator's record (`set` or `reset`) of `task` under `generation`.
+fn operator(offset: i64, task: &str, generation: i32, state: Option<i64>) -> ReadRecord {
+    let value = match state {
+        Some(n) => serde_json::json!({"member": "operator", "state": n}),
+        None => serde_json::json!({"member": "operator", "state": null, "reset": true}),
+    };
+    ReadRecord {
+        offset,
+        key: key(task, generation),
+        value: Some(Bytes::from(serde_json::to_vec(&value).unwrap())),
+    }
+}
+
+#[test]
+fn an_operators_set_outranks_zombies_and_yields_to_the_owners_later_writes() {
+    let mut view = CheckpointView::default();
+    view.apply(&record(0, "t", 2, Some(10)));
+    view.apply(&record(1, "t", 3, Some(20)));
+    // Paused; the operator writes under the highest generation present.
+    let generation = super::admin::operator_generation(&view, "t", None);
+    assert_eq!(generation, 3);
+    view.apply(&operator(2, "t", generation, Some(100)));
+    // A zombie of generation 2 lands late: ignored.
+    view.apply(&record(3, "t", 2, Some(11)));
+    assert_eq!(*view.newest("t").unwrap().state, serde_json::json!(100));
+    assert_eq!(view.newest("t").unwrap().member, "operator");
+    // Resumed on the same owner, same generation (no rebalance): its next write wins.
+    view.apply(&record(4, "t", 3, Some(101)));
+    assert_eq!(*view.newest("t").unwrap().state, serde_json::json!(101));
+}
+
+#[test]
+fn the_owners_granted_generation_lifts_the_operators_key() {
+    let mut view = CheckpointView::default();
+    view.apply(&record(0, "t", 2, Some(10)));
+    // The task moved to an owner granted in generation 6 that has not saved yet.
+    assert_eq!(super::admin::operator_generation(&view, "t", Some(6)), 6);
+    assert_eq!(super::admin::operator_generation(&view, "t", Some(1)), 2);
+    assert_eq!(super::admin::operator_generation(&view, "new", None), 0);
+    view.apply(&operator(1, "t", 6, Some(50)));
+    // The old owner (generation 2) is a zombie now: it cannot win.
+    view.apply(&record(2, "t", 2, Some(12)));
+    assert_eq!(*view.newest("t").unwrap().state, serde_json::json!(50));
+}
+
+#[test]
+fn a_reset_reads_as_no_checkpoint_until_the_owner_saves_again() {
+    let mut view = CheckpointView::default();
+    view.apply(&record(0, "t", 2, Some(10)));
+    view.apply(&record(1, "t", 4, Some(20)));
+    view.apply(&operator(2, "t", 4, None));
+    assert!(view.newest("t").is_none());
+    assert!(view.is_empty());
+    assert_eq!(view.top_generation("t"), Some(4));
+    // An older generation's record (a zombie's, or one compaction kept) does not resurface.
+    view.apply(&record(3, "t", 2, Some(11)));
+    assert!(view.newest("t").is_none());
+    // A set after a reset is the newest.
+    view.apply(&operator(4, "t", 4, Some(7)));
+    assert_eq!(*view.newest("t").unwrap().state, serde_json::json!(7));
+    view.apply(&operator(5, "t", 4, None));
+    view.apply(&record(6, "t", 4, Some(1)));
+    assert_eq!(*view.newest("t").unwrap().state, serde_json::json!(1));
+    assert_eq!(view.len(), 1);
+}
+
+proptest! {
+    /// Whatever the history, an operator's record written under the highest generation
+    /// present (or the owner's) is the answer until the owner writes again: a later record of
+    /// any lower generation never replaces it, and the owner's next write always does.
+    #[test]
+    fn an_operators_record_holds_against_older_generations_and_yields_to_the_owner(
+        before in proptest::collection::vec((1i32..6, 0i64..1000), 0..20),
+        zombies in proptest::collection::vec((0i32..6, 0i64..1000), 0..20),
+        owner_bump in 0i32..3,
+        reset in any::<bool>(),
+    ) {
+        let mut view = CheckpointView::default();
+        let mut offset = 0;
+        for (generation, state) in &before {
+            view.apply(&record(offset, "t", *generation, Some(*state)));
+            offset += 1;
+        }
+        let owner = view.top_generation("t").unwrap_or(1) + owner_bump;
+        let generation = super::admin::operator_generation(&view, "t", Some(owner));
+        prop_assert_eq!(generation, owner);
+        view.apply(&operator(offset, "t", generation, (!reset).then_some(-1)));
+        offset += 1;
+        for (g, state) in &zombies {
+            // Zombies: earlier owners, granted in a lower generation than the current one.
+            let g = (*g).min(owner - 1);
+            view.apply(&record(offset, "t", g, Some(*state)));
+            offset += 1;
+            match view.newest("t") {
+                None => prop_assert!(reset),
+                Some(c) => {
+                    prop_assert!(!reset);
+                    prop_assert_eq!(&*c.state, &serde_json::json!(-1));
+                }
+            }
+        }
+        view.apply(&record(offset, "t", owner, Some(5000)));
+        prop_assert_eq!(&*view.newest("t").unwrap().state, &serde_json::json!(5000));
+    }
+}

@@ -26,7 +26,8 @@ pub struct Checkpoint {
 pub struct CheckpointView {
     /// Every record below this offset has been applied.
     pub offset: i64,
-    newest: HashMap<String, Checkpoint>,
+    /// The winning record of each task, reset records included (then `.1` is true).
+    newest: HashMap<String, (Checkpoint, bool)>,
     /// Older generations of each task whose keys still hold a record.
     stale: HashMap<String, BTreeSet<i32>>,
     /// Records that were not checkpoints kroupier wrote (skipped with a warning).
@@ -34,9 +35,21 @@ pub struct CheckpointView {
 }
 
 impl CheckpointView {
-    /// The newest checkpoint of `task_id`.
+    /// The newest checkpoint of `task_id`; `None` when it has none, or when an operator's
+    /// reset is the newest record.
     pub fn newest(&self, task_id: &str) -> Option<&Checkpoint> {
-        self.newest.get(task_id)
+        self.newest
+            .get(task_id)
+            .and_then(|(checkpoint, reset)| (!reset).then_some(checkpoint))
+    }
+
+    /// The highest generation any record of `task_id` in the topic was written under (reset
+    /// records included): where an operator's write goes (see
+    /// [`Checkpoints::set`](super::Checkpoints::set)).
+    pub(crate) fn top_generation(&self, task_id: &str) -> Option<i32> {
+        let newest = self.newest.get(task_id).map(|(c, _)| c.generation);
+        let stale = self.stale.get(task_id).and_then(|g| g.last().copied());
+        newest.max(stale)
     }
 
     /// The older generations of `task_id` whose records are still in the topic.
@@ -49,12 +62,12 @@ impl CheckpointView {
 
     /// How many tasks have a checkpoint.
     pub fn len(&self) -> usize {
-        self.newest.len()
+        self.newest.values().filter(|(_, reset)| !reset).count()
     }
 
     /// Whether no task has a checkpoint.
     pub fn is_empty(&self) -> bool {
-        self.newest.is_empty()
+        self.len() == 0
     }
 
     /// Applies one record read at `record.offset`; records below [`offset`](Self::offset)
@@ -83,7 +96,7 @@ impl CheckpointView {
             if self
                 .newest
                 .get(task)
-                .is_some_and(|c| c.generation == generation)
+                .is_some_and(|(c, _)| c.generation == generation)
             {
                 self.newest.remove(task);
             }
@@ -97,13 +110,14 @@ impl CheckpointView {
                 return;
             }
         };
+        let reset = value.reset;
         let candidate = Checkpoint {
             generation,
             offset: record.offset,
             member: value.member,
             state: Arc::new(value.state),
         };
-        match self.newest.get(task) {
+        match self.newest.get(task).map(|(c, _)| c) {
             // A record of an older owner, landed late: kept aside, never the answer.
             Some(current) if generation < current.generation => {
                 self.stale
@@ -116,10 +130,10 @@ impl CheckpointView {
                     let older = current.generation;
                     self.stale.entry(task.to_owned()).or_default().insert(older);
                 }
-                self.newest.insert(task.to_owned(), candidate);
+                self.newest.insert(task.to_owned(), (candidate, reset));
             }
             None => {
-                self.newest.insert(task.to_owned(), candidate);
+                self.newest.insert(task.to_owned(), (candidate, reset));
             }
         }
     }

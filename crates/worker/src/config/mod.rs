@@ -70,7 +70,7 @@
 //! ```
 
 mod advertised;
-mod properties;
+pub(crate) mod properties;
 #[cfg(test)]
 mod tests;
 

@@ -327,7 +327,7 @@ fn millis(key: &str, value: &str) -> Result<Duration, PropertiesError> {
 
 /// The key/value pairs of a Java `.properties` text; a later key replaces an earlier one.
 /// Errors carry the (1-based) line number.
-pub(super) fn parse(text: &str) -> Result<BTreeMap<String, String>, (usize, &'static str)> {
+pub(crate) fn parse(text: &str) -> Result<BTreeMap<String, String>, (usize, &'static str)> {
     let mut properties = BTreeMap::new();
     let mut lines = text.lines().enumerate();
     while let Some((index, line)) = lines.next() {

@@ -187,6 +187,14 @@ async fn the_status_port_stays_bound_while_the_loop_holds_it() {
 #[path = "store_tests.rs"]
 mod store_tests;
 
+#[cfg(test)]
+#[path = "secrets_tests.rs"]
+mod secrets_tests;
+
+#[cfg(test)]
+#[path = "checkpoint_admin_tests.rs"]
+mod checkpoint_admin_tests;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_assigned_event_says_where_the_rebalance_time_went() {
     let coordinator = embedded().await;

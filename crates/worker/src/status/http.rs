@@ -18,6 +18,7 @@ use super::metrics;
 use super::tls::TlsListener;
 use crate::supervisor::Supervisor;
 
+mod checkpoint;
 mod error;
 mod tasks;
 
@@ -52,6 +53,13 @@ pub(crate) fn router(
                 .put(tasks::put)
                 .delete(tasks::delete)
                 .layer(DefaultBodyLimit::max(tasks::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/tasks/{id}/checkpoint",
+            get(checkpoint::get)
+                .put(checkpoint::put)
+                .delete(checkpoint::delete)
+                .layer(DefaultBodyLimit::max(checkpoint::MAX_BODY_BYTES)),
         )
         .route("/tasks/{id}/pause", post(tasks::pause))
         .route("/tasks/{id}/resume", post(tasks::resume))

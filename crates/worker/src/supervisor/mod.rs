@@ -37,6 +37,7 @@ pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
 use crate::catalogue::Catalogue;
 use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, no_lease};
+use crate::secrets::ConfigProviders;
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;
 pub(crate) use run::RunShared;
@@ -164,11 +165,26 @@ impl Supervisor {
         }
     }
 
+    /// Resolves the secret references of task configs with `providers` (the built-in `env`
+    /// and `file` until then). Set once, as the supervisor is made, before anything shares it:
+    /// a call after that changes nothing.
+    pub(crate) fn with_providers(mut self, providers: ConfigProviders) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.providers = providers;
+        }
+        self
+    }
+
     /// Gives every task started from now on `checkpoints` for
     /// [`TaskContext::save_checkpoint`](crate::TaskContext::save_checkpoint); set once, before
     /// the first assignment (a second call changes nothing).
     pub(crate) fn set_checkpoints(&self, checkpoints: Arc<Checkpoints>) {
         let _ = self.shared.checkpoints.set(checkpoints);
+    }
+
+    /// The checkpoint client, once set (with a task store).
+    pub(crate) fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
+        self.shared.checkpoints.get().cloned()
     }
 
     /// The task statuses this supervisor writes.

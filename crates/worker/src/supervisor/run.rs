@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalogue::TaskSpec;
 use crate::checkpoint::Checkpoints;
 use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
+use crate::secrets::{ConfigProviders, Secrets};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
 use crate::supervisor::{Slot, lock};
@@ -47,6 +48,8 @@ pub(crate) struct RunShared {
     member: watch::Receiver<Lease>,
     /// The checkpoint client the tasks' contexts save and read through (with a task store).
     pub(crate) checkpoints: OnceLock<Arc<Checkpoints>>,
+    /// The providers that resolve the secret references of a config at each build.
+    pub(crate) providers: ConfigProviders,
     /// When this supervisor was made: runs keep instants as offsets from it.
     epoch: Instant,
     /// The registered kinds' names, so that every task's status shares one copy of its kind.
@@ -72,6 +75,7 @@ impl RunShared {
             slots: Mutex::new(BTreeMap::new()),
             member,
             checkpoints: OnceLock::new(),
+            providers: ConfigProviders::default(),
             epoch: Instant::now(),
             kinds,
         }
@@ -303,14 +307,32 @@ impl Running {
     fn start(&self, attempt: u32) -> Option<AttemptRun<'_>> {
         let id: &str = &self.task_id;
         let spec = self.spec.as_deref()?;
-        let task = match self.shared.registry.build(spec) {
-            Ok(task) => task,
-            Err(error) => {
+        // Secret references are resolved at every build, never kept: the resolved config
+        // lives until the constructor returns. Every message that may quote a value is
+        // redacted (the reference in its place) before it is logged or shown.
+        let resolved = match self.shared.providers.resolve(&spec.config) {
+            Ok(resolved) => resolved,
+            Err(unresolved) => {
+                let error = TaskConfigError::InvalidConfig {
+                    task_id: spec.id.clone(),
+                    kind: spec.kind.clone(),
+                    message: unresolved.to_string(),
+                };
                 tracing::warn!(task = %id, %error, "task config rejected");
                 self.finish(TaskState::Failed, Some(error.to_string()));
                 return None;
             }
         };
+        let task = match self.shared.registry.build_config(spec, &resolved.config) {
+            Ok(task) => task,
+            Err(error) => {
+                let error = resolved.secrets.redact(&error.to_string());
+                tracing::warn!(task = %id, %error, "task config rejected");
+                self.finish(TaskState::Failed, Some(error));
+                return None;
+            }
+        };
+        let secrets = resolved.secrets;
         // With a stall watch, a token per attempt, so that the watch can stop this attempt
         // alone; without one, the run's token (see `stop_requested`).
         let stall = self.policy().stall_timeout;
@@ -342,7 +364,10 @@ impl Running {
         self.table()
             .set_state(id, self.incarnation, TaskState::Running);
         tracing::debug!(task = %id, attempt, "task running");
-        let run = task.run_boxed(ctx);
+        let mut run = task.run_boxed(ctx);
+        if !secrets.is_empty() {
+            run = Box::pin(redacting(run, secrets));
+        }
         let run: Pin<Box<dyn Future<Output = _> + Send + '_>> = match stall.zip(seen) {
             None => run,
             Some((stall, seen)) => Box::pin(watched(self, run, seen, stall, attempt_cancel)),
@@ -377,6 +402,23 @@ async fn watched(
             Err(TaskError::failed(format!(
                 "stalled: no progress reported for {stall:?}"
             )))
+        }
+    }
+}
+
+/// Runs one attempt of a task whose config held secret references: its failure, or its
+/// panic's message, comes out with every substituted value replaced by its reference, so the
+/// status, the logs and the restart reason never show one. (A panic message printed by the
+/// process's panic hook is the task's own output, as its own logs are.)
+async fn redacting(run: RunFuture, secrets: Secrets) -> Result<(), TaskError> {
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(Err(TaskError::Failed(error))) => {
+            Err(TaskError::failed(secrets.redact(&error.to_string())))
+        }
+        Ok(other) => other,
+        Err(panic) => {
+            let message = secrets.redact(&panic_message(panic.as_ref()));
+            std::panic::resume_unwind(Box::new(message))
         }
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 /// Every route of the status API (the fast-failover ones only with fast failover), as a 404 for
 /// an unknown route lists them; docs/operations.md, "The status API", describes each.
-pub(crate) const ROUTES: [&str; 13] = [
+pub(crate) const ROUTES: [&str; 16] = [
     "GET /status",
     "GET /metrics",
     "GET /healthz",
@@ -27,6 +27,9 @@ pub(crate) const ROUTES: [&str; 13] = [
     "GET /tasks/{id}",
     "PUT /tasks/{id}",
     "DELETE /tasks/{id}",
+    "GET /tasks/{id}/checkpoint",
+    "PUT /tasks/{id}/checkpoint",
+    "DELETE /tasks/{id}/checkpoint",
     "POST /tasks/{id}/pause",
     "POST /tasks/{id}/resume",
     "POST /tasks/{id}/restart",
