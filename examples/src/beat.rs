@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kroupier::worker::journal::Writer;
-use kroupier::worker::{Kind, Task, TaskContext, TaskError};
+use kroupier::{Kind, Task, TaskContext, TaskError};
 use serde::{Deserialize, Serialize};
 
 /// The `beat` kind: its name, and its config type, checked by the compiler wherever a `beat`

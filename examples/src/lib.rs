@@ -1,7 +1,7 @@
 //! Examples of kroupier. Each binary in `src/bin/` is a program a user can copy.
 //!
 //! The library installs no signal handler; [`os_signals`] is how these binaries wire SIGTERM and
-//! ctrl-c to it, under the two-signal rule of `kroupier::worker::shutdown`.
+//! ctrl-c to it, under the two-signal rule of `kroupier::shutdown`.
 //!
 //! Each binary takes `--command-config FILE`, Kafka client properties (`security.protocol`,
 //! `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`, ...) as Kafka's own tools
@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::Stream;
-use kroupier::worker::WorkerConfig;
+use kroupier::WorkerConfig;
 
 /// The examples' `session.timeout.ms` when neither `--session-timeout-ms` nor the
 /// `--command-config` file sets it.
@@ -72,7 +72,7 @@ impl SessionArgs {
 }
 
 /// SIGTERM and ctrl-c (SIGINT), one item per signal, for
-/// [`two_signals`](kroupier::worker::shutdown::two_signals).
+/// [`two_signals`](kroupier::shutdown::two_signals).
 ///
 /// The handlers are installed when this is called, so a signal that comes before the first
 /// poll is not lost. If SIGTERM cannot be listened for, only ctrl-c is (with a warning).

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kroupier::coordinator::driver::{MemberConfig, MemberError};
 use kroupier::election::ElectionEvent;
+use kroupier::protocol::{MemberConfig, MemberError};
 use kroupier::worker::journal::unix_ms;
 use tokio::task::JoinError;
 

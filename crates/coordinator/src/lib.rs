@@ -33,7 +33,8 @@
 //! - `wire`: Kafka framing and decoding guarded against hostile frames, both directions
 //!   (internal; kroupier's embedded coordinator uses it through the `unstable` feature);
 //! - [`connection`]: broker connections, ApiVersions negotiation, coordinator discovery;
-//! - [`codec`]: the versioned payload codec kroupier's member metadata and assignments use;
+//! - `codec`: the versioned payload codec kroupier's member metadata and assignments use
+//!   (internal, shared with kroupier-worker through the `unstable` feature);
 //! - [`membership`]: the sans-IO group membership state machine and the error table;
 //! - [`driver`]: the tokio driver that owns IO and time around it;
 //! - [`election`]: sticky leader election as a group protocol on the driver;
@@ -41,9 +42,26 @@
 //! - [`log`]: a single-partition compacted topic as a log (Produce, Fetch, ListOffsets,
 //!   CreateTopics), for state kept in Kafka such as a task store.
 
+// Shared with kroupier's other crates, not promised to users: public only with the `unstable`
+// feature (which kroupier-worker and kroupier-embedded turn on), and hidden from the docs.
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
 pub mod backoff;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub)]
+mod backoff;
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
 pub mod clock;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub)]
+mod clock;
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
 pub mod codec;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub)]
+mod codec;
 pub mod connection;
 pub mod driver;
 pub mod election;

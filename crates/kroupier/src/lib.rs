@@ -8,12 +8,13 @@
 //!
 //! | Module | For |
 //! |---|---|
-//! | [`worker`] | everything of the worker runtime: supervision, catalogue, status API, journal |
+//! | [`worker`] | the rest of the worker runtime: config, status, task store, checkpoints, secrets |
 //! | [`shutdown`] | the two-signal rule for programs: the first signal stops gracefully, a second exits |
 //! | [`election`] | one leader among N replicas, with a fencing token (Schema Registry style) |
 //! | [`assignor`] | who runs what: round-robin, sticky, incremental cooperative, or your own |
 //! | [`observer`] | see a group (members, leader, generation, tasks) without joining it |
-//! | [`coordinator`] | the Kafka group member itself, for protocols of your own |
+//! | [`protocol`] | the Kafka group member itself, for protocols of your own |
+//! | [`connection`] | how to reach Kafka: bootstrap servers, TLS, SASL |
 //! | `testing` (feature `testing`) | the embedded coordinator, to test workers with no Kafka |
 //! | [`guide`] | "Write your first task", step by step |
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -24,18 +25,26 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    Catalogue, FencingToken, Kind, LeaseError, Registry, RestartPolicy, Task, TaskContext,
-    TaskError, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig, WorkerError,
-    WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
+    Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, Registry, RestartPolicy, Task,
+    TaskContext, TaskError, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig,
+    WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
 pub use kroupier_worker::shutdown;
 
-/// The worker runtime in full: [`Task`]s started, stopped and restarted under supervision as
-/// the group's assignment changes, the status API and the task journal. The root of this crate
-/// re-exports what most programs need.
+/// The worker runtime beyond the root's everyday items (each item is in one place): its config
+/// in full, the status model, the task store and checkpoints, the wire format of kroupier's
+/// protocol, and (feature `journal`) the task journal with its checks.
 pub mod worker {
-    pub use kroupier_worker::*;
+    pub use kroupier_worker::{
+        AssignedTimes, BuildError, CatalogueError, CatalogueIter, GroupView, InvalidConfig, Lease,
+        StatusConfig, SupervisorConfig, TaskConfigError, TaskLease, TaskView, TasksConfig,
+    };
+    pub use kroupier_worker::{checkpoint, config, protocol, store};
+
+    #[cfg(feature = "journal")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
+    pub use kroupier_worker::journal;
 }
 
 /// Leader election: one eligible replica leads, leadership is sticky, and a leader that may
@@ -59,21 +68,57 @@ pub mod worker {
 /// ```
 pub mod election {
     pub use kroupier_coordinator::driver::{MemberConfig, MemberError};
-    pub use kroupier_coordinator::election::*;
+    pub use kroupier_coordinator::election::{
+        ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionAssignment, ElectionEvent,
+        ElectionMetadata, Elector, ElectorHandle, LeaderElection, choose_leader,
+    };
 }
 
 /// Assignors: pure, deterministic functions from the group's members and the tasks to who runs
 /// what. Implement [`Assignor`](assignor::Assignor) to plug in your own.
 pub mod assignor {
-    pub use kroupier_assignor::*;
+    pub use kroupier_assignor::{
+        ASSIGNOR_NAMES, AssignError, AssignmentInput, Assignor, Cooperative, CooperativeConfig,
+        CooperativeState, HeldBack, HoldReason, Member, MemberAssignment, MemberId, Plan,
+        PreviousAssignment, PreviousOwner, RebalanceProtocol, RoundRobin, Sticky, TaskSet,
+        Unplaced, UnplacedReason, by_name, check,
+    };
 }
 
-/// See groups without joining them: ListGroups and DescribeGroups, decoded.
+/// See groups without joining them: ListGroups and DescribeGroups, decoded; and remove a
+/// member as Kafka's admin client does.
 pub mod observer {
     pub use kroupier_coordinator::connection::{Cluster, ClusterConfig, ConnectionError};
-    pub use kroupier_coordinator::observer::*;
+    pub use kroupier_coordinator::observer::{
+        AssignmentDecoder, ConsumerGroupDescription, ConsumerMember, DecodedGroup,
+        GroupDescription, GroupListing, GroupState, MemberDescription, Observer, Removal,
+        TopicPartitions,
+    };
+}
+
+/// How to reach Kafka: bootstrap servers and timeouts ([`ClusterConfig`](connection::ClusterConfig)),
+/// TLS and SASL ([`Security`](connection::Security), from Kafka client properties), and the
+/// [`Cluster`](connection::Cluster) a task store or an observer opens.
+pub mod connection {
+    pub use kroupier_coordinator::connection::{
+        ClientIdentity, Cluster, ClusterConfig, ConnectionConfig, ConnectionError,
+        OAuthBearerToken, Sasl, Secret, Security, SecurityError, SecurityProtocol, TlsConfig,
+        TokenProvider, TrustRoots,
+    };
 }
 
 /// The Kafka group member for any protocol (the `AbstractCoordinator` of Kafka's Java clients,
-/// as a public API): connections, the sans-IO membership state machine and its driver.
-pub use kroupier_coordinator as coordinator;
+/// as a public API): implement [`GroupProtocol`](protocol::GroupProtocol) — its metadata and
+/// the leader's assignment — and run it with [`Member`](protocol::Member). The member joins,
+/// syncs, heartbeats, fences itself when it may have lost its generation, and reports what
+/// happens as [`MemberEvent`](protocol::MemberEvent)s.
+pub mod protocol {
+    pub use kroupier_coordinator::driver::{
+        Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
+    };
+    pub use kroupier_coordinator::membership::{
+        AssignContext, AssignError, FatalError, FencingToken, Generation, GroupMember,
+        GroupProtocol, Lease, LostReason, MemberAssignment, MemberState, MembershipConfig,
+        ProtocolMetadata,
+    };
+}

@@ -71,8 +71,9 @@
 //!   its [`WorkerEvent`]s, and the status HTTP API ([`WorkerStatus`], [`TaskStatus`]);
 //! - [`shutdown`]: the two-signal rule for binaries (the library handles no OS signal);
 //! - [`store`]: the task store, a group's tasks in a compacted Kafka topic;
-//! - [`journal`]: the task journal each beat is written to, and the checks over it (and over
-//!   leader elections) that witness no task running on two workers at once.
+//! - `journal` (with the `journal` feature): the task journal each beat is written to, and the
+//!   checks over it (and over leader elections) that witness no task running on two workers
+//!   at once; the demo, the examples and kroupier's tests use it.
 
 mod builder;
 mod catalogue;
@@ -80,7 +81,13 @@ pub mod checkpoint;
 pub mod config;
 mod context;
 mod group;
+// Public with the `journal` feature: the demo, the examples and the tests write and check
+// journals; a worker needs none of it.
+#[cfg(feature = "journal")]
 pub mod journal;
+#[cfg(not(feature = "journal"))]
+#[allow(dead_code, unreachable_pub, unused_imports)]
+mod journal;
 pub mod protocol;
 pub(crate) mod runtime;
 pub(crate) mod secrets;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use kroupier::coordinator::election::{ElectionEvent, Elector, ElectorHandle};
+use kroupier::election::{ElectionEvent, Elector, ElectorHandle};
 use kroupier::worker::journal::Writer;
 use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role};
 use kroupier_examples::terminated;

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use kroupier::coordinator::connection::Cluster;
-use kroupier::coordinator::driver::{Member, MemberConfig};
+use kroupier::connection::Cluster;
+use kroupier::protocol::{Member, MemberConfig};
 use kroupier_examples::consumer::{Assignor, ConsumerProtocol, Ownership, partition_counts};
 use kroupier_examples::{SessionArgs, terminated};
 use tokio::sync::mpsc;

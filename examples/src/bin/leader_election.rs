@@ -12,7 +12,7 @@
 //! ctrl-c it resigns (`lost`), leaves the group and exits 0. Logs go to stderr (`RUST_LOG`).
 
 use clap::Parser;
-use kroupier::coordinator::election::Elector;
+use kroupier::election::Elector;
 use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role, usage_error};
 use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;

@@ -27,9 +27,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use kroupier::assignor::{Assignor, by_name};
+use kroupier::shutdown::{Outcome, two_signals};
+use kroupier::worker::AssignedTimes;
 use kroupier::worker::journal::unix_ms;
-use kroupier::worker::shutdown::{Outcome, two_signals};
-use kroupier::worker::{AssignedTimes, WorkerBuilder, WorkerConfig, WorkerEvent};
+use kroupier::{WorkerBuilder, WorkerConfig, WorkerEvent};
 use kroupier_examples::beat::{BEAT, Beat, BeatConfig, BeatEnv};
 use kroupier_examples::{SessionArgs, os_signals};
 

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
-use kroupier::coordinator::driver::Member;
+use kroupier::protocol::Member;
 use kroupier_examples::member::{MemberArgs, driver_exit, print_line, print_role};
 use kroupier_examples::single_writer::http::{Replica, router};
 use kroupier_examples::single_writer::protocol::{Role, SingleWriter};

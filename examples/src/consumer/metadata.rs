@@ -6,7 +6,7 @@ use kafka_protocol::messages::{
     MetadataRequest, TopicName, metadata_request::MetadataRequestTopic,
 };
 use kafka_protocol::protocol::StrBytes;
-use kroupier::coordinator::connection::{Cluster, ConnectionError};
+use kroupier::connection::{Cluster, ConnectionError};
 
 /// The partition count of each of `topics` that exists, from one Metadata request to any
 /// broker of `cluster`. A topic that does not exist (or that this client may not describe) is

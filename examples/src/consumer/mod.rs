@@ -10,7 +10,7 @@
 //! - [`wire`]: the subscription and assignment payloads, as Java writes and reads them.
 //! - [`range`] and [`sticky`]: the `range` (eager) and `cooperative-sticky` assignors, pure
 //!   and deterministic, with the checks their plans must pass in [`assignor`].
-//! - [`ConsumerProtocol`]: the [`GroupProtocol`](kroupier::coordinator::membership::GroupProtocol)
+//! - [`ConsumerProtocol`]: the [`GroupProtocol`](kroupier::protocol::GroupProtocol)
 //!   that offers them, computes the leader's plan over partition counts set from a Metadata
 //!   request ([`partition_counts`]), and reports every change of ownership.
 //!

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
-use kroupier::coordinator::membership::{
+use kroupier::protocol::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
 };

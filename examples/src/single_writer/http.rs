@@ -21,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use kroupier::coordinator::driver::MemberHandle;
+use kroupier::protocol::MemberHandle;
 use serde_json::{Value, json};
 
 use super::protocol::{Role, SingleWriter};

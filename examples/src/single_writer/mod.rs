@@ -2,7 +2,7 @@
 //! among them, on kroupier's generic group membership.
 //!
 //! The protocol ([`protocol::SingleWriter`]) is a
-//! [`GroupProtocol`](kroupier::coordinator::membership::GroupProtocol) of its own, not the
+//! [`GroupProtocol`](kroupier::protocol::GroupProtocol) of its own, not the
 //! `Elector`: each replica's metadata carries what the election's cannot, its URL and whether
 //! it may write, and the assignment tells every replica where the writer answers. The Kafka
 //! group leader's assign function chooses the writer (sticky, then the lowest eligible id),

@@ -7,7 +7,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use axum::body::Bytes;
-use kroupier::coordinator::membership::{
+use kroupier::protocol::{
     AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
 };
