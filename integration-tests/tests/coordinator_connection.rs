@@ -13,9 +13,7 @@ use kafka_protocol::messages::{
     SyncGroupRequest,
 };
 use kafka_protocol::protocol::StrBytes;
-use kroupier_coordinator::connection::{
-    BrokerConnection, Cluster, ClusterConfig, ConnectionConfig,
-};
+use kroupier_coordinator::connection::{Cluster, ClusterConfig};
 use kroupier_coordinator::observer::{GroupState, Observer};
 use kroupier_integration_tests::kafka_bootstrap;
 
@@ -39,9 +37,8 @@ async fn negotiates_the_group_api_versions() {
     let Some(addr) = kafka_bootstrap("negotiates_the_group_api_versions") else {
         return;
     };
-    let connection = BrokerConnection::connect(&addr, &ConnectionConfig::default())
-        .await
-        .expect("connect and negotiate");
+    let cluster = Cluster::new(ClusterConfig::new(&addr)).unwrap();
+    let connection = cluster.connect(&addr).await.expect("connect and negotiate");
     for (api, least) in [
         (ApiKey::FindCoordinator, 4),
         (ApiKey::JoinGroup, 9),

@@ -11,22 +11,7 @@
 //! spreads out clients that failed together so they do not retry in lockstep. The random number
 //! generator is a type parameter so tests can seed it.
 //!
-//! # Examples
-//! ```
-//! use std::time::Duration;
-//! use rand::{SeedableRng, rngs::StdRng};
-//! use kroupier_coordinator::backoff::Backoff;
-//!
-//! let mut backoff = Backoff::with_rng(
-//!     Duration::from_millis(100),
-//!     Duration::from_secs(1),
-//!     StdRng::seed_from_u64(7),
-//! );
-//! let first = backoff.next_delay();
-//! assert!(first >= Duration::from_millis(80) && first <= Duration::from_millis(120));
-//! backoff.reset();
-//! assert_eq!(backoff.attempts(), 0);
-//! ```
+//! The module's example is its first unit test, `the_module_example`.
 
 use std::time::Duration;
 
@@ -170,5 +155,27 @@ mod tests {
         for _ in 0..100 {
             assert!(backoff.next_delay() <= Duration::from_secs(1));
         }
+    }
+}
+
+#[cfg(test)]
+mod module_example {
+    /// What the module's documentation shows: kept as a test, since the module is public only
+    /// with the `unstable` feature.
+    #[test]
+    fn the_module_example() {
+        use crate::backoff::Backoff;
+        use rand::{SeedableRng, rngs::StdRng};
+        use std::time::Duration;
+
+        let mut backoff = Backoff::with_rng(
+            Duration::from_millis(100),
+            Duration::from_secs(1),
+            StdRng::seed_from_u64(7),
+        );
+        let first = backoff.next_delay();
+        assert!(first >= Duration::from_millis(80) && first <= Duration::from_millis(120));
+        backoff.reset();
+        assert_eq!(backoff.attempts(), 0);
     }
 }

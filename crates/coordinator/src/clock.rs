@@ -14,15 +14,7 @@
 //! (other systems), nothing is added: leases then assume the host is never suspended, as
 //! docs/reliability.md states.
 //!
-//! # Examples
-//!
-//! ```
-//! use kroupier_coordinator::clock;
-//!
-//! let deadline = clock::now() + std::time::Duration::from_secs(7);
-//! // A lease check: valid while the lease timeline has not reached the deadline.
-//! assert!(clock::now() < deadline);
-//! ```
+//! The module's example is its first unit test, `the_module_example`.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,5 +100,19 @@ mod tests {
         tokio::time::advance(Duration::from_secs(3)).await;
         assert_eq!(now() - a, Duration::from_secs(3));
         assert_eq!(to_monotonic(a), a);
+    }
+}
+
+#[cfg(test)]
+mod module_example {
+    /// What the module's documentation shows: kept as a test, since the module is public only
+    /// with the `unstable` feature.
+    #[test]
+    fn the_module_example() {
+        use crate::clock;
+
+        let deadline = clock::now() + std::time::Duration::from_secs(7);
+        // A lease check: valid while the lease timeline has not reached the deadline.
+        assert!(clock::now() < deadline);
     }
 }

@@ -18,34 +18,7 @@
 //! - [`parse_events`], [`reigns`] and [`two_leaders`] do the same for the JSON lines the
 //!   `leader_election` example prints: never two leaders at once.
 //!
-//! # Examples
-//!
-//! ```
-//! use kroupier_worker::journal::{self, Writer};
-//!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let dir = std::env::temp_dir().join(format!("kroupier-journal-doc-{}", std::process::id()));
-//! // w1 runs task-0 in generation 3, then w2 takes it over in generation 4.
-//! let mut w1 = Writer::create(&dir, "task-0", "w1")?;
-//! for ms in [1_000, 1_100, 1_200] {
-//!     w1.beat_at(ms, 3)?;
-//! }
-//! let mut w2 = Writer::create(&dir, "task-0", "w2")?;
-//! for ms in [2_000, 2_100] {
-//!     w2.beat_at(ms, 4)?;
-//! }
-//!
-//! let journals = journal::read_dir(&dir)?;
-//! let tenures = journal::tenures(&journals["task-0"], 300);
-//! assert_eq!(tenures.len(), 2);
-//! assert!(journal::overlaps(&tenures).is_empty());
-//! assert_eq!(journal::longest_unowned(&journals["task-0"], 0), 800);
-//! let owners = journal::exactly_once_since(&journals, ["task-0"], 2_000).unwrap();
-//! assert_eq!(owners["task-0"], "w2");
-//! # std::fs::remove_dir_all(&dir)?;
-//! # Ok(())
-//! # }
-//! ```
+//! The module's example is a unit test, `the_module_example`.
 
 mod check;
 mod election;
@@ -94,3 +67,34 @@ fn line(unix_ms: u64, worker: &str, generation: i32) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod module_example {
+    /// Two workers' journals of one task, read back and checked: kept as a test, since the
+    /// module is public only with the `journal` feature.
+    #[test]
+    fn the_module_example() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::journal::{self, Writer};
+
+        let dir = std::env::temp_dir().join(format!("kroupier-journal-doc-{}", std::process::id()));
+        // w1 runs task-0 in generation 3, then w2 takes it over in generation 4.
+        let mut w1 = Writer::create(&dir, "task-0", "w1")?;
+        for ms in [1_000, 1_100, 1_200] {
+            w1.beat_at(ms, 3)?;
+        }
+        let mut w2 = Writer::create(&dir, "task-0", "w2")?;
+        for ms in [2_000, 2_100] {
+            w2.beat_at(ms, 4)?;
+        }
+
+        let journals = journal::read_dir(&dir)?;
+        let tenures = journal::tenures(&journals["task-0"], 300);
+        assert_eq!(tenures.len(), 2);
+        assert!(journal::overlaps(&tenures).is_empty());
+        assert_eq!(journal::longest_unowned(&journals["task-0"], 0), 800);
+        let owners = journal::exactly_once_since(&journals, ["task-0"], 2_000).unwrap();
+        assert_eq!(owners["task-0"], "w2");
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
+}

@@ -31,6 +31,7 @@ use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
 use kafka_protocol::protocol::StrBytes;
 use tokio::io::{AsyncRead, AsyncWrite};
+#[cfg(test)]
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -221,13 +222,18 @@ impl Shared {
 }
 
 impl BrokerConnection {
-    /// Connects to `addr` (`host:port`) over TCP and negotiates API versions, within
-    /// `config.connect_timeout`.
+    /// Connects to `addr` (`host:port`) over plain TCP and negotiates API versions, within
+    /// `config.connect_timeout`: for tests; every other path connects through
+    /// [`Cluster::connect`](super::Cluster::connect), which applies TLS and SASL.
+    #[cfg(test)]
     ///
     /// # Errors
     /// [`ConnectionError::Connect`] if the broker cannot be reached in time, or any error of
     /// [`handshake`](Self::handshake).
-    pub async fn connect(addr: &str, config: &ConnectionConfig) -> Result<Self, ConnectionError> {
+    pub(crate) async fn connect(
+        addr: &str,
+        config: &ConnectionConfig,
+    ) -> Result<Self, ConnectionError> {
         let connect_error = |reason: String| ConnectionError::Connect {
             addr: addr.to_owned(),
             reason,
@@ -256,7 +262,7 @@ impl BrokerConnection {
     /// # Errors
     /// [`ConnectionError::UnsupportedBroker`] or [`ConnectionError::MissingApi`] when the
     /// broker is too old for kroupier, or any error of a request.
-    pub async fn handshake<S>(
+    pub(crate) async fn handshake<S>(
         stream: S,
         addr: &str,
         config: &ConnectionConfig,
@@ -271,7 +277,8 @@ impl BrokerConnection {
     }
 
     /// Runs a connection over `stream` with `versions` already known, without ApiVersions.
-    pub fn with_versions<S>(
+    #[cfg(test)]
+    pub(crate) fn with_versions<S>(
         stream: S,
         addr: &str,
         config: &ConnectionConfig,

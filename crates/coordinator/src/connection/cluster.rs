@@ -111,7 +111,9 @@ impl Cluster {
     /// SASL. Not kept: [`any_broker`](Self::any_broker) and [`node`](Self::node) keep theirs.
     ///
     /// # Errors
-    /// As [`BrokerConnection::connect`]; also [`ConnectionError::Tls`] and
+    /// [`ConnectionError::Connect`] if the broker cannot be reached within the connect
+    /// timeout, [`ConnectionError::UnsupportedBroker`] or [`ConnectionError::MissingApi`] for a
+    /// broker too old for kroupier; also [`ConnectionError::Tls`] and
     /// [`ConnectionError::Authentication`], which are [fatal](ConnectionError::is_fatal).
     pub async fn connect(&self, addr: &str) -> Result<BrokerConnection, ConnectionError> {
         self.connector.connect(addr, &self.config.connection).await
@@ -216,7 +218,7 @@ impl Cluster {
     /// is open, else a new lookup and connection.
     ///
     /// # Errors
-    /// As [`find_coordinator`](Self::find_coordinator) and [`BrokerConnection::connect`].
+    /// As [`find_coordinator`](Self::find_coordinator) and [`connect`](Self::connect).
     pub async fn coordinator(
         &self,
         group: &str,
@@ -268,7 +270,7 @@ impl Cluster {
     /// A connection to broker `node`, kept and reused while it is open.
     ///
     /// # Errors
-    /// As [`BrokerConnection::connect`].
+    /// As [`connect`](Self::connect).
     pub async fn node(&self, node: &BrokerNode) -> Result<BrokerConnection, ConnectionError> {
         let kept = self.nodes().connections.get(&node.node_id).cloned();
         if let Some(connection) = kept {

@@ -3,8 +3,7 @@
 //!
 //! Layers, bottom up:
 //! - [`BrokerConnection`]: one TCP connection to one broker; requests are pipelined and
-//!   matched to responses by correlation id; a frame that does not decode closes it. It is a
-//!   tower `Service` for every request type of the internal `wire` module.
+//!   matched to responses by correlation id; a frame that does not decode closes it.
 //! - [`NegotiatedVersions`]: the highest version of each API both sides support, picked from
 //!   ApiVersions on connect; a broker too old for kroupier is refused with the Kafka release
 //!   it needs.
@@ -43,7 +42,6 @@ mod cluster;
 mod config;
 mod error;
 pub mod security;
-mod service;
 #[cfg(test)]
 pub(crate) mod tests;
 mod versions;
@@ -56,5 +54,4 @@ pub use security::{
     ClientIdentity, OAuthBearerToken, Sasl, Secret, Security, SecurityError, SecurityProtocol,
     TlsConfig, TokenProvider, TrustRoots,
 };
-pub use service::ResponseFuture;
 pub use versions::{ApiRequirement, NegotiatedVersions, REQUIREMENTS};

@@ -4,7 +4,7 @@
 //! A new connection goes: TCP connect → TLS handshake (rustls, if [`Security::tls`]) →
 //! ApiVersions → SaslHandshake v1 + SaslAuthenticate (if [`Security::sasl`]) → ready, all within
 //! the connect timeout. Everything above the connection — requests, pipelining, timeouts — is
-//! unchanged: [`BrokerConnection::handshake`] already takes any byte stream.
+//! unchanged: `BrokerConnection::handshake` already takes any byte stream.
 //!
 //! - TLS: rustls with the ring provider; trust the CAs of a PEM file or Mozilla's roots; an
 //!   optional client certificate (mTLS); host names verified unless turned off.

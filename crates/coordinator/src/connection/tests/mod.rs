@@ -253,22 +253,6 @@ async fn api_versions_falls_back_when_the_broker_answers_unsupported_version() {
 }
 
 #[tokio::test]
-async fn the_connection_is_a_tower_service() {
-    use tower::{ServiceBuilder, ServiceExt};
-    let broker = FakeBroker::start(kafka_4_1(|header, body| match body {
-        RequestBody::ListGroups(_) => answer(header, &ListGroupsResponse::default()),
-        _ => Reply::Close,
-    }))
-    .await;
-    let service = ServiceBuilder::new()
-        .timeout(Duration::from_secs(30))
-        .service(connect(&broker).await);
-    let response = service.oneshot(ListGroupsRequest::default()).await.unwrap();
-    assert_eq!(response.error_code, 0);
-    assert_eq!(broker.received()[1], (ApiKey::ListGroups, 5));
-}
-
-#[tokio::test]
 async fn dropping_every_handle_closes_the_connection() {
     let broker = FakeBroker::start(kafka_4_1(|_, _| Reply::Silent)).await;
     let connection = connect(&broker).await;
