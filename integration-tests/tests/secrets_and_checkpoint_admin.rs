@@ -1,0 +1,280 @@
+//! Secret references and checkpoint administration through the `kroupier` CLI, with quickstart
+//! workers, against the broker in `KROUPIER_KAFKA_BOOTSTRAP` (real Kafka, or the embedded
+//! coordinator):
+//!
+//! - a task config's `${env:..}` and `${file:..:..}` references resolve on the worker (the task
+//!   runs), while `tasks list --json`, `describe --json`, the worker's `/status` and `/tasks`
+//!   and its debug log show the reference and never the value; a missing variable, file key or
+//!   a secret landing in a field of the wrong type fails the task with a reason that names the
+//!   reference and holds no value;
+//! - `tasks checkpoint set` is refused with exit 2 while the task runs; on a paused task it is
+//!   written, and the resumed task counts on from the set value; `reset` makes it start over.
+//!
+//! Needs the `kroupier` and `quickstart` binaries built (`scripts/test` builds all targets).
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::process::binary;
+use kroupier_integration_tests::quickstart::{Group, TempDir, poll, unique};
+use serde_json::Value;
+
+/// Runs `kroupier ARGS... --bootstrap B --group G`.
+fn kroupier(bootstrap: &str, group: &str, args: &[&str]) -> Output {
+    Command::new(binary("kroupier"))
+        .args(args)
+        .args(["--bootstrap", bootstrap, "--group", group])
+        .output()
+        .expect("run kroupier")
+}
+
+/// Runs a command that must succeed; its stdout.
+fn ok(bootstrap: &str, group: &str, args: &[&str]) -> String {
+    let output = kroupier(bootstrap, group, args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "kroupier {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `tasks list --json`'s tasks.
+fn listed(bootstrap: &str, group: &str) -> Vec<Value> {
+    let out = ok(bootstrap, group, &["tasks", "list", "--json"]);
+    let json: Value = serde_json::from_str(&out).expect("one JSON object");
+    json["tasks"].as_array().expect("a task array").clone()
+}
+
+/// The listed task `id`'s (state, error).
+fn state_of(tasks: &[Value], id: &str) -> Option<(String, String)> {
+    let task = tasks.iter().find(|t| t["id"] == id)?;
+    Some((
+        task["state"].as_str().unwrap_or_default().to_owned(),
+        task["error"].as_str().unwrap_or_default().to_owned(),
+    ))
+}
+
+/// Waits until every task in `want` is in its state; the listing then.
+fn wait_states(bootstrap: &str, group: &str, want: &[(&str, &str)]) -> Vec<Value> {
+    poll(Duration::from_secs(30), || {
+        let tasks = listed(bootstrap, group);
+        want.iter()
+            .all(|(id, state)| state_of(&tasks, id).is_some_and(|(s, _)| s == *state))
+            .then_some(tasks)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "tasks never reached {want:?}: {:?}",
+            listed(bootstrap, group)
+        )
+    })
+}
+
+fn put(bootstrap: &str, group: &str, id: &str, config: &str) {
+    ok(
+        bootstrap,
+        group,
+        &["tasks", "put", id, "--kind", "beat", "--config", config],
+    );
+}
+
+#[test]
+fn secret_references_resolve_on_the_worker_and_show_nowhere() {
+    let Some(bootstrap) =
+        kafka_bootstrap("secret_references_resolve_on_the_worker_and_show_nowhere")
+    else {
+        return;
+    };
+    let dir = TempDir::new("secrets-cli");
+    let secret = format!("s3cr3t-{}", unique("value"));
+    let env_secret = format!("env-{secret}");
+    let secrets = dir.0.join("db.properties");
+    std::fs::write(&secrets, format!("# the database\ndb.password={secret}\n"))
+        .expect("write the secrets file");
+    let secrets = secrets.display().to_string();
+    let properties = dir.0.join("worker.properties");
+    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
+    let logs = dir.0.join("logs");
+    std::fs::create_dir_all(&logs).expect("the log directory");
+
+    let mut group = Group::new(&bootstrap, "secrets-cli", 0, &dir.0.join("journal"));
+    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    group.logs = Some(logs.clone());
+    group.env = vec![
+        ("KROUPIER_IT_SECRET".into(), env_secret.clone()),
+        ("RUST_LOG".into(), "debug".into()),
+    ];
+    let name = group.group.clone();
+    let file_ref = format!("${{file:{secrets}:db.password}}");
+    let put_ref = |id: &str, field: &str, reference: &str| {
+        let config = serde_json::json!({ "every_ms": 100, field: reference }).to_string();
+        put(&bootstrap, &name, id, &config);
+    };
+    put_ref("from-file", "password", &file_ref);
+    put_ref("from-env", "password", "${env:KROUPIER_IT_SECRET}");
+    put_ref(
+        "no-key",
+        "password",
+        &format!("${{file:{secrets}:db.user}}"),
+    );
+    put_ref("no-var", "password", "${env:KROUPIER_IT_NOT_SET}");
+    // A secret in a field of another type: serde's message would quote it.
+    put_ref("wrong-type", "panic", &file_ref);
+
+    let mut worker = group.start("w1");
+    let tasks = wait_states(
+        &bootstrap,
+        &name,
+        &[
+            ("from-file", "RUNNING"),
+            ("from-env", "RUNNING"),
+            ("no-key", "FAILED"),
+            ("no-var", "FAILED"),
+            ("wrong-type", "FAILED"),
+        ],
+    );
+    let error = |id: &str| state_of(&tasks, id).expect("listed").1;
+    assert!(
+        error("no-key").contains(&format!("${{file:{secrets}:db.user}}")),
+        "{}",
+        error("no-key")
+    );
+    assert!(
+        error("no-var").contains("${env:KROUPIER_IT_NOT_SET}"),
+        "{}",
+        error("no-var")
+    );
+    assert!(
+        error("wrong-type").contains("invalid type"),
+        "{}",
+        error("wrong-type")
+    );
+
+    // Every surface shows the reference and no value.
+    let list = ok(&bootstrap, &name, &["tasks", "list", "--json"]);
+    assert!(list.contains("${env:KROUPIER_IT_SECRET}"), "{list}");
+    let describe = ok(&bootstrap, &name, &["describe", "--json"]);
+    let status = worker.get("/status");
+    let status_tasks = worker.get("/tasks");
+    worker.drain();
+    let stdout = worker
+        .seen
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    drop(worker);
+    let log = std::fs::read_to_string(logs.join("w1.stderr")).expect("the worker's log");
+    assert!(
+        log.lines().count() > 10,
+        "the debug log was captured:\n{log}"
+    );
+    for (surface, text) in [
+        ("tasks list --json", &list),
+        ("describe --json", &describe),
+        ("/status", &status),
+        ("/tasks", &status_tasks),
+        ("the worker's stdout", &stdout),
+        ("the worker's log", &log),
+    ] {
+        for value in [&secret, &env_secret] {
+            assert!(
+                !text.contains(value.as_str()),
+                "{surface} shows a secret value:\n{text}"
+            );
+        }
+    }
+}
+
+/// `tasks checkpoint get --json`'s state (the beat count), if there is a checkpoint.
+fn checkpoint(bootstrap: &str, group: &str, id: &str) -> Option<u64> {
+    let output = kroupier(
+        bootstrap,
+        group,
+        &["tasks", "checkpoint", "get", id, "--json"],
+    );
+    if output.status.code() != Some(0) {
+        return None;
+    }
+    let json: Value = serde_json::from_slice(&output.stdout).ok()?;
+    json["state"].as_u64()
+}
+
+#[test]
+fn a_paused_tasks_checkpoint_is_set_and_reset_and_a_running_ones_is_refused() {
+    let Some(bootstrap) =
+        kafka_bootstrap("a_paused_tasks_checkpoint_is_set_and_reset_and_a_running_ones_is_refused")
+    else {
+        return;
+    };
+    let dir = TempDir::new("checkpoint-cli");
+    let properties = dir.0.join("worker.properties");
+    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
+    let mut group = Group::new(&bootstrap, "checkpoint-cli", 0, &dir.0.join("journal"));
+    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    let name = group.group.clone();
+    // A beat that saves its count at every beat and resumes from its newest checkpoint.
+    put(
+        &bootstrap,
+        &name,
+        "counter",
+        r#"{"every_ms":50,"checkpoint_every":1}"#,
+    );
+    let _worker = group.start("w1");
+    wait_states(&bootstrap, &name, &[("counter", "RUNNING")]);
+    poll(Duration::from_secs(30), || {
+        checkpoint(&bootstrap, &name, "counter").filter(|n| *n >= 3)
+    })
+    .expect("the running task saves checkpoints");
+
+    // Running: refused, exit 2, and why.
+    for args in [
+        &["tasks", "checkpoint", "set", "counter", "--value", "100000"][..],
+        &["tasks", "checkpoint", "reset", "counter"][..],
+    ] {
+        let output = kroupier(&bootstrap, &name, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("paused"), "{args:?}: {stderr}");
+    }
+    let before = checkpoint(&bootstrap, &name, "counter").expect("a checkpoint");
+    assert!(before < 100_000, "the refused set wrote nothing: {before}");
+
+    // Paused: set, resume, and the task counts on from the value set.
+    ok(&bootstrap, &name, &["tasks", "pause", "counter"]);
+    wait_states(&bootstrap, &name, &[("counter", "PAUSED")]);
+    ok(
+        &bootstrap,
+        &name,
+        &["tasks", "checkpoint", "set", "counter", "--value", "100000"],
+    );
+    assert_eq!(checkpoint(&bootstrap, &name, "counter"), Some(100_000));
+    ok(&bootstrap, &name, &["tasks", "resume", "counter"]);
+    let resumed = poll(Duration::from_secs(30), || {
+        checkpoint(&bootstrap, &name, "counter").filter(|n| *n > 100_000)
+    })
+    .expect("the resumed task saves again");
+    assert!(
+        resumed < 101_000,
+        "it went on from the set value: {resumed}"
+    );
+
+    // Paused again: reset, resume, and the task starts over.
+    ok(&bootstrap, &name, &["tasks", "pause", "counter"]);
+    wait_states(&bootstrap, &name, &[("counter", "PAUSED")]);
+    ok(
+        &bootstrap,
+        &name,
+        &["tasks", "checkpoint", "reset", "counter"],
+    );
+    assert_eq!(checkpoint(&bootstrap, &name, "counter"), None);
+    ok(&bootstrap, &name, &["tasks", "resume", "counter"]);
+    let restarted = poll(Duration::from_secs(30), || {
+        checkpoint(&bootstrap, &name, "counter").filter(|n| *n >= 1)
+    })
+    .expect("the reset task saves again");
+    assert!(restarted < 1_000, "it started over: {restarted}");
+}
