@@ -381,6 +381,7 @@ fn record(
         },
         weight,
         restart: 0,
+        generated_by: None,
     })
 }
 

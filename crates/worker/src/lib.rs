@@ -79,6 +79,7 @@ mod catalogue;
 pub mod checkpoint;
 pub mod config;
 mod context;
+mod generator;
 mod group;
 pub mod journal;
 pub mod protocol;
