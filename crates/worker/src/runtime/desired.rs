@@ -546,6 +546,52 @@ mod tests {
         assert!(!desired.catalogue.contains("bad"));
         assert!(desired.invalid["bad"].contains("not a task record"));
     }
+
+    fn child_of(generator: &str) -> TaskRecord {
+        let mut record = beat(5);
+        record.generated_by = Some(crate::store::GeneratedBy {
+            generator: generator.into(),
+            generation: 1,
+        });
+        record
+    }
+
+    #[test]
+    fn generated_tasks_live_and_pause_with_their_generator() {
+        let gen_ = beat(1);
+        let running = Desired::merge(
+            &code(),
+            &view(&[
+                ("gen", Some(gen_.clone())),
+                ("c1", Some(child_of("gen"))),
+                ("c2", Some(child_of("c1"))),
+                ("of-code", Some(child_of("code-0"))),
+            ]),
+        );
+        assert_eq!(running.parent("c1"), Some("gen"));
+        assert_eq!(running.parent("gen"), None);
+        assert_eq!(running.paused(), ids(&[]));
+        assert!(running.catalogue.contains("of-code"));
+        // Pausing the generator pauses its line; no placement change.
+        let paused = Desired::merge(
+            &code(),
+            &view(&[
+                ("gen", Some(gen_.with_state(DesiredState::Paused))),
+                ("c1", Some(child_of("gen"))),
+                ("c2", Some(child_of("c1"))),
+            ]),
+        );
+        assert_eq!(paused.paused(), ids(&["c1", "c2", "gen"]));
+        // A child whose generator is gone is not run, nor are its own children.
+        let orphans = Desired::merge(
+            &code(),
+            &view(&[("c1", Some(child_of("gen"))), ("c2", Some(child_of("c1")))]),
+        );
+        assert!(!orphans.catalogue.contains("c1"));
+        assert!(!orphans.catalogue.contains("c2"));
+        let changes = orphans.changes_since(&running);
+        assert!(changes.removed.contains("c1") && changes.placement);
+    }
 }
 
 #[cfg(test)]

@@ -90,6 +90,8 @@ pub mod view;
 
 pub use client::{StoreTail, TAIL_WAIT, TaskStore};
 pub use error::StoreError;
-pub use record::{DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord, validate_id};
+pub use record::{
+    DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord, validate_id,
+};
 pub use topic::{MAX_TOPIC_NAME_BYTES, checkpoints_topic, tasks_topic};
 pub use view::{InvalidRecord, StoreView, StoredTask};
