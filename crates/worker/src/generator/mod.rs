@@ -22,8 +22,9 @@ use bytes::Bytes;
 use kroupier_coordinator::log::LogRecord;
 use tokio::sync::watch;
 
-use crate::catalogue::TaskSpec;
+use crate::catalogue::{Catalogue, TaskSpec};
 use crate::context::TaskLease;
+use crate::store::DesiredState;
 use crate::store::lineage::{ClaimValue, RemovedValue, claim_key};
 use crate::store::{StoreError, StoreView, TaskStore};
 
@@ -39,6 +40,8 @@ pub(crate) struct StoreAccess {
     pub(crate) store: TaskStore,
     /// The worker's view, kept current by the store's tail.
     pub(crate) views: watch::Receiver<Arc<StoreView>>,
+    /// The tasks defined in code (a generator may be one).
+    pub(crate) code: Arc<Catalogue>,
 }
 
 /// The generators of one worker that declared children, by task id.
@@ -131,6 +134,15 @@ async fn reconcile(
     let generator = lease.task_id();
     let generation = lease.granted().generation_id;
     let view = access.views.borrow().clone();
+    // A generator deleted or paused in the store is being stopped: it writes nothing more (a
+    // child put now would outlive it).
+    let live = match view.tasks.get(generator) {
+        Some(task) => task.record.state == DesiredState::Running,
+        None => access.code.contains(generator),
+    };
+    if !live {
+        return Ok(0);
+    }
     let fenced = |reason: String| StoreError::Fenced {
         task: generator.to_owned(),
         reason,

@@ -62,7 +62,10 @@ impl Task for Dir {
                 let children = files
                     .iter()
                     .map(|f| TaskSpec::new(f.as_str(), "leaf", json!({ "file": f })));
-                let written = ctx.set_children(children).await.map_err(TaskError::failed)?;
+                let written = ctx
+                    .set_children(children)
+                    .await
+                    .map_err(TaskError::failed)?;
                 let generation = ctx.granted().generation_id;
                 WRITES
                     .lock()
@@ -125,6 +128,9 @@ async fn worker(bootstrap: &str, group: &str, id: &str) -> Worker {
         .unwrap();
     let mut config = config(bootstrap, group, id);
     config.tasks.store.enabled = true;
+    // The status API, as in a deployment: peers then hear of a rebalance (and of a dead peer)
+    // at once, not at their next heartbeat (see `group::failover`).
+    config.status.addr = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
     let builder = WorkerBuilder::new(config)
         .register::<Dir>("dir")
         .register::<Leaf>("leaf");
@@ -229,19 +235,41 @@ async fn generator(bootstrap: &str, group: &str) {
 
     // A file appears, another goes.
     set_source(src, &["f2", "f3"]);
-    let added = after_declared("the added child runs", &id("f3"), || leaf(&id("f3")).1 == 1).await;
-    let removed =
-        after_declared("the removed child stops", &id("f1"), || leaf(&id("f1")).1 == 0).await;
+    // Both watched at once: each time is from the declaration to the first poll that sees it.
+    let (mut added, mut removed) = (None, None);
+    until("the added child runs and the removed one stops", || {
+        let Some(declared) = DECLARED.lock().unwrap().get(&id("f3")).copied() else {
+            return false;
+        };
+        if added.is_none() && leaf(&id("f3")).1 == 1 {
+            added = Some(declared.elapsed());
+        }
+        if removed.is_none() && leaf(&id("f1")).1 == 0 {
+            removed = Some(declared.elapsed());
+        }
+        added.is_some() && removed.is_some()
+    })
+    .await;
+    let (added, removed) = (added.unwrap(), removed.unwrap());
     eprintln!("generator: added child declared -> running: {added:?}");
     eprintln!("generator: removed child declared -> stopped everywhere: {removed:?}");
-    assert!(added < Duration::from_secs(1), "added child ran after {added:?}");
-    assert!(removed < Duration::from_secs(1), "removed child stopped after {removed:?}");
+    assert!(
+        added < Duration::from_secs(1),
+        "added child ran after {added:?}"
+    );
+    assert!(
+        removed < Duration::from_secs(1),
+        "removed child stopped after {removed:?}"
+    );
     let view = store.read_all().await.unwrap();
     assert_eq!(
         children(&view, &gen_id).keys().cloned().collect::<Vec<_>>(),
         [id("f2"), id("f3")]
     );
-    let claim = view.lineage.newest_claim(&gen_id).expect("the generator claimed");
+    let claim = view
+        .lineage
+        .newest_claim(&gen_id)
+        .expect("the generator claimed");
 
     // An older owner's late writes (simulated through the store with an older token): a
     // changed child, a new one and a removal. The view and the children do not change.
@@ -273,7 +301,10 @@ async fn generator(bootstrap: &str, group: &str) {
     let after = store.read_all().await.unwrap();
     assert!(after.offset > *written.last().unwrap());
     for child in [id("f2"), id("f3")] {
-        assert_eq!(after.tasks[&child].record, view.tasks[&child].record, "{child}");
+        assert_eq!(
+            after.tasks[&child].record, view.tasks[&child].record,
+            "{child}"
+        );
     }
     assert!(!after.tasks.contains_key(&zombie_id));
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -281,7 +312,11 @@ async fn generator(bootstrap: &str, group: &str) {
     assert_eq!(leaf(&zombie_id), (0, 0), "the zombie's child never ran");
     // The generator's owner wrote every key the ignored writes were latest on.
     let repaired = store.read_all().await.unwrap();
-    assert!(repaired.lineage.fenced.is_empty(), "{:?}", repaired.lineage.fenced);
+    assert!(
+        repaired.lineage.fenced.is_empty(),
+        "{:?}",
+        repaired.lineage.fenced
+    );
     assert!(repaired.lineage.removed.contains_key(&zombie_id));
 
     // The generator's worker dies abruptly: the generator runs again on the other worker,
@@ -314,27 +349,46 @@ async fn generator(bootstrap: &str, group: &str) {
         killed.elapsed()
     );
     for c in [id("f2"), id("f3")] {
-        until("every child runs on the survivor", || running_on(&alive.handle, &c)).await;
+        until("every child runs on the survivor", || {
+            running_on(&alive.handle, &c)
+        })
+        .await;
     }
     let last = WRITES.lock().unwrap().last().cloned().unwrap();
-    assert!(last.1 > claim, "the generator runs in a newer generation: {last:?}");
+    assert!(
+        last.1 > claim,
+        "the generator runs in a newer generation: {last:?}"
+    );
     assert_eq!(last.2, 0, "the moved generator rewrote no child");
     let view = store.read_all().await.unwrap();
-    assert_eq!(children(&view, &gen_id), versions, "no child record rewritten");
+    assert_eq!(
+        children(&view, &gen_id),
+        versions,
+        "no child record rewritten"
+    );
     assert_eq!(view.lineage.newest_claim(&gen_id), Some(last.1));
     let runs_now: Vec<(u32, u32)> = kept.iter().map(|c| leaf(c)).collect();
-    assert_eq!(runs_now, kept_runs, "children on the survivor kept running: {kept:?}");
+    assert_eq!(
+        runs_now, kept_runs,
+        "children on the survivor kept running: {kept:?}"
+    );
     for c in [id("f2"), id("f3")] {
         assert_eq!(leaf(&c).1, 1, "{c} runs once");
     }
 
     // Pausing the generator pauses its children; deleting it deletes them.
-    store.set_state(&gen_id, DesiredState::Paused).await.unwrap();
+    store
+        .set_state(&gen_id, DesiredState::Paused)
+        .await
+        .unwrap();
     until("the children pause", || {
         [id("f2"), id("f3")].iter().all(|c| leaf(c).1 == 0)
     })
     .await;
-    store.set_state(&gen_id, DesiredState::Running).await.unwrap();
+    store
+        .set_state(&gen_id, DesiredState::Running)
+        .await
+        .unwrap();
     until("the children resume", || {
         [id("f2"), id("f3")].iter().all(|c| leaf(c).1 == 1)
     })

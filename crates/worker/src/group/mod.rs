@@ -609,6 +609,7 @@ async fn open_store(
         .set_store(crate::generator::StoreAccess {
             store: store.clone(),
             views: tail.receiver.clone(),
+            code: Arc::clone(&code),
         });
     let link = run::StoreLink {
         code: (*code).clone(),
