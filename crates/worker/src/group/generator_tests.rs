@@ -230,7 +230,7 @@ async fn generator(bootstrap: &str, group: &str) {
         .unwrap();
     for f in ["f1", "f2"] {
         let took = after_declared("a first child runs", &id(f), || leaf(&id(f)).1 == 1).await;
-        eprintln!("generator: {f} declared -> running: {took:?}");
+        eprintln!("{src}: {f} declared -> running: {took:?}");
     }
 
     // A file appears, another goes.
@@ -251,8 +251,8 @@ async fn generator(bootstrap: &str, group: &str) {
     })
     .await;
     let (added, removed) = (added.unwrap(), removed.unwrap());
-    eprintln!("generator: added child declared -> running: {added:?}");
-    eprintln!("generator: removed child declared -> stopped everywhere: {removed:?}");
+    eprintln!("{src}: added child declared -> running: {added:?}");
+    eprintln!("{src}: removed child declared -> stopped everywhere: {removed:?}");
     assert!(
         added < Duration::from_secs(1),
         "added child ran after {added:?}"
@@ -345,7 +345,7 @@ async fn generator(bootstrap: &str, group: &str) {
     })
     .await;
     eprintln!(
-        "generator: killed -> running elsewhere and declared: {:?}",
+        "{src}: killed -> running elsewhere and declared: {:?}",
         killed.elapsed()
     );
     for c in [id("f2"), id("f3")] {
