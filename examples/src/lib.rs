@@ -10,6 +10,7 @@
 
 pub mod beat;
 pub mod consumer;
+pub mod files;
 pub mod member;
 pub mod single_writer;
 

@@ -18,6 +18,8 @@ pub(crate) struct Placed {
     pub id: String,
     /// Its kind.
     pub kind: String,
+    /// The generator that declared it, if one did.
+    pub generated_by: Option<String>,
     /// Its actual state: what its owner's status API reports (`RUNNING`, `FAILED`, `PAUSED`,
     /// ...), [`UNASSIGNED`] when no worker holds it, [`UNKNOWN`] when its owner did not say.
     pub state: String,
@@ -73,6 +75,11 @@ pub(crate) fn place(store: &StoreView, group: &GroupView, reports: &Reports) -> 
             Placed {
                 id: task.id.clone(),
                 kind: task.record.kind.clone(),
+                generated_by: task
+                    .record
+                    .generated_by
+                    .as_ref()
+                    .map(|b| b.generator.clone()),
                 state,
                 desired: task.record.state,
                 error: reported.and_then(|r| r.error.clone()),
@@ -87,15 +94,17 @@ pub(crate) fn place(store: &StoreView, group: &GroupView, reports: &Reports) -> 
 /// The table `kroupier describe` and `kroupier tasks list` print (cells as [`crate::table`]
 /// writes them): `STATE` is the actual state (see [`Placed::state`]), `DESIRED` the store's
 /// `running` or `paused`, `OWNER` the worker that holds the task, `UNPLACED` why none does when
-/// the leader says; both `-` for a task no assignment mentions yet.
+/// the leader says; both `-` for a task no assignment mentions yet. `PARENT` is the generator
+/// that declared the task (`-` for none).
 pub(crate) fn table(placed: &[Placed]) -> String {
     use crate::table::{cell, optional};
-    let rows: Vec<[String; 7]> = placed
+    let rows: Vec<[String; 8]> = placed
         .iter()
         .map(|p| {
             [
                 cell(&p.id),
                 cell(&p.kind),
+                optional(p.generated_by.as_deref()),
                 cell(&p.state),
                 p.desired.as_str().to_owned(),
                 p.version.to_string(),
@@ -106,7 +115,7 @@ pub(crate) fn table(placed: &[Placed]) -> String {
         .collect();
     crate::table::render(
         [
-            "TASK", "KIND", "STATE", "DESIRED", "VERSION", "OWNER", "UNPLACED",
+            "TASK", "KIND", "PARENT", "STATE", "DESIRED", "VERSION", "OWNER", "UNPLACED",
         ],
         &rows,
     )
@@ -227,18 +236,18 @@ mod tests {
         assert_eq!(
             rows[0],
             [
-                "TASK", "KIND", "STATE", "DESIRED", "VERSION", "OWNER", "UNPLACED"
+                "TASK", "KIND", "PARENT", "STATE", "DESIRED", "VERSION", "OWNER", "UNPLACED"
             ]
         );
         // The actual state first: a FAILED task that should run says FAILED, not running.
         assert_eq!(
             rows[1],
-            ["a", "beat", "FAILED", "running", "0", "w1", "-"],
+            ["a", "beat", "-", "FAILED", "running", "0", "w1", "-"],
             "{table}"
         );
         assert_eq!(
             rows[2],
-            ["b", "beat", "UNKNOWN", "paused", "1", "w2", "-"],
+            ["b", "beat", "-", "UNKNOWN", "paused", "1", "w2", "-"],
             "{table}"
         );
         assert_eq!(
@@ -246,6 +255,7 @@ mod tests {
             [
                 "c",
                 "mystery",
+                "-",
                 "UNASSIGNED",
                 "running",
                 "2",
@@ -256,7 +266,7 @@ mod tests {
         );
         assert_eq!(
             rows[4],
-            ["d", "beat", "UNASSIGNED", "running", "3", "-", "-"],
+            ["d", "beat", "-", "UNASSIGNED", "running", "3", "-", "-"],
             "{table}"
         );
     }

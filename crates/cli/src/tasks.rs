@@ -200,6 +200,8 @@ impl Request {
 struct TaskRow<'a> {
     id: &'a str,
     kind: &'a str,
+    /// The generator that declared it, `null` for none.
+    generated_by: Option<&'a str>,
     /// The actual state (`RUNNING`, `FAILED`, ..., `UNASSIGNED`, `UNKNOWN`).
     state: String,
     /// The desired state in the store.
@@ -381,6 +383,7 @@ fn record(
         },
         weight,
         restart: 0,
+        generated_by: None,
     })
 }
 
@@ -409,6 +412,11 @@ fn print_listing(
         .map(|(task, placed)| TaskRow {
             id: &task.id,
             kind: &task.record.kind,
+            generated_by: task
+                .record
+                .generated_by
+                .as_ref()
+                .map(|b| b.generator.as_str()),
             state: placed.state,
             desired: placed.desired,
             error: placed.error,

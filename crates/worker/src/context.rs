@@ -31,7 +31,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use crate::catalogue::TaskSpec;
 use crate::checkpoint::{CheckpointError, Checkpoints};
+use crate::store::StoreError;
 
 pub use kroupier_coordinator::membership::{FencingToken, Lease};
 
@@ -148,6 +150,11 @@ impl TaskLease {
             });
         }
         Ok(member.token.clone())
+    }
+
+    /// The task's id.
+    pub(crate) fn task_id(&self) -> &str {
+        &self.task_id
     }
 
     /// Whether [`check`](Self::check) passes now.
@@ -322,6 +329,50 @@ impl TaskContext {
         let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
         // Boxed for the same reason as `save_checkpoint`.
         Box::pin(checkpoints.newest(self.task_id())).await
+    }
+
+    /// Declares this task's children, making it a generator (Kafka Connect's connector and its
+    /// `taskConfigs`): the task store then holds exactly these tasks as this task's children,
+    /// placed on any worker like every task. Call it whenever the source the children come
+    /// from changes; the whole set each time.
+    ///
+    /// The worker writes the difference with the store: new and changed children (kind,
+    /// config or weight; an operator's pause or restart of a child is kept), and the removal
+    /// of children no longer declared. A child stored as declared is not written again, so a
+    /// generator that restarts elsewhere and declares the same children leaves them running
+    /// where they are. Until this task stops, the worker keeps the store equal to the last
+    /// declaration (a child deleted by hand comes back). Deleting or pausing this task deletes
+    /// or pauses its children. An id that is already a task this generator did not declare is
+    /// left alone, with a warning.
+    ///
+    /// The lease is checked before anything is written, and a write that lands after a newer
+    /// owner of this task claimed it is ignored by every reader (see
+    /// [generated tasks](crate::store#generated-tasks)). Returns how many child records were
+    /// written: 0 when the store already held the children as declared.
+    ///
+    /// # Errors
+    /// [`StoreError::Disabled`] when the worker has no task store; [`StoreError::InvalidId`]
+    /// or [`StoreError::InvalidRecord`] for a child the store cannot hold, a duplicate id, or
+    /// this task's own id (nothing is written then); [`StoreError::Fenced`] when the lease
+    /// check fails or a newer owner claimed this task; [`StoreError::Log`] when the write
+    /// fails.
+    pub async fn set_children(
+        &self,
+        children: impl IntoIterator<Item = TaskSpec>,
+    ) -> Result<usize, StoreError> {
+        let children: Vec<TaskSpec> = children.into_iter().collect();
+        let Some(sink) = &self.inner.progress else {
+            return Err(StoreError::Disabled);
+        };
+        let shared = &sink.shared;
+        let declare = crate::generator::declare(
+            &shared.generators,
+            shared.store.get(),
+            &self.inner.lease,
+            children,
+        );
+        // Boxed, as `save_checkpoint`.
+        Box::pin(declare).await
     }
 
     /// The task's cancellation token; cancelled on revoke and on shutdown.

@@ -80,6 +80,7 @@ mod catalogue;
 pub mod checkpoint;
 pub mod config;
 mod context;
+mod generator;
 mod group;
 // Public with the `journal` feature: the demo, the examples and the tests write and check
 // journals; a worker needs none of it.

@@ -32,6 +32,7 @@ use kroupier::worker::AssignedTimes;
 use kroupier::worker::journal::unix_ms;
 use kroupier::{WorkerBuilder, WorkerConfig, WorkerEvent};
 use kroupier_examples::beat::{BEAT, Beat, BeatConfig, BeatEnv};
+use kroupier_examples::files::{DIR, Dir, DirConfig, FILE, File, FileConfig};
 use kroupier_examples::{SessionArgs, os_signals};
 
 /// Run `beat` tasks in a Kafka group.
@@ -231,7 +232,15 @@ async fn main() -> ExitCode {
                     env: env.clone(),
                 })
             },
-        );
+        )
+        // A generator kind and its children's (src/files.rs): put a `dir` task in the task
+        // store, and each file of its directory runs as a `file` task.
+        .register_with(DIR, |config: DirConfig| -> Result<Dir, Infallible> {
+            Ok(Dir(config))
+        })
+        .register_with(FILE, |config: FileConfig| -> Result<File, Infallible> {
+            Ok(File(config))
+        });
     // The catalogue: the same on every worker of the group; configs are checked by the compiler.
     for i in 0..args.tasks {
         let id = format!("task-{i}");

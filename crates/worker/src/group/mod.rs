@@ -604,6 +604,13 @@ async fn open_store(
         .map_err(|e| failed(&e))?;
     runtime.supervisor().set_checkpoints(Arc::new(checkpoints));
     let tail = tailed.tail(view);
+    runtime
+        .supervisor()
+        .set_store(crate::generator::StoreAccess {
+            store: store.clone(),
+            views: tail.receiver.clone(),
+            code: Arc::clone(&code),
+        });
     let link = run::StoreLink {
         code: (*code).clone(),
         views: tail.receiver.clone(),

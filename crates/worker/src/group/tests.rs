@@ -230,3 +230,7 @@ async fn an_assigned_event_says_where_the_rebalance_time_went() {
     second.shutdown().await.expect("clean shutdown");
     first.shutdown().await.expect("clean shutdown");
 }
+
+#[cfg(test)]
+#[path = "generator_tests.rs"]
+mod generator_tests;

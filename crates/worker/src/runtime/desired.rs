@@ -16,12 +16,21 @@
 //!
 //! A store task with the id of a task defined in code replaces it: the store is what operators
 //! change at run time, so it has the last word.
+//!
+//! A generated task lives and pauses with its generator: a child whose generator (or one up
+//! its line) is gone from both the store and the code is not in the catalogue, and a child of
+//! a paused generator is paused (its own record keeps its own state, which counts again once
+//! the generator resumes).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
 use crate::catalogue::Catalogue;
-use crate::store::{DesiredState, StoreView};
+use crate::store::{DesiredState, StoreView, StoredTask};
+
+/// How far up a generated task's line of generators its state is looked for (a longer line,
+/// or a cycle put by hand, stops there).
+const MAX_LINE: usize = 16;
 
 /// Where a task of the effective catalogue comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +68,8 @@ pub(crate) struct Desired {
     pub(crate) offset: Option<i64>,
     /// Store records that are not task records, by task id, with why (shown by `GET /tasks`).
     pub(crate) invalid: BTreeMap<String, String>,
+    /// The generator of each generated task, by task id.
+    pub(crate) parents: BTreeMap<String, String>,
     /// The catalogue's placement fingerprint, computed once (reset it when changing the
     /// catalogue in place).
     pub(crate) placement: OnceLock<u64>,
@@ -121,6 +132,7 @@ impl Desired {
             entries: BTreeMap::new(),
             offset: None,
             invalid: BTreeMap::new(),
+            parents: BTreeMap::new(),
             placement: OnceLock::new(),
             fingerprint: OnceLock::new(),
         }
@@ -156,9 +168,16 @@ impl Desired {
         // The previous specs and entries, walked in step with the view (all sorted by id).
         let (prev_specs, prev_entries) = (spec_list(prev), entry_list(prev));
         let (mut i, mut j) = (0, 0);
+        let mut parents = BTreeMap::new();
         for task in view.tasks.values() {
+            let Some(state) = line_state(view, code, task) else {
+                continue;
+            };
+            if let Some(by) = &task.record.generated_by {
+                parents.insert(task.id.clone(), by.generator.clone());
+            }
             let entry = Entry {
-                state: task.record.state,
+                state,
                 restart: task.record.restart,
                 source: Source::Store {
                     version: task.version,
@@ -205,9 +224,15 @@ impl Desired {
                 .iter()
                 .map(|(id, invalid)| (id.clone(), invalid.reason.clone()))
                 .collect(),
+            parents,
             placement: OnceLock::new(),
             fingerprint: OnceLock::new(),
         }
+    }
+
+    /// The generator of task `id`, when a generator declared it.
+    pub(crate) fn parent(&self, id: &str) -> Option<&str> {
+        self.parents.get(id).map(String::as_str)
     }
 
     /// The desired state of task `id`: its store entry, [`CODE`] for a task defined in code
@@ -268,6 +293,29 @@ impl Desired {
         });
         changes
     }
+}
+
+/// A stored task's desired state with its line of generators: `None` when a generator up the
+/// line is in neither the store nor `code` (the task is not run), paused when one is paused,
+/// its own state otherwise.
+fn line_state(view: &StoreView, code: &Catalogue, task: &StoredTask) -> Option<DesiredState> {
+    let mut state = task.record.state;
+    let mut by = task.record.generated_by.as_ref();
+    for _ in 0..MAX_LINE {
+        let Some(generator) = by.map(|b| b.generator.as_str()) else {
+            break;
+        };
+        match view.tasks.get(generator) {
+            Some(parent) => {
+                if parent.record.state == DesiredState::Paused {
+                    state = DesiredState::Paused;
+                }
+                by = parent.record.generated_by.as_ref();
+            }
+            None => return code.contains(generator).then_some(state),
+        }
+    }
+    Some(state)
 }
 
 fn spec_list(d: &Desired) -> Vec<(&str, &Arc<crate::catalogue::TaskSpec>)> {
@@ -497,6 +545,52 @@ mod tests {
         let desired = Desired::merge(&code(), &v);
         assert!(!desired.catalogue.contains("bad"));
         assert!(desired.invalid["bad"].contains("not a task record"));
+    }
+
+    fn child_of(generator: &str) -> TaskRecord {
+        let mut record = beat(5);
+        record.generated_by = Some(crate::store::GeneratedBy {
+            generator: generator.into(),
+            generation: 1,
+        });
+        record
+    }
+
+    #[test]
+    fn generated_tasks_live_and_pause_with_their_generator() {
+        let gen_ = beat(1);
+        let running = Desired::merge(
+            &code(),
+            &view(&[
+                ("gen", Some(gen_.clone())),
+                ("c1", Some(child_of("gen"))),
+                ("c2", Some(child_of("c1"))),
+                ("of-code", Some(child_of("code-0"))),
+            ]),
+        );
+        assert_eq!(running.parent("c1"), Some("gen"));
+        assert_eq!(running.parent("gen"), None);
+        assert_eq!(running.paused(), ids(&[]));
+        assert!(running.catalogue.contains("of-code"));
+        // Pausing the generator pauses its line; no placement change.
+        let paused = Desired::merge(
+            &code(),
+            &view(&[
+                ("gen", Some(gen_.with_state(DesiredState::Paused))),
+                ("c1", Some(child_of("gen"))),
+                ("c2", Some(child_of("c1"))),
+            ]),
+        );
+        assert_eq!(paused.paused(), ids(&["c1", "c2", "gen"]));
+        // A child whose generator is gone is not run, nor are its own children.
+        let orphans = Desired::merge(
+            &code(),
+            &view(&[("c1", Some(child_of("gen"))), ("c2", Some(child_of("c1")))]),
+        );
+        assert!(!orphans.catalogue.contains("c1"));
+        assert!(!orphans.catalogue.contains("c2"));
+        let changes = orphans.changes_since(&running);
+        assert!(changes.removed.contains("c1") && changes.placement);
     }
 }
 

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::StoreError;
+use super::lineage::claim_key;
 use super::record::{DesiredState, MAX_VALUE_BYTES, TaskRecord, validate_id};
 use super::view::StoreView;
 
@@ -141,21 +142,34 @@ impl TaskStore {
         &self,
         tasks: impl IntoIterator<Item = (String, TaskRecord)>,
     ) -> Result<Vec<i64>, StoreError> {
+        let mut records = Vec::new();
+        for (id, record) in tasks {
+            let value = record.encode(&id)?;
+            records.push(LogRecord {
+                key: Bytes::from(id),
+                value: Some(value),
+            });
+        }
+        self.append_batched(records).await
+    }
+
+    /// Appends `records` in order, in batches of at most [`MAX_VALUE_BYTES`] of keys and
+    /// values, and returns their offsets, in order.
+    pub(crate) async fn append_batched(
+        &self,
+        records: Vec<LogRecord>,
+    ) -> Result<Vec<i64>, StoreError> {
         let mut batches = Vec::new();
         let mut current = Vec::new();
         let mut current_bytes = 0;
-        for (id, record) in tasks {
-            let value = record.encode(&id)?;
-            let bytes = id.len() + value.len();
+        for record in records {
+            let bytes = record.key.len() + record.value.as_ref().map_or(0, Bytes::len);
             if !current.is_empty() && current_bytes + bytes > MAX_VALUE_BYTES {
                 batches.push(std::mem::take(&mut current));
                 current_bytes = 0;
             }
             current_bytes += bytes;
-            current.push(LogRecord {
-                key: Bytes::from(id),
-                value: Some(value),
-            });
+            current.push(record);
         }
         if !current.is_empty() {
             batches.push(current);
@@ -170,7 +184,8 @@ impl TaskStore {
     }
 
     /// Deletes task `id` (writes a tombstone) and returns the tombstone's offset. A task whose
-    /// latest record is unreadable can be deleted too.
+    /// latest record is unreadable can be deleted too. A generator is deleted with every task
+    /// it declared (and theirs, for children that generate), which are tombstoned first.
     ///
     /// # Errors
     /// [`StoreError::NotFound`] if the store does not hold the task; as [`put`](Self::put)
@@ -181,7 +196,18 @@ impl TaskStore {
         if !view.tasks.contains_key(id) && !view.invalid.contains_key(id) {
             return Err(self.not_found(id));
         }
-        self.append(id, None).await
+        // A generator's children, theirs in turn, their markers and claims go first, in one
+        // produce where they fit: its children never outlive it in the store.
+        let mut records: Vec<LogRecord> = descendants(&view, id)
+            .into_iter()
+            .map(|key| LogRecord { key, value: None })
+            .collect();
+        records.push(LogRecord {
+            key: Bytes::copy_from_slice(id.as_bytes()),
+            value: None,
+        });
+        let offsets = self.append_batched(records).await?;
+        Ok(offsets.last().copied().unwrap_or_default())
     }
 
     /// Sets task `id` running or paused and returns its version. A task already in `state`
@@ -256,6 +282,36 @@ impl TaskStore {
             topic: self.topic().to_owned(),
         }
     }
+}
+
+/// The keys to tombstone with generator `id`: its children (and theirs, for children that
+/// generate), the removal markers and ignored writes they left, and their claims.
+fn descendants(view: &StoreView, id: &str) -> Vec<Bytes> {
+    let lineage = &view.lineage;
+    let mut generators = vec![id.to_owned()];
+    let mut keys = Vec::new();
+    let mut seen = std::collections::BTreeSet::from([id.to_owned()]);
+    while let Some(generator) = generators.pop() {
+        let of = |by: &super::GeneratedBy| by.generator == generator;
+        let children = view.children_of(&generator).map(|t| t.id.clone());
+        let removed = lineage.removed.iter().filter(|(_, by)| of(by));
+        let fenced = lineage.fenced.iter().filter(|(_, f)| of(&f.by));
+        let fenced = fenced.filter(|(key, _)| !view.tasks.contains_key(*key));
+        let ids: Vec<String> = children
+            .chain(removed.map(|(key, _)| key.clone()))
+            .chain(fenced.map(|(key, _)| key.clone()))
+            .collect();
+        for child in ids {
+            if seen.insert(child.clone()) {
+                keys.push(Bytes::from(child.clone()));
+                generators.push(child);
+            }
+        }
+        for generation in lineage.claims.get(&generator).into_iter().flatten() {
+            keys.push(claim_key(&generator, *generation));
+        }
+    }
+    keys
 }
 
 /// A view of the store that a background task keeps up to date. Dropping it stops the task.

@@ -89,4 +89,19 @@ pub enum StoreError {
         /// The end offset it was reading to.
         end: i64,
     },
+    /// A generator's worker may no longer own the generator: it writes none of its children.
+    #[error(
+        "generator `{task}` did not write its children: {reason}; the generator's current owner declares them"
+    )]
+    Fenced {
+        /// The generator's task id.
+        task: String,
+        /// Why: its lease check failed, or a newer owner claimed it.
+        reason: String,
+    },
+    /// The task runs outside a worker with a task store, so it cannot declare children.
+    #[error(
+        "this worker has no task store, so tasks cannot declare children; set tasks.store.enabled=true"
+    )]
+    Disabled,
 }

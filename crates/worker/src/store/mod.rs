@@ -8,7 +8,52 @@
 //!   write through it), and [`StoreTail`], the view a worker keeps up to date with it.
 //!
 //! Concurrent writers: the last write per task wins, in the order the records land in the
-//! topic.
+//! topic — with one exception, for generated tasks.
+//!
+//! # Generated tasks
+//! A running task may declare child tasks with
+//! [`TaskContext::set_children`](crate::TaskContext::set_children) (Kafka Connect's connector
+//! and its `taskConfigs`). Its worker writes the difference between the declared children and
+//! the store: a put for each new or changed child, a *removal marker* for each child no longer
+//! declared. A child's record says who declared it:
+//! `"generated_by":{"generator":"<id>","generation":N}`, where `N` is the generation in which
+//! the generator's worker was granted the generator (its fencing token). Before its first write
+//! in a run, the worker *claims* the generator in that generation: a record under the key
+//! `<generator id>@<N>` (`@` never occurs in a task id).
+//!
+//! **Why a zombie generator's write is ignored.** A worker that lost its session (a GC pause,
+//! a SIGSTOP, a partition) may still have a write in flight, decided while its lease was valid,
+//! that lands after the generator moved on. The rule: readers ignore a child put or removal
+//! marker whose generation is older than the newest claim of its generator, in whatever order
+//! the records land. It holds because
+//! 1. the generator moves to another worker only through a rebalance, so the new owner's
+//!    generation is higher than every older owner's;
+//! 2. the new owner writes its claim before any child record, and each worker checks its lease
+//!    before it writes (as for checkpoints): a write that lands after the new claim and carries
+//!    an older generation can only be an older owner's;
+//! 3. claims carry the generation in their key, so compaction, which keeps the latest record of
+//!    each key, never replaces a newer claim with an older one; the newest claim survives until
+//!    the generator is deleted;
+//! 4. a removal is a record (a marker that carries the token), not a tombstone, which could not
+//!    be told apart from anyone else's delete.
+//!
+//! An ignored write is still the latest record of its key, so compaction may remove the heeded
+//! record under it. The generator's current owner therefore writes every such key again (the
+//! declared child, or a new marker) as soon as it sees the ignored write; until then a reader
+//! that starts after compaction removed the heeded record misses that one child. Compaction
+//! only touches closed segments, so in practice the repair comes first.
+//!
+//! Assumptions, as for every fencing token of kroupier: the group's generations only grow
+//! (true while the group exists; Kafka deletes an empty group after
+//! `offsets.retention.minutes` and then counts from 1 again — delete and put the generator
+//! again if that happened), and a write that lands before the new owner's claim is an ordinary
+//! write of the generator, which the new owner's first reconciliation overwrites.
+//!
+//! Writers other than generators (the CLI, the status API) are not fenced: a task put by hand
+//! is nobody's child, and a generator leaves it alone even if it declares the same id.
+//! Deleting a generator ([`TaskStore::delete`]) deletes its children, their markers and its
+//! claims; readers also treat a child whose generator is gone as deleted, and a child of a
+//! paused generator as paused.
 //!
 //! # Examples
 //!
@@ -36,6 +81,7 @@
 
 mod client;
 mod error;
+pub(crate) mod lineage;
 pub mod record;
 #[cfg(test)]
 mod tests;
@@ -44,6 +90,8 @@ pub mod view;
 
 pub use client::{StoreTail, TAIL_WAIT, TaskStore};
 pub use error::StoreError;
-pub use record::{DesiredState, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord, validate_id};
+pub use record::{
+    DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord, validate_id,
+};
 pub use topic::{MAX_TOPIC_NAME_BYTES, checkpoints_topic, tasks_topic};
 pub use view::{InvalidRecord, StoreView, StoredTask};

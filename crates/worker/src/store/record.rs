@@ -2,7 +2,10 @@
 //!
 //! Key: the task id, UTF-8. Value: JSON,
 //! `{"kind":"beat","config":{...},"state":"running","weight":1,"restart":0}`; a tombstone (no
-//! value) deletes the task. Readers ignore fields they do not know, so a newer writer that adds
+//! value) deletes the task. A task a generator declared also carries
+//! `"generated_by":{"generator":"<id>","generation":N}` (see [generated tasks](super#generated-tasks)),
+//! absent in every other record, so records written before generators read as tasks no
+//! generator owns. Readers ignore fields they do not know, so a newer writer that adds
 //! one stays readable, and take the documented default for a missing one. A value that is not a
 //! task record (not JSON, a wrong type, an unknown state, weight 0, an empty kind) is skipped
 //! with a warning and reported by the reader, never a panic: one bad record must not stop a
@@ -69,6 +72,22 @@ pub struct TaskRecord {
     /// it sees the number change. 0 when missing.
     #[serde(default)]
     pub restart: u64,
+    /// The generator that declared this task; `None` for a task put by anyone else, and when
+    /// missing (records written before generators existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_by: Option<GeneratedBy>,
+}
+
+/// Which generator declared a task, and under which fencing token: the generation in which
+/// the generator's worker was granted the generator. Readers ignore a write carrying a
+/// generation older than the newest one the generator claimed (see
+/// [generated tasks](super#generated-tasks)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GeneratedBy {
+    /// The generator's task id.
+    pub generator: String,
+    /// The generation in which the generator's worker was granted it.
+    pub generation: i32,
 }
 
 fn default_weight() -> u32 {
@@ -84,6 +103,7 @@ impl TaskRecord {
             state: DesiredState::Running,
             weight: 1,
             restart: 0,
+            generated_by: None,
         }
     }
 
@@ -154,6 +174,11 @@ impl TaskRecord {
         }
         if self.weight == 0 {
             return Err("its weight is 0; weights must be at least 1");
+        }
+        if let Some(by) = &self.generated_by
+            && validate_id(&by.generator).is_err()
+        {
+            return Err("its generator is not a task id");
         }
         Ok(())
     }

@@ -12,12 +12,18 @@
 //! A record that is not a task record (see [`record`](super::record)) does not stop the reader:
 //! its task leaves [`StoreView::tasks`] (its latest record is not runnable) and shows in
 //! [`StoreView::invalid`] with the reason, until a valid record or a tombstone replaces it.
+//!
+//! Generators' records (claims and removal markers, see [generated tasks](super#generated-tasks)) are
+//! applied too, and one rule comes on top of the last write: a task record or removal marker
+//! written by a generator under a generation older than the newest claim of that generator is
+//! ignored (the module guide of [`store`](super) argues why).
 
 use std::collections::BTreeMap;
 
 use kroupier_coordinator::log::ReadRecord;
 
-use super::record::{TaskRecord, validate_id};
+use super::lineage::{Fenced, Lineage, RemovedValue, parse_claim_key};
+use super::record::{GeneratedBy, TaskRecord, validate_id};
 use crate::catalogue::TaskSpec;
 
 /// A task as stored, with its version.
@@ -57,6 +63,8 @@ pub struct StoreView {
     /// Tasks whose latest record is not a task record, by id (a key that is not UTF-8 shows
     /// with its bytes replaced as by [`String::from_utf8_lossy`]).
     pub invalid: BTreeMap<String, InvalidRecord>,
+    /// What the store holds of generators: claims, removed children, ignored writes.
+    pub(crate) lineage: Lineage,
 }
 
 impl StoreView {
@@ -78,6 +86,11 @@ impl StoreView {
             return;
         }
         self.offset = offset + 1;
+        if let Some((generator, generation)) = parse_claim_key(key) {
+            self.lineage
+                .apply_claim(generator, generation, value.is_some());
+            return;
+        }
         let id = match std::str::from_utf8(key) {
             Ok(id) => id,
             Err(_) => {
@@ -92,11 +105,18 @@ impl StoreView {
         let Some(value) = value else {
             self.tasks.remove(id);
             self.invalid.remove(id);
+            self.lineage.heeded(id);
             return;
         };
         match TaskRecord::decode(value) {
             Ok(record) => {
+                if let Some(by) = &record.generated_by
+                    && self.fence(id, offset, by)
+                {
+                    return;
+                }
                 self.invalid.remove(id);
+                self.lineage.heeded(id);
                 let task = StoredTask {
                     id: id.to_owned(),
                     record,
@@ -105,10 +125,57 @@ impl StoreView {
                 self.tasks.insert(id.to_owned(), task);
             }
             Err(reason) => {
+                if let Some(by) = RemovedValue::decode(value) {
+                    if self.fence(id, offset, &by) {
+                        return;
+                    }
+                    self.tasks.remove(id);
+                    self.invalid.remove(id);
+                    self.lineage.heeded(id);
+                    self.lineage.removed.insert(id.to_owned(), by);
+                    return;
+                }
                 self.tasks.remove(id);
+                self.lineage.heeded(id);
                 self.skip(id.to_owned(), offset, Some(value), reason);
             }
         }
+    }
+
+    /// Whether the write at `offset` to `id` comes from an older owner of its generator than
+    /// the newest claim; if so it is ignored, and kept in the lineage for the generator's
+    /// current owner to overwrite.
+    fn fence(&mut self, id: &str, offset: i64, by: &GeneratedBy) -> bool {
+        if !self.lineage.fences(by) {
+            return false;
+        }
+        tracing::warn!(
+            task = id,
+            offset,
+            generator = %by.generator,
+            generation = by.generation,
+            newest = ?self.lineage.newest_claim(&by.generator),
+            "ignored a write of a generator's older owner (a zombie's late write)"
+        );
+        let fenced = Fenced {
+            offset,
+            by: by.clone(),
+        };
+        self.lineage.fenced.insert(id.to_owned(), fenced);
+        true
+    }
+
+    /// The tasks `generator` declared, as the view holds them.
+    pub(crate) fn children_of<'a>(
+        &'a self,
+        generator: &'a str,
+    ) -> impl Iterator<Item = &'a StoredTask> + 'a {
+        self.tasks.values().filter(move |task| {
+            task.record
+                .generated_by
+                .as_ref()
+                .is_some_and(|by| by.generator == generator)
+        })
     }
 
     /// Records that a read reached `next_offset` (past records compaction removed, too).

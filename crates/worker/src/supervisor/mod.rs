@@ -182,6 +182,11 @@ impl Supervisor {
         let _ = self.shared.checkpoints.set(checkpoints);
     }
 
+    /// Gives every task started from now on the task store, to declare children in.
+    pub(crate) fn set_store(&self, access: crate::generator::StoreAccess) {
+        let _ = self.shared.store.set(access);
+    }
+
     /// The checkpoint client, once set (with a task store).
     pub(crate) fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
         self.shared.checkpoints.get().cloned()

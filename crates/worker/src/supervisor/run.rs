@@ -48,6 +48,10 @@ pub(crate) struct RunShared {
     member: watch::Receiver<Lease>,
     /// The checkpoint client the tasks' contexts save and read through (with a task store).
     pub(crate) checkpoints: OnceLock<Arc<Checkpoints>>,
+    /// The task store the tasks' contexts declare children in (with a task store).
+    pub(crate) store: OnceLock<crate::generator::StoreAccess>,
+    /// The generators of this worker that declared children.
+    pub(crate) generators: crate::generator::Generators,
     /// The providers that resolve the secret references of a config at each build.
     pub(crate) providers: ConfigProviders,
     /// When this supervisor was made: runs keep instants as offsets from it.
@@ -75,6 +79,8 @@ impl RunShared {
             slots: Mutex::new(BTreeMap::new()),
             member,
             checkpoints: OnceLock::new(),
+            store: OnceLock::new(),
+            generators: crate::generator::Generators::default(),
             providers: ConfigProviders::default(),
             epoch: Instant::now(),
             kinds,

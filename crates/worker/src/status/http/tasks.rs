@@ -168,6 +168,8 @@ struct TaskEntry {
     owner: Option<String>,
     /// Why it is unplaced, or the last error on this worker.
     reason: Option<String>,
+    /// The generator that declared it, `null` for a task no generator declared.
+    generated_by: Option<String>,
 }
 
 /// A store record that is not a task record.
@@ -222,6 +224,7 @@ fn entry(state: &ApiState, desired: &Desired, spec: &TaskSpec) -> TaskEntry {
         state: task_state,
         owner,
         reason,
+        generated_by: desired.parent(&spec.id).map(str::to_owned),
     }
 }
 
@@ -343,6 +346,7 @@ pub(super) async fn put(
         state: body.state.unwrap_or_default(),
         weight: body.weight.unwrap_or(1),
         restart: 0,
+        generated_by: None,
     };
     // A worker that registers the kind checks the config now: a bad one is refused here
     // rather than FAILED on its owner.
