@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kroupier::worker::store::MAX_ID_BYTES;
-use kroupier::worker::{Kind, Task, TaskContext, TaskError, TaskSpec};
+use kroupier::{Kind, Task, TaskContext, TaskError, TaskSpec};
 use serde::{Deserialize, Serialize};
 
 /// The generator kind.
