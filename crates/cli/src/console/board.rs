@@ -74,6 +74,8 @@ pub(crate) struct TaskCell {
     pub last_error: Option<String>,
     /// Whether the assignment no longer gives it to this worker (still stopping there).
     pub leaving: bool,
+    /// The generator that declared it, if a generator did (from a worker's `/tasks`).
+    pub parent: Option<String>,
 }
 
 /// A task no worker owns now.
@@ -204,6 +206,8 @@ pub(crate) struct Board {
     timeline: VecDeque<Rebalance>,
     pending: Vec<Pending>,
     failovers: VecDeque<Failover>,
+    /// Each generated task's generator, as the last `/tasks` answer said.
+    parents: BTreeMap<String, String>,
 }
 
 impl Board {
@@ -227,7 +231,24 @@ impl Board {
             timeline: VecDeque::new(),
             pending: Vec::new(),
             failovers: VecDeque::new(),
+            parents: BTreeMap::new(),
         }
+    }
+
+    /// A worker's `GET /tasks` answer: which tasks a generator declared, and which one.
+    /// Every worker follows the same task store, so one worker's answer serves the page.
+    pub(crate) fn lineage(&mut self, tasks: &Value) {
+        self.parents = tasks
+            .get("tasks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|task| {
+                let id = task.get("id")?.as_str()?;
+                let parent = task.get("generated_by")?.as_str()?;
+                Some((id.to_owned(), parent.to_owned()))
+            })
+            .collect();
     }
 
     fn unix_ms(&self, at: Instant) -> u64 {
@@ -525,6 +546,7 @@ impl Board {
                     restarts: 0,
                     last_error: None,
                     leaving: false,
+                    parent: None,
                 })
             })
             .collect();
@@ -532,6 +554,9 @@ impl Board {
             cell.leaving = true;
             cell
         }));
+        for cell in &mut tasks {
+            cell.parent = self.parents.get(&cell.id).cloned();
+        }
         let probe = match self.probes.get(name) {
             Some(Probe::Status(_)) => "ok".to_owned(),
             Some(Probe::Refused) => "refused".to_owned(),
@@ -566,6 +591,7 @@ fn task_cell(task: &Value) -> Option<TaskCell> {
             .and_then(Value::as_str)
             .map(str::to_owned),
         leaving: false,
+        parent: None,
     })
 }
 

@@ -118,11 +118,29 @@ pub(crate) async fn probe_loop(shared: Shared) {
             };
             (worker, probe)
         });
+        let mut answered = None;
         for (worker, probe) in futures::future::join_all(probes).await {
+            if answered.is_none() && matches!(probe, Probe::Status(_)) {
+                answered = addrs_of(&shared, &worker);
+            }
             shared.with(|b| b.probed(Instant::now(), &worker, probe));
+        }
+        // Which tasks generators declared: from one worker that answered (all follow the
+        // same task store; a worker without one lists no generated tasks).
+        if let Some(addr) = answered
+            && let Ok(answer) = http::request(&addr, "GET", "/tasks", None, PROBE_TIMEOUT).await
+            && answer.code == 200
+            && let Ok(tasks) = serde_json::from_str::<serde_json::Value>(&answer.body)
+        {
+            shared.with(|b| b.lineage(&tasks));
         }
         shared.publish();
     }
+}
+
+/// The status API address of `worker`, as the board knows it.
+fn addrs_of(shared: &Shared, worker: &str) -> Option<String> {
+    shared.with(|b| b.status_addrs().get(worker).cloned())
 }
 
 /// Each member's status API address (by the name the board knows it by), from its metadata.

@@ -245,6 +245,49 @@ fn task_states_come_from_status_and_leaving_tasks_stay_visible() {
 }
 
 #[test]
+fn generated_tasks_name_their_generator_from_a_workers_task_list() {
+    let (mut board, clock) = board();
+    board.observe(
+        clock.at(0),
+        view(
+            "Stable",
+            Some(1),
+            &[("a", &["inbox", "inbox.a"]), ("b", &["inbox.b", "solo"])],
+        ),
+        addrs(&["a", "b"]),
+    );
+    board.lineage(&json!({
+        "worker_id": "a",
+        "tasks": [
+            {"id": "inbox", "generated_by": null},
+            {"id": "inbox.a", "generated_by": "inbox"},
+            {"id": "inbox.b", "generated_by": "inbox"},
+            {"id": "solo"}
+        ]
+    }));
+    let snap = board.snapshot(clock.at(10));
+    let parents: Vec<(&str, Option<&str>)> = snap
+        .workers
+        .iter()
+        .flat_map(|w| w.tasks.iter())
+        .map(|t| (t.id.as_str(), t.parent.as_deref()))
+        .collect();
+    assert_eq!(
+        parents,
+        vec![
+            ("inbox", None),
+            ("inbox.a", Some("inbox")),
+            ("inbox.b", Some("inbox")),
+            ("solo", None)
+        ]
+    );
+    // The next answer replaces the last: a child no longer declared has no parent shown.
+    board.lineage(&json!({"tasks": [{"id": "inbox.a", "generated_by": "inbox"}]}));
+    let snap = board.snapshot(clock.at(20));
+    assert_eq!(snap.workers[1].tasks[0].parent, None);
+}
+
+#[test]
 fn a_worker_back_under_the_same_id_ends_its_failover() {
     let (mut board, clock) = board();
     board.observe(
