@@ -3,8 +3,9 @@
 //! coordinator):
 //!
 //! - a task config's `${env:..}` and `${file:..:..}` references resolve on the worker (the task
-//!   runs), while `tasks list --json`, `describe --json`, the worker's `/status` and `/tasks`
-//!   and its debug log show the reference and never the value; a missing variable, file key or
+//!   runs), while `tasks list --json`, `describe --json`, the worker's `/status` and `/tasks`,
+//!   the console's page and API, and the worker's debug log show the reference and never the
+//!   value; a missing variable, file key or
 //!   a secret landing in a field of the wrong type fails the task with a reason that names the
 //!   reference and holds no value;
 //! - `tasks checkpoint set` is refused with exit 2 while the task runs; on a paused task it is
@@ -16,8 +17,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use kroupier_integration_tests::kafka_bootstrap;
-use kroupier_integration_tests::process::binary;
-use kroupier_integration_tests::quickstart::{Group, TempDir, poll, unique};
+use kroupier_integration_tests::process::{Process, binary};
+use kroupier_integration_tests::quickstart::{Group, TempDir, http_get, poll, unique};
 use serde_json::Value;
 
 /// Runs `kroupier ARGS... --bootstrap B --group G`.
@@ -159,6 +160,7 @@ fn secret_references_resolve_on_the_worker_and_show_nowhere() {
     let describe = ok(&bootstrap, &name, &["describe", "--json"]);
     let status = worker.get("/status");
     let status_tasks = worker.get("/tasks");
+    let console = console_pages(&bootstrap, &name);
     worker.drain();
     let stdout = worker
         .seen
@@ -177,6 +179,7 @@ fn secret_references_resolve_on_the_worker_and_show_nowhere() {
         ("describe --json", &describe),
         ("/status", &status),
         ("/tasks", &status_tasks),
+        ("the console", &console),
         ("the worker's stdout", &stdout),
         ("the worker's log", &log),
     ] {
@@ -187,6 +190,47 @@ fn secret_references_resolve_on_the_worker_and_show_nowhere() {
             );
         }
     }
+}
+
+/// `kroupier console` for `group`: its page, its snapshot API and worker w1's status through
+/// it, once the snapshot lists w1's tasks.
+fn console_pages(bootstrap: &str, group: &str) -> String {
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            bootstrap,
+            "--group",
+            group,
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let lines = console.stdout_lines();
+    let url = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the console prints its address");
+        if let Some(url) = line.strip_prefix("console=") {
+            break url.trim().to_owned();
+        }
+    };
+    let host = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let get = |path: &str| {
+        let stream = std::net::TcpStream::connect(&host).expect("connect to the console");
+        http_get(stream, &host, path)
+    };
+    let snapshot = poll(Duration::from_secs(20), || {
+        let body = get("/api/snapshot");
+        body.contains("from-file").then_some(body)
+    })
+    .expect("the console's snapshot lists the worker's tasks");
+    [get("/"), snapshot, get("/api/workers/w1/status")].join("\n")
 }
 
 /// `tasks checkpoint get --json`'s state (the beat count), if there is a checkpoint.
