@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use kroupier_integration_tests::journal::{self, ElectionEvent, Role, unix_ms};
+use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use serde_json::Value;
@@ -29,7 +29,7 @@ const TERM_BOUND_MS: u64 = 1_000;
 #[derive(Debug, Clone)]
 struct Line {
     instance: usize,
-    event: ElectionEvent,
+    event: RoleChange,
 }
 
 struct Instances {
@@ -73,7 +73,7 @@ impl Instances {
                         let v: Value = serde_json::from_str(&raw)
                             .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
                         let name = v["event"].as_str().expect("event");
-                        let event = ElectionEvent {
+                        let event = RoleChange {
                             ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
                             id: v["id"].as_str().expect("id").to_owned(),
                             event: Role::from_name(name)
@@ -273,7 +273,7 @@ fn one_active_instance_and_failover_on_kill_and_on_term() {
         overlapping.is_empty(),
         "two actives at once: {overlapping:?}"
     );
-    let events: Vec<ElectionEvent> = s.seen.iter().map(|l| l.event.clone()).collect();
+    let events: Vec<RoleChange> = s.seen.iter().map(|l| l.event.clone()).collect();
     let ends: BTreeMap<String, u64> = ids.iter().map(|id| id.to_string()).zip(ends).collect();
     let reigns = journal::reigns(&events, &ends);
     let two = journal::two_leaders(&reigns);

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kroupier_assignor::{
-    AssignError, AssignmentInput, Assignor, MemberAssignment, Plan, RebalanceProtocol, TaskIndex,
+    AssignError, AssignmentInput, Assignor, MemberPlan, Plan, RebalanceProtocol, TaskIndex,
     Unplaced, UnplacedReason,
 };
 use kroupier_integration_tests::journal::unix_ms;
@@ -35,7 +35,7 @@ impl Assignor for SmallestMemberId {
             ..Plan::default()
         };
         for (i, member) in input.members.iter().enumerate() {
-            let mut assignment = MemberAssignment {
+            let mut assignment = MemberPlan {
                 member_id: member.id.clone(),
                 assigned: Vec::new(),
                 revoked: Vec::new(),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use kroupier_integration_tests::journal::{self, ElectionEvent, Role, unix_ms};
+use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use serde_json::Value;
@@ -128,10 +128,10 @@ fn settled(lines: &[Line], alive: &[usize], processes: usize) -> Option<usize> {
 }
 
 /// The lines as the journal checker's election events.
-fn events(lines: &[Line]) -> Vec<ElectionEvent> {
+fn events(lines: &[Line]) -> Vec<RoleChange> {
     lines
         .iter()
-        .map(|l| ElectionEvent {
+        .map(|l| RoleChange {
             ts_ms: l.ts_ms,
             id: l.id.clone(),
             event: Role::from_name(&l.event)

@@ -7,7 +7,7 @@
 
 use crate::prepare::{NO_CAPACITY, NO_MEMBER, is_member};
 use crate::runs::{LANES, all_equal, consecutive, runs};
-use crate::{AssignmentInput, MemberAssignment, TaskIndex, Unplaced, UnplacedReason};
+use crate::{AssignmentInput, MemberPlan, TaskIndex, Unplaced, UnplacedReason};
 
 /// Builds each member's target set (index order) and revoked set (claimed but not targeted),
 /// plus the unplaced tasks, from `target` (per task: member, `NO_MEMBER`, `NO_CAPACITY`, or a
@@ -15,7 +15,7 @@ use crate::{AssignmentInput, MemberAssignment, TaskIndex, Unplaced, UnplacedReas
 pub(crate) fn assemble(
     input: &AssignmentInput<'_>,
     target: &[u32],
-) -> (Vec<MemberAssignment>, Vec<Unplaced>) {
+) -> (Vec<MemberPlan>, Vec<Unplaced>) {
     let members = input.members;
     let mut counts = vec![0u32; members.len()];
     let mut unplaced = Vec::new();
@@ -55,7 +55,7 @@ pub(crate) fn assemble(
                 revoked(owned, target, m32),
             )
         };
-        assignments.push(MemberAssignment {
+        assignments.push(MemberPlan {
             member_id: member.id.clone(),
             assigned,
             revoked,
@@ -124,10 +124,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// The straightforward version: one push per task, one filter per member.
-    fn reference(
-        input: &AssignmentInput<'_>,
-        target: &[u32],
-    ) -> (Vec<MemberAssignment>, Vec<Unplaced>) {
+    fn reference(input: &AssignmentInput<'_>, target: &[u32]) -> (Vec<MemberPlan>, Vec<Unplaced>) {
         let members = input.members;
         let mut assigned: Vec<Vec<TaskIndex>> = vec![Vec::new(); members.len()];
         let mut unplaced = Vec::new();
@@ -160,7 +157,7 @@ mod tests {
                     .collect();
                 revoked.sort_unstable();
                 revoked.dedup();
-                MemberAssignment {
+                MemberPlan {
                     member_id: member.id.clone(),
                     assigned,
                     revoked,

@@ -490,7 +490,7 @@ pub fn stable(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Violation>
             .members
             .iter()
             .zip(held)
-            .map(|(member, assigned)| crate::MemberAssignment {
+            .map(|(member, assigned)| crate::MemberPlan {
                 member_id: member.id.clone(),
                 assigned,
                 revoked: Vec::new(),
@@ -516,7 +516,7 @@ pub fn stable(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Violation>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{KindIndex, Kinds, Member, MemberAssignment, TaskIndex, TaskSet};
+    use crate::{KindIndex, Kinds, Member, MemberPlan, TaskIndex, TaskSet};
     use proptest::prelude::*;
 
     proptest! {
@@ -568,7 +568,7 @@ mod tests {
                 assignments: members
                     .iter()
                     .zip(assigned)
-                    .map(|(member, assigned)| MemberAssignment {
+                    .map(|(member, assigned)| MemberPlan {
                         member_id: member.id.clone(),
                         assigned,
                         revoked: Vec::new(),

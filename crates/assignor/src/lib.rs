@@ -72,7 +72,7 @@ pub use cooperative::{Cooperative, CooperativeConfig, CooperativeState};
 pub use error::AssignError;
 pub use input::AssignmentInput;
 pub use member::{Kinds, Member, MemberId, PreviousAssignment, PreviousOwner};
-pub use plan::{HeldBack, HoldReason, MemberAssignment, Plan, Unplaced, UnplacedReason};
+pub use plan::{HeldBack, HoldReason, MemberPlan, Plan, Unplaced, UnplacedReason};
 pub use round_robin::RoundRobin;
 pub use sticky::Sticky;
 pub use task::{IdCursor, KindIndex, TaskIndex, TaskSet};

@@ -6,7 +6,7 @@ use crate::{CooperativeState, MemberId, PreviousAssignment, PreviousOwner, TaskI
 
 /// One member's part of a plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemberAssignment {
+pub struct MemberPlan {
     /// The member.
     pub member_id: MemberId,
     /// Its full target set, in index order: every task it should run after this round.
@@ -59,7 +59,7 @@ pub struct Unplaced {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     /// One entry per input member, in input order.
-    pub assignments: Vec<MemberAssignment>,
+    pub assignments: Vec<MemberPlan>,
     /// Tasks held back this round (cooperative), in index order.
     pub held_back: Vec<HeldBack>,
     /// Tasks that could not be placed, in index order.

@@ -4,7 +4,7 @@
 use crate::assemble::{assemble, sorted_unique};
 use crate::prepare::{NO_CAPACITY, NO_MEMBER, Prepared, prepare_unresolved};
 use crate::{
-    AssignError, AssignmentInput, Assignor, KindIndex, MemberAssignment, Plan, RebalanceProtocol,
+    AssignError, AssignmentInput, Assignor, KindIndex, MemberPlan, Plan, RebalanceProtocol,
     TaskIndex,
 };
 
@@ -98,7 +98,7 @@ fn deal(input: &AssignmentInput<'_>, p: &Prepared, with_capacities: bool) -> Vec
 /// member by member (each list written in order) rather than dealt into a per-task array and
 /// gathered back, which scatters a million writes over every member's list. The same plan as
 /// [`deal`] and [`assemble`].
-fn dealt_in_strides(input: &AssignmentInput<'_>, p: &Prepared) -> Option<Vec<MemberAssignment>> {
+fn dealt_in_strides(input: &AssignmentInput<'_>, p: &Prepared) -> Option<Vec<MemberPlan>> {
     let tasks = input.tasks;
     if p.capacity_limited || tasks.is_empty() {
         return None;
@@ -126,7 +126,7 @@ fn dealt_in_strides(input: &AssignmentInput<'_>, p: &Prepared) -> Option<Vec<Mem
                     .collect(),
                 None => Vec::new(),
             };
-            MemberAssignment {
+            MemberPlan {
                 member_id: member.id.clone(),
                 assigned,
                 revoked: revoked_from_stride(&member.owned, position, n),

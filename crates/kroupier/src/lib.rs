@@ -79,7 +79,7 @@ pub mod election {
 pub mod assignor {
     pub use kroupier_assignor::{
         ASSIGNOR_NAMES, AssignError, AssignmentInput, Assignor, Cooperative, CooperativeConfig,
-        CooperativeState, HeldBack, HoldReason, Member, MemberAssignment, MemberId, Plan,
+        CooperativeState, HeldBack, HoldReason, Member, MemberId, MemberPlan, Plan,
         PreviousAssignment, PreviousOwner, RebalanceProtocol, RoundRobin, Sticky, TaskSet,
         Unplaced, UnplacedReason, by_name, check,
     };

@@ -30,7 +30,7 @@ pub use check::{
     Journals, NotRunningOnce, ParseError, ReadError, Tenure, exactly_once_since, longest_unowned,
     overlaps, parse, read_dir, tenures,
 };
-pub use election::{ElectionEvent, Reign, Role, parse_events, reigns, two_leaders};
+pub use election::{Reign, Role, RoleChange, parse_events, reigns, two_leaders};
 pub use writer::Writer;
 
 /// Now as Unix milliseconds (0 if the clock is before 1970): the one clock of journal lines,

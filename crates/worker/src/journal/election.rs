@@ -11,7 +11,7 @@ use super::check::{ParseError, complete_lines};
 /// `{"ts_ms":..,"id":..,"event":"leader"|"follower"|"lost","generation":..}`: a change of one
 /// candidate's role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ElectionEvent {
+pub struct RoleChange {
     /// When the role changed, Unix ms ([`unix_ms`](super::unix_ms)).
     pub ts_ms: u64,
     /// The candidate's id.
@@ -52,7 +52,7 @@ impl Role {
 ///
 /// # Errors
 /// The first complete line that is not an event.
-pub fn parse_events(text: &str) -> Result<Vec<ElectionEvent>, ParseError> {
+pub fn parse_events(text: &str) -> Result<Vec<RoleChange>, ParseError> {
     complete_lines(text)
         .map(|(line, text)| {
             serde_json::from_str(text).map_err(|_| ParseError {
@@ -82,7 +82,7 @@ pub struct Reign {
 /// interleaved). `ends` holds when each candidate's process ended (killed or exited), which
 /// ends a reign that no event ended: a killed leader prints nothing more. A reign still open
 /// for a candidate without an end lasts forever. Sorted by start time.
-pub fn reigns(events: &[ElectionEvent], ends: &BTreeMap<String, u64>) -> Vec<Reign> {
+pub fn reigns(events: &[RoleChange], ends: &BTreeMap<String, u64>) -> Vec<Reign> {
     let mut open: BTreeMap<&str, Reign> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {

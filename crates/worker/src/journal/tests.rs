@@ -248,8 +248,8 @@ fn exactly_once_at_the_end() {
     );
 }
 
-fn event(ts_ms: u64, id: &str, role: Role, generation: i32) -> ElectionEvent {
-    ElectionEvent {
+fn event(ts_ms: u64, id: &str, role: Role, generation: i32) -> RoleChange {
+    RoleChange {
         ts_ms,
         id: id.to_owned(),
         event: role,
@@ -266,7 +266,7 @@ fn election_events_parse_like_journals() {
         parse_events(text).unwrap(),
         [
             event(1_000, "a", Role::Leader, 1),
-            ElectionEvent {
+            RoleChange {
                 ts_ms: 1_001,
                 id: "a".into(),
                 event: Role::Lost,
