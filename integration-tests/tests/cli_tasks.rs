@@ -293,21 +293,30 @@ fn list_and_describe_show_each_tasks_owner_or_why_it_has_none() {
         .expect("run kroupier describe");
     let table = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{table}");
-    // TASK KIND STATE DESIRED VERSION OWNER UNPLACED, one word each.
+    // TASK KIND PARENT STATE DESIRED VERSION OWNER UNPLACED, one word each.
     let row = |id: &str| {
         let words: Vec<&str> = table
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
             .find(|words| words.first() == Some(&id))
             .unwrap_or_else(|| panic!("describe lists {id}:\n{table}"));
-        [words[2], words[3], words[5], words[6]].map(str::to_owned)
+        [words[2], words[3], words[4], words[6], words[7]].map(str::to_owned)
     };
-    assert_eq!(row("runs"), ["RUNNING", "running", "w1", "-"], "{table}");
-    assert_eq!(row("held"), ["PAUSED", "paused", "w1", "-"], "{table}");
-    assert_eq!(row("broken"), ["FAILED", "running", "w1", "-"], "{table}");
+    // No generator declared any of them: PARENT is `-`.
+    assert_eq!(
+        row("runs"),
+        ["-", "RUNNING", "running", "w1", "-"],
+        "{table}"
+    );
+    assert_eq!(row("held"), ["-", "PAUSED", "paused", "w1", "-"], "{table}");
+    assert_eq!(
+        row("broken"),
+        ["-", "FAILED", "running", "w1", "-"],
+        "{table}"
+    );
     assert_eq!(
         row("orphan"),
-        ["UNASSIGNED", "running", "-", "no_eligible_member"],
+        ["-", "UNASSIGNED", "running", "-", "no_eligible_member"],
         "{table}"
     );
 }
