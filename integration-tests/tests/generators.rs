@@ -11,7 +11,8 @@
 //!   and a file added afterwards gets its child;
 //! - SIGSTOP of the generator's worker past its session: the generator moves, the new owner
 //!   follows the directory, and after SIGCONT the store holds exactly the new owner's
-//!   declaration, with no record from the frozen owner's generation after the freeze.
+//!   declaration, with no record from the frozen owner's generation after the freeze; a late
+//!   write of that generation, forged into the topic, is ignored by every reader.
 //!
 //! Needs the `kroupier` and `quickstart` binaries built (`cargo build -p kroupier-cli -p
 //! kroupier-examples`).
