@@ -9,7 +9,8 @@
 //!   a secret landing in a field of the wrong type fails the task with a reason that names the
 //!   reference and holds no value;
 //! - `tasks checkpoint set` is refused with exit 2 while the task runs; on a paused task it is
-//!   written, and the resumed task counts on from the set value; `reset` makes it start over.
+//!   written, and the resumed task counts on from the set value; `reset` makes it start over;
+//!   on a paused task that moved, the value goes under its new owner's generation.
 //!
 //! Needs the `kroupier` and `quickstart` binaries built (`scripts/test` builds all targets).
 
@@ -321,4 +322,78 @@ fn a_paused_tasks_checkpoint_is_set_and_reset_and_a_running_ones_is_refused() {
     })
     .expect("the reset task saves again");
     assert!(restarted < 1_000, "it started over: {restarted}");
+}
+
+/// `tasks checkpoint get --json`'s generation (the key's), if there is a checkpoint.
+fn checkpoint_generation(bootstrap: &str, group: &str, id: &str) -> Option<i64> {
+    let output = kroupier(
+        bootstrap,
+        group,
+        &["tasks", "checkpoint", "get", id, "--json"],
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).ok()?;
+    json["generation"].as_i64()
+}
+
+#[test]
+fn a_set_on_a_paused_task_that_moved_goes_under_its_new_owners_generation() {
+    let Some(bootstrap) =
+        kafka_bootstrap("a_set_on_a_paused_task_that_moved_goes_under_its_new_owners_generation")
+    else {
+        return;
+    };
+    let dir = TempDir::new("checkpoint-moved");
+    let properties = dir.0.join("worker.properties");
+    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
+    let mut group = Group::new(&bootstrap, "checkpoint-moved", 0, &dir.0.join("journal"));
+    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    let name = group.group.clone();
+    put(
+        &bootstrap,
+        &name,
+        "counter",
+        r#"{"every_ms":50,"checkpoint_every":1}"#,
+    );
+    let first = group.start("w1");
+    wait_states(&bootstrap, &name, &[("counter", "RUNNING")]);
+    let saved_in = poll(Duration::from_secs(30), || {
+        checkpoint_generation(&bootstrap, &name, "counter")
+    })
+    .expect("the running task saves checkpoints");
+    ok(&bootstrap, &name, &["tasks", "pause", "counter"]);
+    wait_states(&bootstrap, &name, &[("counter", "PAUSED")]);
+
+    // The paused task moves: w2 joins, w1 stops. Paused, it saves nothing on w2.
+    let mut second = group.start("w2");
+    first
+        .process
+        .signal(kroupier_integration_tests::process::Signal::Term);
+    let granted = poll(Duration::from_secs(30), || {
+        let status: Value = serde_json::from_str(&second.get("/status")).ok()?;
+        status["tasks"]
+            .as_array()?
+            .iter()
+            .find(|t| t["task_id"] == "counter" && t["state"] == "PAUSED")?["generation"]
+            .as_i64()
+    })
+    .expect("w2 holds the paused task");
+    second.drain();
+    assert!(granted > saved_in, "{granted} > {saved_in}");
+    assert_eq!(
+        checkpoint_generation(&bootstrap, &name, "counter"),
+        Some(saved_in),
+        "w2 saved nothing while the task is paused"
+    );
+
+    // The operator's value goes under w2's generation, above any late save of w1's.
+    ok(
+        &bootstrap,
+        &name,
+        &["tasks", "checkpoint", "set", "counter", "--value", "5000"],
+    );
+    assert_eq!(
+        checkpoint_generation(&bootstrap, &name, "counter"),
+        Some(granted)
+    );
+    assert_eq!(checkpoint(&bootstrap, &name, "counter"), Some(5000));
 }

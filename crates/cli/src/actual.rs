@@ -20,6 +20,8 @@ pub(crate) struct Reported {
     pub state: String,
     /// The last error, for a task that failed.
     pub error: Option<String>,
+    /// The generation in which the worker was granted the task (its fencing token's).
+    pub generation: Option<i32>,
 }
 
 /// What each worker that answered reports, by worker id, then by task id.
@@ -36,6 +38,7 @@ struct TaskStatus {
     task_id: String,
     state: String,
     last_error: Option<String>,
+    generation: Option<i32>,
 }
 
 /// Asks each of `workers` that has an address in `addrs` (worker id → `host:port`) for its
@@ -74,6 +77,7 @@ fn parse(body: &str) -> Option<HashMap<String, Reported>> {
                 let reported = Reported {
                     state: task.state,
                     error: task.last_error,
+                    generation: task.generation,
                 };
                 (task.task_id, reported)
             })
@@ -98,7 +102,8 @@ mod tests {
             reports["a"],
             Reported {
                 state: "RUNNING".into(),
-                error: None
+                error: None,
+                generation: Some(3),
             }
         );
         assert_eq!(reports["b"].state, "FAILED");

@@ -209,6 +209,7 @@ mod tests {
                 Reported {
                     state: "FAILED".into(),
                     error: Some("boom".into()),
+                    generation: Some(1),
                 },
             )]),
         )]);

@@ -4,8 +4,9 @@
 //! `set` and `reset` are refused (exit 2, with why) unless the task's desired state in the
 //! task store is paused and no worker reports it running (its owner's status API is asked, as
 //! `tasks list` does). The write goes to the checkpoint topic directly, under the task's
-//! highest generation there, so that no older owner can overwrite it and the task's owner,
-//! once resumed, wins with its next save (docs/tasks.md, *Checkpoint administration*).
+//! highest generation there or the generation its owner reports it was granted the task in,
+//! whichever is higher, so that no older owner can overwrite it and the task's owner, once
+//! resumed, wins with its next save (docs/tasks.md, *Checkpoint administration*).
 
 use std::error::Error;
 use std::sync::Arc;
@@ -92,9 +93,11 @@ pub(crate) fn run(action: &Action) -> Result<(), Box<dyn Error>> {
     runtime.block_on(async {
         let cluster = cluster(&on.target.bootstrap, security, timeout)?;
         let work = async {
-            if !matches!(action, Action::Get { .. }) {
-                refuse_unless_paused(&cluster, on, &topic, id, timeout).await?;
-            }
+            let granted = if matches!(action, Action::Get { .. }) {
+                None
+            } else {
+                refuse_unless_paused(&cluster, on, &topic, id, timeout).await?
+            };
             let checkpoints =
                 match Checkpoints::open(cluster.clone(), checkpoint_topic.clone()).await {
                     Err(CheckpointError::Log(LogError::Missing { .. })) => {
@@ -106,7 +109,7 @@ pub(crate) fn run(action: &Action) -> Result<(), Box<dyn Error>> {
                     }
                     opened => opened?,
                 };
-            print(action, id, &checkpoints, value, on.json).await
+            print(action, id, &checkpoints, value, granted, on.json).await
         };
         match tokio::time::timeout(timeout, work).await {
             Ok(result) => result,
@@ -121,14 +124,16 @@ pub(crate) fn run(action: &Action) -> Result<(), Box<dyn Error>> {
 }
 
 /// Refuses (exit 2, with why) unless task `id` is paused in the store and no worker reports
-/// it running.
+/// it running. Returns the generation its owner was granted it in, when the owner says: the
+/// operator's record goes at least that high, so that no save of an earlier owner (one from
+/// before the task moved, still in flight) can outrank it.
 async fn refuse_unless_paused(
     cluster: &Arc<kroupier_coordinator::connection::Cluster>,
     on: &On,
     topic: &str,
     id: &str,
     timeout: Duration,
-) -> Result<(), Box<dyn Error>> {
+) -> Result<Option<i32>, Box<dyn Error>> {
     let store = match TaskStore::open(cluster.clone(), topic.to_owned(), false).await {
         Err(StoreError::Log(LogError::Missing { .. })) => {
             return Err(UsageError(format!(
@@ -159,7 +164,12 @@ async fn refuse_unless_paused(
     let owners = placement::owners(&view, &group);
     let reports = actual::ask(&addrs, &owners, STATUS_TIMEOUT.min(timeout)).await;
     let placed = placement::place(&view, &group, &reports);
+    let mut granted = None;
     if let Some(p) = placed.iter().find(|p| p.id == id) {
+        granted = p
+            .owner
+            .as_deref()
+            .and_then(|owner| reports.get(owner)?.get(id)?.generation);
         let state = p.state.as_str();
         if matches!(state, "RUNNING" | "STARTING" | "RESTARTING" | "STOPPING") {
             return Err(UsageError(format!(
@@ -176,7 +186,7 @@ async fn refuse_unless_paused(
             );
         }
     }
-    Ok(())
+    Ok(granted)
 }
 
 async fn print(
@@ -184,6 +194,7 @@ async fn print(
     id: &str,
     checkpoints: &Checkpoints,
     value: Option<serde_json::Value>,
+    granted: Option<i32>,
     json: bool,
 ) -> Result<(), Box<dyn Error>> {
     let (what, offset) = match action {
@@ -214,10 +225,10 @@ async fn print(
         Action::Set { .. } => (
             "set",
             checkpoints
-                .set(id, value.unwrap_or(serde_json::Value::Null), None)
+                .set(id, value.unwrap_or(serde_json::Value::Null), granted)
                 .await?,
         ),
-        Action::Reset { .. } => ("reset", checkpoints.reset(id, None).await?),
+        Action::Reset { .. } => ("reset", checkpoints.reset(id, granted).await?),
     };
     if json {
         println!(
