@@ -8,8 +8,7 @@
 //! │   ├── cluster                    bootstrap.servers, client.id, request.timeout.ms, ...
 //! │   └── membership                 group.id, session/heartbeat/rebalance timeouts, instance id
 //! ├── tasks: TasksConfig             graceful stop, abort (derived), restarts, the task store
-//! ├── status: StatusConfig           the status API's address (a free loopback port by default)
-//! └── security                       TLS/SASL client properties as read (typed: member.cluster.security)
+//! └── status: StatusConfig           the status API's address (a free loopback port by default)
 //! ```
 //!
 //! # Kafka client properties
@@ -48,7 +47,7 @@
 //! | `kroupier.status.token.protect.reads` | `status.protect_reads` (`true`/`false`) |
 //! | `kroupier.status.tls.certificate`, `kroupier.status.tls.key` | `status.tls_certificate`, `status.tls_key` (PEM files) |
 //! | `kroupier.failover.fast` | `status.fast_failover` (`true`/`false`) |
-//! | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys); kept as read in `security` |
+//! | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys), from all the security keys read so far |
 //!
 //! Any other key is an error that names it, so a misspelt setting never goes unnoticed; a bad
 //! value is an error that names the key and what it expects.
@@ -83,7 +82,8 @@ use kroupier_coordinator::connection::Secret;
 use kroupier_coordinator::driver::{MemberConfig, MemberError};
 use kroupier_coordinator::membership::ConfigError as MembershipError;
 
-pub use properties::{PropertiesError, SecurityProperties};
+pub use properties::PropertiesError;
+pub(crate) use properties::SecurityProperties;
 
 use crate::supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 
@@ -126,11 +126,10 @@ pub struct WorkerConfig {
     /// The status HTTP API.
     pub status: StatusConfig,
     /// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`) as read from client
-    /// properties. Default empty. What connections use is the typed `member.cluster.security`,
-    /// built from these by [`from_properties`](Self::from_properties) (or
-    /// [`apply_security_properties`](Self::apply_security_properties)); set that field directly
-    /// in code, e.g. for an OAUTHBEARER token provider.
-    pub security: SecurityProperties,
+    /// properties, kept until [`apply_security_properties`](Self::apply_security_properties)
+    /// builds the one setting connections use, `member.cluster.security` (set that directly in
+    /// code, e.g. for an OAUTHBEARER token provider).
+    pub(crate) security: SecurityProperties,
 }
 
 /// How the worker stops and restarts its tasks.

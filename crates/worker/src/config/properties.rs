@@ -64,36 +64,33 @@ pub enum PropertiesError {
 ///
 /// Values may be secrets (`sasl.jaas.config`, `ssl.key.password`): `Debug` shows the keys only.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct SecurityProperties(BTreeMap<String, String>);
+pub(crate) struct SecurityProperties(BTreeMap<String, String>);
 
 impl SecurityProperties {
     /// Whether `key` is a security property: `security.protocol`, `sasl.*` or `ssl.*`.
-    pub fn is_security_key(key: &str) -> bool {
+    pub(crate) fn is_security_key(key: &str) -> bool {
         key == "security.protocol" || key.starts_with("sasl.") || key.starts_with("ssl.")
     }
 
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
     }
 
     /// The properties, sorted by key.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// The keys, sorted.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
     }
 
-    /// Whether none is set.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Sets `key` to `value`.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub(crate) fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.0.insert(key.into(), value.into());
     }
 }
@@ -138,8 +135,8 @@ impl WorkerConfig {
         Ok(config)
     }
 
-    /// Builds `member.cluster.security` from the security properties in
-    /// [`security`](Self::security). [`from_properties`](Self::from_properties) and
+    /// Builds `member.cluster.security` from the security properties set so far.
+    /// [`from_properties`](Self::from_properties) and
     /// [`from_properties_file`](Self::from_properties_file) do this; call it after changing
     /// security properties with [`set_property`](Self::set_property).
     ///
