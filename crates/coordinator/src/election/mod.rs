@@ -85,8 +85,8 @@ mod sim_tests;
 #[cfg(test)]
 mod tests;
 
-pub use elector::{Elector, ElectorHandle};
+pub use elector::{Elector, ElectorHandle, FastFailover};
 pub use protocol::{
     ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionEvent, LeaderElection, choose_leader,
 };
-pub use wire::{ElectionAssignment, ElectionMetadata};
+pub use wire::{ElectionAssignment, ElectionMetadata, FailoverEndpoint};
