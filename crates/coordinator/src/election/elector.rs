@@ -13,11 +13,11 @@ use crate::connection::Cluster;
 use crate::driver::{Member, MemberConfig, MemberError, MemberHandle};
 use crate::failover::endpoint::Endpoint;
 use crate::failover::{self, Watched};
-use crate::observer::Observer;
 use crate::membership::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
 };
+use crate::observer::Observer;
 
 /// The election as the driver runs it: [`LeaderElection`] plus the channels its role changes
 /// go out on. Its callbacks only lock a mutex and send on channels, so they never block the

@@ -207,7 +207,10 @@ fn version_0_metadata_and_assignments_still_decode() {
     let bytes: Bytes = writer.finish().into();
     let decoded = ElectionAssignment::decode(&bytes).expect("decodes");
     assert_eq!(decoded.leader_member_id.as_deref(), Some("m-a"));
-    assert_eq!((decoded.leader_group_instance_id, decoded.leader_endpoint), (None, None));
+    assert_eq!(
+        (decoded.leader_group_instance_id, decoded.leader_endpoint),
+        (None, None)
+    );
     // A group of old and new members: the old one's metadata counts as before.
     let members = [
         GroupMember {
@@ -235,7 +238,10 @@ fn a_version_0_reader_skips_what_version_1_appends() {
     assert_eq!(sent, 1);
     assert_eq!(reader.nullable_string("a").unwrap().as_deref(), Some("m-a"));
     assert_eq!(reader.nullable_string("b").unwrap().as_deref(), Some("a"));
-    assert!(reader.end(sent, 0).is_ok(), "a newer version's tail is skipped");
+    assert!(
+        reader.end(sent, 0).is_ok(),
+        "a newer version's tail is skipped"
+    );
 }
 
 #[test]

@@ -168,7 +168,10 @@ mod tests {
         let link = watch(listener.local_addr().unwrap(), "p-1");
         drop(listener);
         tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(!link.is_finished(), "a refusal without a link proves nothing");
+        assert!(
+            !link.is_finished(),
+            "a refusal without a link proves nothing"
+        );
         link.abort();
     }
 
@@ -182,7 +185,10 @@ mod tests {
         drop(listener);
         drop(accepted);
         tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(!link.is_finished(), "the link never reached the leader's endpoint");
+        assert!(
+            !link.is_finished(),
+            "the link never reached the leader's endpoint"
+        );
         link.abort();
     }
 
@@ -225,7 +231,10 @@ mod tests {
         drop(first);
         // From now on nothing is accepted: the kernel still completes the handshakes.
         tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(!link.is_finished(), "a link that ends on a silent peer is no death");
+        assert!(
+            !link.is_finished(),
+            "a link that ends on a silent peer is no death"
+        );
         link.abort();
         drop(listener);
     }
@@ -274,7 +283,10 @@ mod tests {
         let server = tokio::spawn(async move { serving.serve().await });
         let link = watch(addr_of(&endpoint), &endpoint.advertised().process);
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!link.is_finished(), "an endpoint that serves is a live owner");
+        assert!(
+            !link.is_finished(),
+            "an endpoint that serves is a live owner"
+        );
         endpoint.close();
         let gone = ends_within(link, Duration::from_secs(2)).await;
         assert_eq!(gone, Gone { orderly: true }, "it resigned, then closed");
@@ -296,7 +308,11 @@ mod tests {
         assert!(!link.is_finished(), "the owner has not resigned");
         endpoint.close();
         let gone = ends_within(link, Duration::from_secs(8)).await;
-        assert_eq!(gone, Gone { orderly: false }, "closed without a word, after resigning");
+        assert_eq!(
+            gone,
+            Gone { orderly: false },
+            "closed without a word, after resigning"
+        );
     }
 
     #[tokio::test]
@@ -320,9 +336,11 @@ mod tests {
     fn an_endpoint_advertises_only_what_it_listens_on() {
         let error = Endpoint::bind(loopback(), Some("10.1.2.3".parse().unwrap())).unwrap_err();
         assert!(error.contains("listens only on"), "{error}");
-        let error =
-            Endpoint::bind("0.0.0.0:0".parse().unwrap(), Some("203.0.113.7".parse().unwrap()))
-                .unwrap_err();
+        let error = Endpoint::bind(
+            "0.0.0.0:0".parse().unwrap(),
+            Some("203.0.113.7".parse().unwrap()),
+        )
+        .unwrap_err();
         assert!(error.contains("not an address of this host"), "{error}");
         let any = Endpoint::bind("0.0.0.0:0".parse().unwrap(), None).unwrap();
         assert!(any.advertised().addr.starts_with("0.0.0.0:"));

@@ -12,7 +12,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// A new random identity for one endpoint: what its identity line names.
 pub(crate) fn new_process_identity() -> String {
-    format!("{:016x}{:016x}", rand::random::<u64>(), rand::random::<u64>())
+    format!(
+        "{:016x}{:016x}",
+        rand::random::<u64>(),
+        rand::random::<u64>()
+    )
 }
 
 /// The kernel's boot id and the inode of this process's network namespace: equal for two
@@ -154,7 +158,10 @@ mod tests {
         let network = own_network().expect("Linux says which network namespace this is");
         let (boot, inode) = network.rsplit_once('/').unwrap();
         assert_eq!(boot.len(), 36, "the kernel's boot id: {boot}");
-        assert!(inode.parse::<u64>().is_ok(), "the namespace's inode: {inode}");
+        assert!(
+            inode.parse::<u64>().is_ok(),
+            "the namespace's inode: {inode}"
+        );
         assert_ne!(new_process_identity(), new_process_identity());
     }
 
