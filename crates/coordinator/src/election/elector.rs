@@ -357,3 +357,84 @@ impl Drop for ElectorHandle {
         self.protocol.resign();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::codec::Versioned;
+    use crate::election::ElectionMetadata;
+    use crate::failover::endpoint::PROCESS_LINE;
+    use crate::failover::proof;
+
+    /// The endpoint's address, as the elector advertises it in its metadata.
+    fn advertised(handle: &ElectorHandle) -> (SocketAddr, String) {
+        let offered = handle.protocol.protocols();
+        let metadata = ElectionMetadata::decode(&offered[0].metadata).unwrap();
+        let endpoint = metadata
+            .endpoint
+            .expect("fast failover advertises its endpoint");
+        assert_eq!(endpoint.network.as_deref(), proof::own_network());
+        (endpoint.addr.parse().unwrap(), endpoint.process)
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_refuses_only_after_the_elector_resigns() {
+        // Nothing listens at the bootstrap address: the member never joins, which is all the
+        // endpoint needs.
+        let config = MemberConfig::new("127.0.0.1:1", "g");
+        let (handle, driver) =
+            Elector::with_fast_failover(config, "a", true, FastFailover::new()).unwrap();
+        let (addr, process) = advertised(&handle);
+        let driver = tokio::spawn(driver);
+        let mut link = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut line = vec![0u8; PROCESS_LINE.len() + process.len() + 1];
+        link.read_exact(&mut line).await.unwrap();
+        assert_eq!(line, format!("{PROCESS_LINE}{process}\n").as_bytes());
+
+        // The driver (and the serving loop with it) is dropped, but the handle could still
+        // act: the address must not refuse.
+        driver.abort();
+        let _ = driver.await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!proof::refused(addr), "the handle still holds the endpoint");
+
+        drop(handle);
+        assert!(proof::refused(addr), "resigned: the endpoint is closed");
+    }
+
+    #[tokio::test]
+    async fn without_the_setting_nothing_is_advertised_or_bound() {
+        let config = MemberConfig::new("127.0.0.1:1", "g");
+        let (handle, _driver) = Elector::new(config, "a", true).unwrap();
+        let offered = handle.protocol.protocols();
+        let metadata = ElectionMetadata::decode(&offered[0].metadata).unwrap();
+        assert_eq!(metadata.endpoint, None);
+        assert!(handle.protocol.endpoint.is_none());
+    }
+
+    #[test]
+    fn an_endpoint_that_cannot_be_advertised_is_a_config_error() {
+        let config = MemberConfig::new("127.0.0.1:1", "g");
+        let settings = FastFailover::new()
+            .listen("0.0.0.0:0".parse().unwrap())
+            .advertise("203.0.113.7".parse().unwrap());
+        let Err(error) = Elector::with_fast_failover(config, "a", true, settings) else {
+            panic!("built with another host's address");
+        };
+        assert!(
+            matches!(
+                &error,
+                MemberError::InvalidClusterConfig {
+                    field: "fast_failover",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+}
