@@ -4,6 +4,12 @@
 //! process lives, its sockets stay open) → no new leader before its session ends, as without
 //! fast failover.
 //!
+//! Across network namespaces (root and `ip netns`, as `multi_host.rs`; skipped without them):
+//! candidates whose endpoints listen on their namespace's address fail over in round trips;
+//! candidates whose endpoints listen on their own loopback, under one shared host name, prove
+//! nothing about each other (another namespace's loopback is not theirs) and wait for the
+//! session.
+//!
 //! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
 //! lines; `KROUPIER_FAILOVER_ROUNDS` sets how many leaders the SIGKILL test kills (default 5).
 
@@ -13,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::netns::Network;
 use kroupier_integration_tests::process::{Process, Signal};
 use serde_json::Value;
 
@@ -62,8 +69,14 @@ impl Candidates {
 
     /// Starts one more candidate with `id`; returns its index.
     fn add(&mut self, id: &str) -> usize {
+        self.add_under(&[], id, &[])
+    }
+
+    /// Starts one more candidate with `id` under `wrapper` (a network namespace), with `extra`
+    /// arguments; returns its index.
+    fn add_under(&mut self, wrapper: &[String], id: &str, extra: &[String]) -> usize {
         let i = self.processes.len();
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "--bootstrap",
             &self.bootstrap,
             "--group",
@@ -79,7 +92,8 @@ impl Candidates {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mut process = Process::spawn("leader_election", &args);
+        args.extend(extra.iter().cloned());
+        let mut process = Process::spawn_under(wrapper, "leader_election", &args, None, &[]);
         let out = process.stdout_lines();
         let tx = self.tx.clone();
         std::thread::spawn(move || {
@@ -361,4 +375,101 @@ fn sigstop_of_the_leader_waits_for_its_session() {
         lost.ts_ms = stopped_at;
     }
     assert_one_leader_at_a_time(&lines, &c.ids, &ends);
+}
+
+/// Three candidates, each in a network namespace of its own (a host), all named `node`, their
+/// endpoints on `listen(namespace address)`; SIGKILL of the leader: the time to a new leader.
+fn kill_across_namespaces(
+    test: &str,
+    loopback: bool,
+    session_ms: u64,
+    heartbeat_ms: u64,
+) -> Option<u64> {
+    let bootstrap = kafka_bootstrap(test)?;
+    let network = Network::for_test(test, 3, &bootstrap)?;
+    let group = format!(
+        "kroupier-it-fast-election-ns-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    let mut c = Candidates::new(&bootstrap, &group, session_ms, heartbeat_ms);
+    let alive: Vec<usize> = network
+        .namespaces()
+        .iter()
+        .zip(["a", "b", "c"])
+        .map(|(ns, id)| {
+            let listen = if loopback {
+                "127.0.0.1:0".to_owned()
+            } else {
+                format!("{}:0", ns.address())
+            };
+            c.add_under(
+                &ns.wrapper("node"),
+                id,
+                &["--fast-failover-listen".to_owned(), listen],
+            )
+        })
+        .collect();
+    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
+        settled(l, &alive).is_some()
+    });
+    let leader = settled(&c.seen, &alive).expect("settled");
+    std::thread::sleep(Duration::from_millis(300));
+    let killed_at = unix_ms();
+    c.processes[leader].signal(Signal::Kill);
+    let _ = c.processes[leader].wait();
+    let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
+    c.wait_until(
+        Duration::from_millis(session_ms + 2 * heartbeat_ms + 5_000),
+        "a new leader after SIGKILL",
+        |l| settled(l, &others).is_some(),
+    );
+    let next = settled(&c.seen, &others).expect("settled");
+    let latency = c
+        .seen
+        .iter()
+        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= killed_at)
+        .expect("the new leader's line")
+        .ts_ms
+        - killed_at;
+    let mut ends = vec![u64::MAX; c.processes.len()];
+    ends[leader] = killed_at;
+    for p in others {
+        c.processes[p].signal(Signal::Term);
+        assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
+        ends[p] = unix_ms();
+    }
+    c.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    drop(c);
+    drop(network);
+    Some(latency)
+}
+
+#[test]
+fn a_crash_across_namespaces_fails_over_in_round_trips() {
+    let test = "a_crash_across_namespaces_fails_over_in_round_trips";
+    let Some(latency) = kill_across_namespaces(test, false, SESSION_MS, HEARTBEAT_MS) else {
+        return;
+    };
+    println!("MEASURE election_fast_failover_netns_kill_to_new_leader={latency}ms");
+    assert!(
+        latency < FAST_BOUND_MS,
+        "a new leader after {latency} ms, bound {FAST_BOUND_MS} ms (session {SESSION_MS} ms)"
+    );
+}
+
+#[test]
+fn loopback_endpoints_in_separate_namespaces_sharing_a_host_name_prove_nothing() {
+    let test = "loopback_endpoints_in_separate_namespaces_sharing_a_host_name_prove_nothing";
+    let (session_ms, heartbeat_ms) = (6_000, 1_000);
+    let Some(latency) = kill_across_namespaces(test, true, session_ms, heartbeat_ms) else {
+        return;
+    };
+    println!("MEASURE election_fast_failover_netns_loopback_kill_to_new_leader={latency}ms");
+    assert!(
+        latency + heartbeat_ms >= session_ms,
+        "a new leader after {latency} ms, before the session of {session_ms} ms: a follower \
+         trusted another namespace's loopback"
+    );
 }

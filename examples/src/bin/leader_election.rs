@@ -10,7 +10,7 @@
 //! `{"ts_ms":..,"id":..,"event":"leader"|"follower"|"lost","generation":..}` (`ts_ms` is Unix
 //! milliseconds). A leader acts only while its fencing token is valid; it reports `lost` the
 //! moment its session may be gone, before any other process can be elected. On SIGTERM or
-//! ctrl-c it resigns (`lost`), leaves the group and exits 0. Logs go to stderr (`RUST_LOG`).
+//! ctrl-c it resigns (`lost`, printed before it leaves), leaves the group and exits 0. Logs go to stderr (`RUST_LOG`).
 //!
 //! With `--fast-failover` (off by default, as in the library) each process listens on a small
 //! TCP endpoint (`--fast-failover-listen`, default `127.0.0.1:0`; across hosts listen on an
@@ -23,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use clap::Parser;
 use futures::FutureExt;
-use kroupier::election::{Elector, FastFailover};
+use kroupier::election::{ElectionEvent, Elector, FastFailover};
 use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role, usage_error};
 use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;
@@ -94,9 +94,29 @@ async fn main() -> std::process::ExitCode {
                 Err(RecvError::Closed) => break,
             },
             () = &mut stop => {
-                elector.leave().await;
+                // Resigning turns the role to `lost` at once and (with fast failover) closes
+                // the endpoint, after which a follower may lead within milliseconds, before
+                // LeaveGroup has even been answered: print `lost` first, as the moment this
+                // process stops acting.
                 while let Ok(event) = events.try_recv() {
                     print_role(&args.id, election_role(&event));
+                }
+                let held = elector.role().borrow().clone();
+                let lost = match held {
+                    Some(ElectionEvent::Leader { token }) => Some(token.generation_id),
+                    Some(ElectionEvent::Follower { generation_id, .. }) => Some(generation_id),
+                    _ => None,
+                };
+                if let Some(generation) = lost {
+                    print_role(&args.id, ("lost", Some(generation)));
+                }
+                elector.leave().await;
+                // The `lost` of the resignation is printed already, unless a role came in
+                // between (then everything is printed, in order).
+                let rest: Vec<ElectionEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+                let changed = rest.iter().any(|e| !matches!(e, ElectionEvent::Lost { .. }));
+                for event in rest.iter().filter(|_| changed || lost.is_none()) {
+                    print_role(&args.id, election_role(event));
                 }
                 return std::process::ExitCode::SUCCESS;
             }
