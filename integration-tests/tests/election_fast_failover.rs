@@ -277,6 +277,27 @@ fn sigkill_of_the_leader_elects_another_in_milliseconds() {
          session {SESSION_MS} ms, heartbeat {HEARTBEAT_MS} ms)",
         latencies.len()
     );
+    // SIGTERM of the leader: it resigns (its endpoint closes after its `lost`), and a
+    // follower leads before the LeaveGroup would have reached it at its next heartbeat.
+    let leader = settled(&c.seen, &alive).expect("settled");
+    let term_at = unix_ms();
+    c.processes[leader].signal(Signal::Term);
+    assert_eq!(c.processes[leader].wait(), Some(0), "exit 0 after SIGTERM");
+    ends[leader] = unix_ms();
+    alive.retain(|p| *p != leader);
+    let survivors = alive.clone();
+    c.wait_until(Duration::from_secs(10), "a new leader after SIGTERM", |l| {
+        settled(l, &survivors).is_some()
+    });
+    let next = settled(&c.seen, &alive).expect("settled");
+    let handover = c
+        .seen
+        .iter()
+        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= term_at)
+        .expect("the new leader's line")
+        .ts_ms
+        - term_at;
+    println!("MEASURE election_fast_failover_sigterm_handover={handover}ms");
     for p in alive.clone() {
         c.processes[p].signal(Signal::Term);
         assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
@@ -284,6 +305,10 @@ fn sigkill_of_the_leader_elects_another_in_milliseconds() {
     }
     c.drain(Duration::from_millis(500));
     assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    assert!(
+        handover < FAST_BOUND_MS,
+        "a new leader {handover} ms after the leader's SIGTERM"
+    );
     for (round, latency) in latencies.iter().enumerate() {
         assert!(
             *latency < FAST_BOUND_MS,

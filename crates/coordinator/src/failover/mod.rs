@@ -115,7 +115,7 @@ async fn act(
     addr: SocketAddr,
     gone: link::Gone,
 ) {
-    if gone.orderly && target.group_instance_id.is_some() {
+    if !should_remove(gone, target.group_instance_id.is_some()) {
         tracing::info!(leader = %target.member_id, %addr,
             "the static leader stopped in order: it keeps its place until its session ends");
         return;
@@ -143,5 +143,27 @@ async fn act(
     }
     if let Err(error) = member.rejoin("the leader's process ended").await {
         tracing::debug!(%error, "could not rejoin after the leader's end");
+    }
+}
+
+/// Whether a member whose end was proven (`gone`) is removed from the group: always, except a
+/// static member (`is_static`) that said it stopped in order, whose place Kafka keeps through
+/// a restart.
+fn should_remove(gone: link::Gone, is_static: bool) -> bool {
+    !(gone.orderly && is_static)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_static_leader_that_stopped_in_order_keeps_its_place() {
+        let crash = link::Gone { orderly: false };
+        let stop = link::Gone { orderly: true };
+        assert!(should_remove(crash, false));
+        assert!(should_remove(crash, true), "a static leader seen to crash");
+        assert!(should_remove(stop, false), "a dynamic leader left anyway");
+        assert!(!should_remove(stop, true));
     }
 }
