@@ -29,6 +29,13 @@ const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// A link that lasted this long resets the backoff.
 const STEADY: Duration = Duration::from_secs(10);
+/// When a link that reached the endpoint ends, the waits before each probe of its address.
+const QUICK_PROBES: [Duration; 4] = [
+    Duration::ZERO,
+    Duration::from_millis(2),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+];
 
 /// How a watched endpoint's owner ended (a link reached it, by construction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +62,7 @@ pub(crate) async fn until_gone(addr: SocketAddr, process: &str) -> Gone {
             reached = true;
             orderly = held.orderly;
         }
-        if reached && refused(addr).await {
+        if reached && refused_soon(addr).await {
             return Gone { orderly };
         }
         if opened.elapsed() >= STEADY {
@@ -106,6 +113,19 @@ async fn hold(addr: SocketAddr, named: &[u8]) -> Held {
         }
     }
     held
+}
+
+/// Whether a new connection to `addr` is refused, now or within a few milliseconds: a process
+/// that ends closes its sockets one by one, so a link may end a moment before the listening
+/// socket does. Probing again is safe (only a refusal counts) and spares the backoff.
+async fn refused_soon(addr: SocketAddr) -> bool {
+    for wait in QUICK_PROBES {
+        tokio::time::sleep(wait).await;
+        if refused(addr).await {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether a new connection to `addr` is refused.
