@@ -70,7 +70,8 @@ pub mod election {
     pub use kroupier_coordinator::driver::{MemberConfig, MemberError};
     pub use kroupier_coordinator::election::{
         ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionAssignment, ElectionEvent,
-        ElectionMetadata, Elector, ElectorHandle, LeaderElection, choose_leader,
+        ElectionMetadata, Elector, ElectorHandle, FailoverEndpoint, FastFailover, LeaderElection,
+        choose_leader,
     };
 }
 

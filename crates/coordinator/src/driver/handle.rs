@@ -136,10 +136,37 @@ impl MemberHandle {
         self.leave("the member was closed").await;
     }
 
+    /// A handle that does not keep the member in the group: the member leaves when every
+    /// [`MemberHandle`] is dropped, whatever weak handles remain (a task that runs beside the
+    /// driver holds one).
+    pub(crate) fn downgrade(&self) -> WeakMember {
+        WeakMember {
+            commands: self.commands.downgrade(),
+        }
+    }
+
     /// Waits until the driver has ended (left, fenced, fatal, or its future dropped).
     pub async fn stopped(&self) {
         let mut status = self.status.clone();
         // An error means the driver (the sender) is gone: stopped as well.
         let _ = status.wait_for(|s| s.stopped).await;
+    }
+}
+
+/// See [`MemberHandle::downgrade`].
+#[derive(Debug, Clone)]
+pub(crate) struct WeakMember {
+    commands: mpsc::WeakSender<Command>,
+}
+
+impl WeakMember {
+    /// [`MemberHandle::rejoin`], if a handle still exists.
+    pub(crate) async fn rejoin(&self, reason: impl Into<String>) -> Result<(), MemberError> {
+        let commands = self.commands.upgrade().ok_or(MemberError::Stopped)?;
+        let reason = reason.into();
+        commands
+            .send(Command::Rejoin { reason })
+            .await
+            .map_err(|_| MemberError::Stopped)
     }
 }

@@ -127,6 +127,7 @@ pub use config::MemberConfig;
 pub use error::MemberError;
 pub use event::{MemberEvent, MemberStatus, RebalanceTimes};
 pub use handle::MemberHandle;
+pub(crate) use handle::WeakMember;
 
 use run::Driver;
 use transport::{KafkaTransport, Transport};

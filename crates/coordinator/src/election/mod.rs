@@ -25,6 +25,18 @@
 //! call. [`ElectorHandle::leave`] resigns *before* LeaveGroup, so a leader that shuts down
 //! has stopped before another is elected.
 //!
+//! **Fast failover** (opt-in, off by default): with [`Elector::with_fast_failover`] or
+//! [`Elector::spawn_with_fast_failover`] and a [`FastFailover`], each member listens on a small
+//! TCP endpoint and advertises it ([`FailoverEndpoint`], in [`ElectionMetadata`] v1); the
+//! assignment names the leader's endpoint ([`ElectionAssignment`] v1), and every follower keeps
+//! a link to it. When a link that read the leader's identity ends and the leader's address then
+//! *refuses* a connection, the leader's process ended (or it resigned): the follower removes it
+//! from the group (LeaveGroup naming its member id and instance id) and rejoins at once, so a
+//! new leader is elected in milliseconds instead of after the session timeout. Nothing else
+//! (a timeout, a pause, a link that ends while the address accepts, another identity, another
+//! network's loopback) is acted on; such a leader is replaced after its session, as before.
+//! Fencing is unchanged: the new leader's generation, and so its token, is higher.
+//!
 //! ```no_run
 //! use kroupier_coordinator::driver::MemberConfig;
 //! use kroupier_coordinator::election::{ElectionEvent, Elector};
@@ -85,8 +97,8 @@ mod sim_tests;
 #[cfg(test)]
 mod tests;
 
-pub use elector::{Elector, ElectorHandle};
+pub use elector::{Elector, ElectorHandle, FastFailover};
 pub use protocol::{
     ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionEvent, LeaderElection, choose_leader,
 };
-pub use wire::{ElectionAssignment, ElectionMetadata};
+pub use wire::{ElectionAssignment, ElectionMetadata, FailoverEndpoint};

@@ -5,8 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
 
-use super::wire::{ElectionAssignment, ElectionMetadata};
+use super::wire::{ElectionAssignment, ElectionMetadata, FailoverEndpoint};
 use crate::codec::Versioned;
+use crate::failover::Watched;
 use crate::membership::{
     AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
@@ -44,6 +45,9 @@ struct State {
     led_generation: Option<i32>,
     in_generation: Option<i32>,
     resigned: bool,
+    /// The leader to watch for fast failover: set while this member follows one that
+    /// advertised an endpoint.
+    watched: Option<Watched>,
     events: VecDeque<ElectionEvent>,
 }
 
@@ -52,6 +56,8 @@ struct State {
 pub struct LeaderElection {
     id: String,
     eligible: bool,
+    /// This member's fast-failover endpoint, advertised in its metadata.
+    endpoint: Option<FailoverEndpoint>,
     state: Mutex<State>,
 }
 
@@ -61,8 +67,20 @@ impl LeaderElection {
         Self {
             id: id.into(),
             eligible,
+            endpoint: None,
             state: Mutex::default(),
         }
+    }
+
+    /// The same member, advertising `endpoint` for fast failover.
+    pub(crate) fn with_endpoint(mut self, endpoint: FailoverEndpoint) -> Self {
+        self.endpoint = Some(endpoint);
+        self
+    }
+
+    /// The leader this member follows, if it advertised a fast-failover endpoint.
+    pub(crate) fn watched(&self) -> Option<Watched> {
+        self.state().watched.clone()
     }
 
     /// This member's stable id.
@@ -83,6 +101,7 @@ impl LeaderElection {
             // A member on its way out must not be chosen again.
             eligible: self.eligible && !state.resigned,
             led_generation: state.led_generation.unwrap_or(-1),
+            endpoint: self.endpoint.clone(),
         }
     }
 
@@ -93,6 +112,7 @@ impl LeaderElection {
     pub fn resign(&self) {
         let mut state = self.state();
         state.resigned = true;
+        state.watched = None;
         if let Some(generation_id) = state.in_generation.take() {
             state.events.push_back(ElectionEvent::Lost {
                 generation_id: Some(generation_id),
@@ -114,22 +134,28 @@ impl LeaderElection {
 /// The leader among `members` (sorted or not): `(member id, stable id)`, or `None` if no member
 /// is eligible. Undecodable metadata makes a member ineligible, never an error.
 pub fn choose_leader(members: &[GroupMember]) -> Option<(String, String)> {
-    let eligible: Vec<(&str, ElectionMetadata)> = members
+    choose(members).map(|(member, meta)| (member.member_id.clone(), meta.id))
+}
+
+/// The leader among `members` and its decoded metadata.
+fn choose(members: &[GroupMember]) -> Option<(&GroupMember, ElectionMetadata)> {
+    let eligible: Vec<(&GroupMember, ElectionMetadata)> = members
         .iter()
         .filter_map(|m| {
             ElectionMetadata::decode(&m.metadata)
                 .ok()
                 .filter(|meta| meta.eligible)
-                .map(|meta| (m.member_id.as_str(), meta))
+                .map(|meta| (m, meta))
         })
         .collect();
     let latest_led = eligible.iter().map(|(_, m)| m.led_generation).max()?;
     eligible
-        .iter()
+        .into_iter()
         // Sticky: the latest leader still in the group; if nobody led, every eligible member.
         .filter(|(_, m)| m.led_generation == latest_led)
-        .min_by(|(a_id, a), (b_id, b)| (&a.id, a_id).cmp(&(&b.id, b_id)))
-        .map(|(member_id, meta)| ((*member_id).to_owned(), meta.id.clone()))
+        .min_by(|(a, a_meta), (b, b_meta)| {
+            (&a_meta.id, &a.member_id).cmp(&(&b_meta.id, &b.member_id))
+        })
 }
 
 impl GroupProtocol for LeaderElection {
@@ -152,10 +178,20 @@ impl GroupProtocol for LeaderElection {
         if context.protocol_name != ELECTION_PROTOCOL_NAME {
             return Err(AssignError::UnknownProtocol(context.protocol_name.clone()));
         }
-        let leader = choose_leader(members);
-        let assignment = ElectionAssignment {
-            leader_member_id: leader.as_ref().map(|(member_id, _)| member_id.clone()),
-            leader_id: leader.map(|(_, id)| id),
+        let leader = choose(members);
+        let assignment = match leader {
+            Some((member, meta)) => ElectionAssignment {
+                leader_member_id: Some(member.member_id.clone()),
+                leader_id: Some(meta.id),
+                leader_group_instance_id: member.group_instance_id.clone(),
+                leader_endpoint: meta.endpoint,
+            },
+            None => ElectionAssignment {
+                leader_member_id: None,
+                leader_id: None,
+                leader_group_instance_id: None,
+                leader_endpoint: None,
+            },
         }
         .encode();
         Ok(members
@@ -169,13 +205,24 @@ impl GroupProtocol for LeaderElection {
         let decoded = ElectionAssignment::decode(assignment).unwrap_or(ElectionAssignment {
             leader_member_id: None,
             leader_id: None,
+            leader_group_instance_id: None,
+            leader_endpoint: None,
         });
         let mut state = self.state();
         if state.resigned {
             return;
         }
         state.in_generation = Some(generation.generation_id);
-        let event = if decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str()) {
+        let leads = decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str());
+        state.watched = match (&decoded.leader_member_id, decoded.leader_endpoint) {
+            (Some(member_id), Some(endpoint)) if !leads => Some(Watched {
+                member_id: member_id.clone(),
+                group_instance_id: decoded.leader_group_instance_id.clone(),
+                endpoint,
+            }),
+            _ => None,
+        };
+        let event = if leads {
             state.led_generation = Some(generation.generation_id);
             ElectionEvent::Leader {
                 token: generation.token(),
@@ -192,6 +239,7 @@ impl GroupProtocol for LeaderElection {
     fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
         let _ = reason;
         let mut state = self.state();
+        state.watched = None;
         if state.in_generation.take().is_some() {
             state.events.push_back(ElectionEvent::Lost {
                 generation_id: generation.map(|g| g.generation_id),

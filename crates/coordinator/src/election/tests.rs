@@ -16,6 +16,7 @@ fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> GroupMember {
             id: id.into(),
             eligible,
             led_generation: led,
+            endpoint: None,
         }
         .encode(),
     }
@@ -156,6 +157,7 @@ fn metadata_is_forward_compatible() {
         id: "a".into(),
         eligible: true,
         led_generation: 4,
+        endpoint: Some(endpoint("127.0.0.1:7")),
     }
     .encode()
     .to_vec();
@@ -163,6 +165,120 @@ fn metadata_is_forward_compatible() {
     bytes.extend_from_slice(b"future");
     let decoded = ElectionMetadata::decode(&bytes).expect("decodes");
     assert_eq!((decoded.id.as_str(), decoded.led_generation), ("a", 4));
+    assert_eq!(decoded.endpoint, Some(endpoint("127.0.0.1:7")));
     let offered: Vec<ProtocolMetadata> = LeaderElection::new("a", false).protocols();
     assert_eq!(offered[0].name, ELECTION_PROTOCOL_NAME);
+}
+
+fn endpoint(addr: &str) -> FailoverEndpoint {
+    FailoverEndpoint {
+        addr: addr.into(),
+        process: "p-1".into(),
+        network: Some("boot/1".into()),
+    }
+}
+
+/// A version 0 payload, as releases before fast failover write it.
+fn v0_metadata(id: &str, eligible: bool, led: i32) -> Bytes {
+    let mut writer = crate::codec::Writer::new();
+    writer.i16(0);
+    writer.string(id);
+    writer.bool(eligible);
+    writer.i32(led);
+    writer.finish().into()
+}
+
+#[test]
+fn version_0_metadata_and_assignments_still_decode() {
+    let decoded = ElectionMetadata::decode(&v0_metadata("a", true, 3)).expect("decodes");
+    assert_eq!(
+        decoded,
+        ElectionMetadata {
+            id: "a".into(),
+            eligible: true,
+            led_generation: 3,
+            endpoint: None,
+        }
+    );
+    let mut writer = crate::codec::Writer::new();
+    writer.i16(0);
+    writer.nullable_string(Some("m-a"));
+    writer.nullable_string(Some("a"));
+    let bytes: Bytes = writer.finish().into();
+    let decoded = ElectionAssignment::decode(&bytes).expect("decodes");
+    assert_eq!(decoded.leader_member_id.as_deref(), Some("m-a"));
+    assert_eq!(
+        (decoded.leader_group_instance_id, decoded.leader_endpoint),
+        (None, None)
+    );
+    // A group of old and new members: the old one's metadata counts as before.
+    let members = [
+        GroupMember {
+            member_id: "m-old".into(),
+            group_instance_id: None,
+            metadata: v0_metadata("a", true, -1),
+        },
+        member("m-new", "b", true, -1),
+    ];
+    assert_eq!(leader(&members).as_deref(), Some("a"));
+}
+
+#[test]
+fn a_version_0_reader_skips_what_version_1_appends() {
+    // What a release before fast failover does with a v1 payload: read v0, skip the rest.
+    let bytes = ElectionAssignment {
+        leader_member_id: Some("m-a".into()),
+        leader_id: Some("a".into()),
+        leader_group_instance_id: Some("i-a".into()),
+        leader_endpoint: Some(endpoint("10.0.0.1:7")),
+    }
+    .encode();
+    let mut reader = crate::codec::Reader::new(&bytes);
+    let sent = reader.version().unwrap();
+    assert_eq!(sent, 1);
+    assert_eq!(reader.nullable_string("a").unwrap().as_deref(), Some("m-a"));
+    assert_eq!(reader.nullable_string("b").unwrap().as_deref(), Some("a"));
+    assert!(
+        reader.end(sent, 0).is_ok(),
+        "a newer version's tail is skipped"
+    );
+}
+
+#[test]
+fn followers_learn_the_leader_s_endpoint_and_instance_id_from_the_assignment() {
+    let a = LeaderElection::new("a", true).with_endpoint(endpoint("127.0.0.1:7"));
+    let b = LeaderElection::new("b", true);
+    let members = vec![
+        GroupMember {
+            member_id: "m-a".into(),
+            group_instance_id: Some("i-a".into()),
+            metadata: a.protocols()[0].metadata.clone(),
+        },
+        GroupMember {
+            member_id: "m-b".into(),
+            group_instance_id: None,
+            metadata: b.protocols()[0].metadata.clone(),
+        },
+    ];
+    let context = AssignContext::new(5, "m-b", ELECTION_PROTOCOL_NAME);
+    let assignments = b.assign(&context, &members).unwrap();
+    let decoded = ElectionAssignment::decode(&assignments[0].assignment).unwrap();
+    assert_eq!(decoded.leader_group_instance_id.as_deref(), Some("i-a"));
+    assert_eq!(decoded.leader_endpoint, Some(endpoint("127.0.0.1:7")));
+
+    b.on_assigned(&generation(5, "m-b"), &assignments[1].assignment);
+    let watched = b.watched().expect("the follower watches the leader");
+    assert_eq!(watched.member_id, "m-a");
+    assert_eq!(watched.group_instance_id.as_deref(), Some("i-a"));
+    assert_eq!(watched.endpoint, endpoint("127.0.0.1:7"));
+    a.on_assigned(&generation(5, "m-a"), &assignments[0].assignment);
+    assert_eq!(a.watched(), None, "the leader watches nobody");
+    let lost = LostReason::HeartbeatTimeout {
+        deadline: std::time::Instant::now(),
+    };
+    b.on_lost(None, &lost);
+    assert_eq!(b.watched(), None, "without a generation, nobody");
+    b.on_assigned(&generation(6, "m-b"), &assignments[1].assignment);
+    b.resign();
+    assert_eq!(b.watched(), None, "a resigned member watches nobody");
 }

@@ -3,9 +3,60 @@
 
 use crate::codec::{DecodeError, Reader, Versioned, Writer};
 
+/// A member's fast-failover endpoint, as it advertises it (see
+/// [`FastFailover`](super::FastFailover)): where its followers link to, and what proves that a
+/// link reached it.
+///
+/// Body: `addr: string, process: string, network: nullable string`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailoverEndpoint {
+    /// The endpoint's address, `ip:port` (never a host name: it must mean one socket).
+    pub addr: String,
+    /// A random identity, new with every endpoint: the first line of every link names it.
+    pub process: String,
+    /// The kernel's boot id and the inode of the member's network namespace; a loopback
+    /// address is trusted only by members whose network is the same. `None` where the system
+    /// does not say.
+    pub network: Option<String>,
+}
+
+impl FailoverEndpoint {
+    fn encode(&self, writer: &mut Writer) {
+        writer.string(&self.addr);
+        writer.string(&self.process);
+        writer.nullable_string(self.network.as_deref());
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            addr: reader.string("endpoint.addr")?,
+            process: reader.string("endpoint.process")?,
+            network: reader.nullable_string("endpoint.network")?,
+        })
+    }
+}
+
+/// `present: bool`, then the endpoint if present.
+fn encode_endpoint(writer: &mut Writer, endpoint: Option<&FailoverEndpoint>) {
+    writer.bool(endpoint.is_some());
+    if let Some(endpoint) = endpoint {
+        endpoint.encode(writer);
+    }
+}
+
+fn decode_endpoint(reader: &mut Reader<'_>) -> Result<Option<FailoverEndpoint>, DecodeError> {
+    if reader.bool("endpoint.present")? {
+        FailoverEndpoint::decode(reader).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// What each member tells the leader at JoinGroup.
 ///
 /// v0 body: `id: string, eligible: bool, led_generation: int32` (−1 = never led).
+/// v1 appends `endpoint: bool present, then FailoverEndpoint` (a v0 decoder skips it, and a
+/// v0 payload decodes with no endpoint).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElectionMetadata {
     /// The member's stable id (its `--id`), the same across restarts.
@@ -14,22 +65,30 @@ pub struct ElectionMetadata {
     pub eligible: bool,
     /// The latest generation this member led, −1 if none. Makes leadership sticky.
     pub led_generation: i32,
+    /// Its fast-failover endpoint, if it turned fast failover on (v1).
+    pub endpoint: Option<FailoverEndpoint>,
 }
 
 impl Versioned for ElectionMetadata {
-    const VERSION: i16 = 0;
+    const VERSION: i16 = 1;
 
     fn encode_body(&self, writer: &mut Writer) {
         writer.string(&self.id);
         writer.bool(self.eligible);
         writer.i32(self.led_generation);
+        encode_endpoint(writer, self.endpoint.as_ref());
     }
 
-    fn decode_body(_version: i16, reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    fn decode_body(version: i16, reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
             id: reader.string("id")?,
             eligible: reader.bool("eligible")?,
             led_generation: reader.i32("led_generation")?,
+            endpoint: if version >= 1 {
+                decode_endpoint(reader)?
+            } else {
+                None
+            },
         })
     }
 }
@@ -37,26 +96,47 @@ impl Versioned for ElectionMetadata {
 /// What the leader tells every member: who leads. The same for all members.
 ///
 /// v0 body: `leader_member_id: nullable string, leader_id: nullable string`.
+/// v1 appends `leader_group_instance_id: nullable string, leader_endpoint: bool present, then
+/// FailoverEndpoint`: what a follower needs to link to the leader and, on the proof of its
+/// end, to remove it (followers never see other members' metadata).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElectionAssignment {
     /// The Kafka member id of the elected leader; `None` if no member is eligible.
     pub leader_member_id: Option<String>,
     /// The stable id of the elected leader.
     pub leader_id: Option<String>,
+    /// The elected leader's `group.instance.id`, if it is static (v1).
+    pub leader_group_instance_id: Option<String>,
+    /// The elected leader's fast-failover endpoint, if it advertised one (v1).
+    pub leader_endpoint: Option<FailoverEndpoint>,
 }
 
 impl Versioned for ElectionAssignment {
-    const VERSION: i16 = 0;
+    const VERSION: i16 = 1;
 
     fn encode_body(&self, writer: &mut Writer) {
         writer.nullable_string(self.leader_member_id.as_deref());
         writer.nullable_string(self.leader_id.as_deref());
+        writer.nullable_string(self.leader_group_instance_id.as_deref());
+        encode_endpoint(writer, self.leader_endpoint.as_ref());
     }
 
-    fn decode_body(_version: i16, reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    fn decode_body(version: i16, reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let leader_member_id = reader.nullable_string("leader_member_id")?;
+        let leader_id = reader.nullable_string("leader_id")?;
+        let (leader_group_instance_id, leader_endpoint) = if version >= 1 {
+            (
+                reader.nullable_string("leader_group_instance_id")?,
+                decode_endpoint(reader)?,
+            )
+        } else {
+            (None, None)
+        };
         Ok(Self {
-            leader_member_id: reader.nullable_string("leader_member_id")?,
-            leader_id: reader.nullable_string("leader_id")?,
+            leader_member_id,
+            leader_id,
+            leader_group_instance_id,
+            leader_endpoint,
         })
     }
 }

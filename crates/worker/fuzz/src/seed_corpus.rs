@@ -105,6 +105,7 @@ fn election_seeds() -> Vec<Vec<u8>> {
             id: id.into(),
             eligible,
             led_generation,
+            endpoint: None,
         }
         .encode()
         .to_vec()
@@ -113,6 +114,8 @@ fn election_seeds() -> Vec<Vec<u8>> {
         ElectionAssignment {
             leader_member_id: member.map(Into::into),
             leader_id: id.map(Into::into),
+            leader_group_instance_id: None,
+            leader_endpoint: None,
         }
         .encode()
         .to_vec()

@@ -1,0 +1,169 @@
+//! # Fast failover: act on a proof that a member's process ended
+//!
+//! Kafka learns that a member crashed only when its session expires (10 s by default), and the
+//! others learn that a rebalance started only at their next heartbeat (3 s by default). Most
+//! crashes, though, are the end of a process on a live host, and the host's kernel says so at
+//! once: it closes the process's sockets, and a port it listened on refuses connections. This
+//! module turns that into a *proof*, and acts on it; it is off unless a protocol turns it on
+//! (today: [`Elector`](crate::election::Elector) with
+//! [`FastFailover`](crate::election::FastFailover)).
+//!
+//! - **The endpoint** ([`endpoint`]). A member with fast failover listens on a small TCP
+//!   endpoint and advertises its address, a random identity and its network identity (the
+//!   kernel's boot id and the inode of its network namespace) in its metadata. On every
+//!   connection the endpoint writes one line naming its identity and keeps the connection
+//!   open. The listening socket is held until the member *resigns* (its handle is dropped or
+//!   leaves, after the protocol has stopped acting) or its process ends: a serving loop that
+//!   stops early (its runtime shut down) leaves a second descriptor open, so the address keeps
+//!   accepting.
+//! - **The link** ([`link`]). A member that follows keeps one connection to the endpoint of the
+//!   member it depends on (the leader). A link *reached* that member when its first line named
+//!   the identity the member advertised.
+//! - **The proof.** When a link that reached the member ends, and a fresh connection to the
+//!   same address is then *refused* (`ECONNREFUSED`), the endpoint's socket is closed: its
+//!   owner resigned or its process is gone, and in both cases it no longer acts. No two sockets
+//!   listen on one address at once (kroupier never sets `SO_REUSEPORT`), so nothing else can
+//!   have been answering for it.
+//! - **What proves nothing**, and so leaves the member to its session as before: a timeout (a
+//!   partition, a blackhole, a host that is down), a link that ends while the address still
+//!   accepts (a middlebox, a paused process — SIGSTOP keeps its sockets), a refusal before any
+//!   link reached the endpoint (another network, already gone when first seen), another
+//!   identity answering (a namesake on this host's loopback, a restarted process), and a
+//!   loopback or unspecified address advertised from another network namespace (a forwarder
+//!   could listen there; [`proof::dialable`]). An address that is not the advertiser's own (a
+//!   proxy, a NAT) is refused when the endpoint is built.
+//! - **The action** ([`watch_leader`]). On the proof the follower removes the member from the
+//!   group (LeaveGroup v3+ naming its member id and instance id, as Kafka's admin client does:
+//!   [`Observer::remove_member`]) and rejoins at once, so the rebalance need not wait for the
+//!   session. A static member that said it stopped in order is not removed: Kafka keeps a
+//!   static member's place through a restart, and fast failover must not undo that.
+//!
+//! The assumptions no process can check (an address that routes to one host for the life of a
+//! link; no firewall that answers with a forged refusal) are listed in docs/reliability.md.
+
+pub(crate) mod endpoint;
+pub(crate) mod link;
+pub(crate) mod proof;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::driver::WeakMember;
+use crate::election::FailoverEndpoint;
+use crate::observer::{Observer, Removal};
+
+/// How long one LeaveGroup naming a dead member may take.
+const REMOVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The member a follower depends on, as its assignment named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Watched {
+    /// Its member id.
+    pub(crate) member_id: String,
+    /// Its `group.instance.id`, if static.
+    pub(crate) group_instance_id: Option<String>,
+    /// Its endpoint, as it advertised it.
+    pub(crate) endpoint: FailoverEndpoint,
+}
+
+/// Keeps a link to the member `targets` names (the current leader, `None` while this member
+/// leads or has no generation), and when its end is proven, removes it from `group` and makes
+/// `member` rejoin. Runs until `targets`' sender is dropped.
+pub(crate) async fn watch_leader(
+    mut targets: watch::Receiver<Option<Watched>>,
+    observer: Observer,
+    group: String,
+    member: WeakMember,
+) {
+    loop {
+        let target = targets.borrow_and_update().clone();
+        let dial = target.as_ref().and_then(|t| {
+            let addr = proof::dialable(&t.endpoint, proof::own_network());
+            if addr.is_none() {
+                tracing::debug!(member = %t.member_id, addr = %t.endpoint.addr,
+                    "the leader's endpoint is another network's loopback: no fast failover for it");
+            }
+            addr.map(|addr| (t, addr))
+        });
+        let Some((target, addr)) = dial else {
+            if targets.changed().await.is_err() {
+                return;
+            }
+            continue;
+        };
+        tokio::select! {
+            changed = targets.changed() => if changed.is_err() { return },
+            gone = link::until_gone(addr, &target.endpoint.process) => {
+                act(&observer, &group, &member, target, addr, gone).await;
+                // Never link to the same ended member again: wait for the next assignment.
+                if targets.changed().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Removes the member whose end was proven and rejoins.
+async fn act(
+    observer: &Observer,
+    group: &str,
+    member: &WeakMember,
+    target: &Watched,
+    addr: SocketAddr,
+    gone: link::Gone,
+) {
+    if !should_remove(gone, target.group_instance_id.is_some()) {
+        tracing::info!(leader = %target.member_id, %addr,
+            "the static leader stopped in order: it keeps its place until its session ends");
+        return;
+    }
+    tracing::info!(leader = %target.member_id, %addr, orderly = gone.orderly,
+        "the leader's endpoint closed (its link ended, its address refuses): removing it from \
+         the group and rejoining");
+    let removed = observer.remove_member(
+        group,
+        &target.member_id,
+        target.group_instance_id.as_deref(),
+        "kroupier fast failover: the leader's process ended",
+    );
+    match tokio::time::timeout(REMOVE_TIMEOUT, removed).await {
+        Ok(Ok(Removal::Removed)) => {
+            tracing::info!(leader = %target.member_id, "removed the ended leader from the group");
+        }
+        Ok(Ok(_)) => {
+            tracing::debug!(leader = %target.member_id, "the ended leader had left already");
+        }
+        Ok(Err(error)) => tracing::warn!(leader = %target.member_id, %error,
+            "could not remove the ended leader; the group drops it after its session"),
+        Err(_) => tracing::warn!(leader = %target.member_id,
+            "removing the ended leader timed out; the group drops it after its session"),
+    }
+    if let Err(error) = member.rejoin("the leader's process ended").await {
+        tracing::debug!(%error, "could not rejoin after the leader's end");
+    }
+}
+
+/// Whether a member whose end was proven (`gone`) is removed from the group: always, except a
+/// static member (`is_static`) that said it stopped in order, whose place Kafka keeps through
+/// a restart.
+fn should_remove(gone: link::Gone, is_static: bool) -> bool {
+    !(gone.orderly && is_static)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_static_leader_that_stopped_in_order_keeps_its_place() {
+        let crash = link::Gone { orderly: false };
+        let stop = link::Gone { orderly: true };
+        assert!(should_remove(crash, false));
+        assert!(should_remove(crash, true), "a static leader seen to crash");
+        assert!(should_remove(stop, false), "a dynamic leader left anyway");
+        assert!(!should_remove(stop, true));
+    }
+}

@@ -1,0 +1,500 @@
+//! The `leader_election` example with `--fast-failover`, against real Kafka (or the embedded
+//! coordinator): SIGKILL of the leader's process → a new leader in milliseconds, at Kafka's
+//! default session and heartbeat, never two leaders at once; SIGSTOP of the leader (its
+//! process lives, its sockets stay open) → no new leader before its session ends, as without
+//! fast failover.
+//!
+//! Across network namespaces (root and `ip netns`, as `multi_host.rs`; skipped without them):
+//! candidates whose endpoints listen on their namespace's address fail over in round trips;
+//! candidates whose endpoints listen on their own loopback, under one shared host name, prove
+//! nothing about each other (another namespace's loopback is not theirs) and wait for the
+//! session.
+//!
+//! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
+//! lines; `KROUPIER_FAILOVER_ROUNDS` sets how many leaders the SIGKILL test kills (default 5).
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant};
+
+use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
+use kroupier_integration_tests::kafka_bootstrap;
+use kroupier_integration_tests::netns::Network;
+use kroupier_integration_tests::process::{Process, Signal};
+use serde_json::Value;
+
+/// Kafka's defaults (`session.timeout.ms` before 3.0, `heartbeat.interval.ms`).
+const SESSION_MS: u64 = 10_000;
+const HEARTBEAT_MS: u64 = 3_000;
+/// A new leader after SIGKILL, well under the session: generous, so a busy machine passes.
+const FAST_BOUND_MS: u64 = 2_000;
+
+/// One printed line.
+#[derive(Debug, Clone)]
+struct Line {
+    process: usize,
+    ts_ms: u64,
+    id: String,
+    event: String,
+    generation: Option<i64>,
+}
+
+struct Candidates {
+    bootstrap: String,
+    group: String,
+    session_ms: u64,
+    heartbeat_ms: u64,
+    processes: Vec<Process>,
+    ids: Vec<String>,
+    tx: Sender<Line>,
+    lines: Receiver<Line>,
+    seen: Vec<Line>,
+}
+
+impl Candidates {
+    fn new(bootstrap: &str, group: &str, session_ms: u64, heartbeat_ms: u64) -> Self {
+        let (tx, lines) = channel();
+        Self {
+            bootstrap: bootstrap.to_owned(),
+            group: group.to_owned(),
+            session_ms,
+            heartbeat_ms,
+            processes: Vec::new(),
+            ids: Vec::new(),
+            tx,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Starts one more candidate with `id`; returns its index.
+    fn add(&mut self, id: &str) -> usize {
+        self.add_under(&[], id, &[])
+    }
+
+    /// Starts one more candidate with `id` under `wrapper` (a network namespace), with `extra`
+    /// arguments; returns its index.
+    fn add_under(&mut self, wrapper: &[String], id: &str, extra: &[String]) -> usize {
+        let i = self.processes.len();
+        let mut args: Vec<String> = [
+            "--bootstrap",
+            &self.bootstrap,
+            "--group",
+            &self.group,
+            "--id",
+            id,
+            "--session-timeout-ms",
+            &self.session_ms.to_string(),
+            "--heartbeat-interval-ms",
+            &self.heartbeat_ms.to_string(),
+            "--fast-failover",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().cloned());
+        let mut process = Process::spawn_under(wrapper, "leader_election", &args, None, &[]);
+        let out = process.stdout_lines();
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            for raw in out {
+                let v: Value = serde_json::from_str(&raw)
+                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
+                let line = Line {
+                    process: i,
+                    ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
+                    id: v["id"].as_str().expect("id").to_owned(),
+                    event: v["event"].as_str().expect("event").to_owned(),
+                    generation: v["generation"].as_i64(),
+                };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        self.processes.push(process);
+        self.ids.push(id.to_owned());
+        i
+    }
+
+    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
+    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
+        let deadline = Instant::now() + within;
+        while !done(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    println!("{line:?}");
+                    self.seen.push(line);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("{what}: every process ended; lines: {:#?}", self.seen)
+                }
+            }
+        }
+    }
+
+    /// Reads the lines that arrive within `window`.
+    fn drain(&mut self, window: Duration) {
+        let deadline = Instant::now() + window;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    println!("{line:?}");
+                    self.seen.push(line);
+                }
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Exactly one leader among `alive` (whose latest lines are all in one generation).
+fn settled(lines: &[Line], alive: &[usize]) -> Option<usize> {
+    let roles: Vec<&Line> = alive
+        .iter()
+        .filter_map(|p| lines.iter().rev().find(|l| l.process == *p))
+        .collect();
+    if roles.len() != alive.len() {
+        return None;
+    }
+    let generation = roles[0].generation?;
+    if roles.iter().any(|l| l.generation != Some(generation)) {
+        return None;
+    }
+    let leaders: Vec<&&Line> = roles.iter().filter(|l| l.event == "leader").collect();
+    (leaders.len() == 1 && roles.iter().all(|l| l.event != "lost")).then(|| leaders[0].process)
+}
+
+fn events(lines: &[Line]) -> Vec<RoleChange> {
+    lines
+        .iter()
+        .map(|l| RoleChange {
+            ts_ms: l.ts_ms,
+            id: l.id.clone(),
+            event: Role::from_name(&l.event)
+                .unwrap_or_else(|| panic!("unknown event {:?}", l.event)),
+            generation: l
+                .generation
+                .map(|g| i32::try_from(g).expect("generation fits an i32")),
+        })
+        .collect()
+}
+
+/// Never two leaders at once (the journal check), and no generation led by two processes.
+fn assert_one_leader_at_a_time(lines: &[Line], ids: &[String], ends: &[u64]) {
+    let ends: BTreeMap<String, u64> = ids.iter().cloned().zip(ends.iter().copied()).collect();
+    let reigns = journal::reigns(&events(lines), &ends);
+    let overlapping = journal::two_leaders(&reigns);
+    assert!(
+        overlapping.is_empty(),
+        "overlapping leaders {overlapping:?}"
+    );
+    let mut led: Vec<(i64, usize)> = lines
+        .iter()
+        .filter(|l| l.event == "leader")
+        .filter_map(|l| l.generation.map(|g| (g, l.process)))
+        .collect();
+    led.sort_unstable();
+    led.dedup();
+    for w in led.windows(2) {
+        assert!(
+            w[0].0 != w[1].0,
+            "generation {} led by two processes",
+            w[0].0
+        );
+    }
+}
+
+fn rounds() -> usize {
+    std::env::var("KROUPIER_FAILOVER_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(5)
+}
+
+#[test]
+fn sigkill_of_the_leader_elects_another_in_milliseconds() {
+    let Some(bootstrap) = kafka_bootstrap("sigkill_of_the_leader_elects_another_in_milliseconds")
+    else {
+        return;
+    };
+    let group = format!(
+        "kroupier-it-fast-election-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    let mut c = Candidates::new(&bootstrap, &group, SESSION_MS, HEARTBEAT_MS);
+    let mut alive: Vec<usize> = ["a", "b", "c"].iter().map(|id| c.add(id)).collect();
+    let mut ends: Vec<u64> = vec![u64::MAX; 3];
+    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
+        settled(l, &[0, 1, 2]).is_some()
+    });
+    let mut latencies = Vec::new();
+    for round in 1..=rounds() {
+        let leader = settled(&c.seen, &alive).expect("settled");
+        // The followers link to the leader as soon as they learn their role.
+        std::thread::sleep(Duration::from_millis(300));
+        let killed_at = unix_ms();
+        c.processes[leader].signal(Signal::Kill);
+        let _ = c.processes[leader].wait();
+        ends[leader] = killed_at;
+        alive.retain(|p| *p != leader);
+        let survivors = alive.clone();
+        c.wait_until(
+            Duration::from_millis(SESSION_MS + 2 * HEARTBEAT_MS + 5_000),
+            "a new leader after SIGKILL",
+            |l| settled(l, &survivors).is_some(),
+        );
+        let next = settled(&c.seen, &alive).expect("settled");
+        let led_at = c
+            .seen
+            .iter()
+            .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= killed_at)
+            .expect("the new leader's line")
+            .ts_ms;
+        let latency = led_at - killed_at;
+        println!("MEASURE election_fast_failover_kill_round{round}_to_new_leader={latency}ms");
+        latencies.push(latency);
+        // A replacement, so that every round kills the leader of a group of three.
+        let id = format!("r{round}");
+        alive.push(c.add(&id));
+        ends.push(u64::MAX);
+        let all = alive.clone();
+        c.wait_until(Duration::from_secs(30), "the replacement joins", |l| {
+            settled(l, &all).is_some()
+        });
+    }
+    latencies.sort_unstable();
+    let median = latencies[latencies.len() / 2];
+    println!(
+        "MEASURE election_fast_failover_kill_median={median}ms over {} runs (all: {latencies:?}; \
+         session {SESSION_MS} ms, heartbeat {HEARTBEAT_MS} ms)",
+        latencies.len()
+    );
+    // SIGTERM of the leader: it resigns (its endpoint closes after its `lost`), and a
+    // follower leads before the LeaveGroup would have reached it at its next heartbeat.
+    let leader = settled(&c.seen, &alive).expect("settled");
+    let term_at = unix_ms();
+    c.processes[leader].signal(Signal::Term);
+    assert_eq!(c.processes[leader].wait(), Some(0), "exit 0 after SIGTERM");
+    ends[leader] = unix_ms();
+    alive.retain(|p| *p != leader);
+    let survivors = alive.clone();
+    c.wait_until(Duration::from_secs(10), "a new leader after SIGTERM", |l| {
+        settled(l, &survivors).is_some()
+    });
+    let next = settled(&c.seen, &alive).expect("settled");
+    let handover = c
+        .seen
+        .iter()
+        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= term_at)
+        .expect("the new leader's line")
+        .ts_ms
+        - term_at;
+    println!("MEASURE election_fast_failover_sigterm_handover={handover}ms");
+    for p in alive.clone() {
+        c.processes[p].signal(Signal::Term);
+        assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
+        ends[p] = unix_ms();
+    }
+    c.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    assert!(
+        handover < FAST_BOUND_MS,
+        "a new leader {handover} ms after the leader's SIGTERM"
+    );
+    for (round, latency) in latencies.iter().enumerate() {
+        assert!(
+            *latency < FAST_BOUND_MS,
+            "run {round}: a new leader after {latency} ms, bound {FAST_BOUND_MS} ms (the \
+             session is {SESSION_MS} ms); all: {latencies:?}"
+        );
+    }
+}
+
+#[test]
+fn sigstop_of_the_leader_waits_for_its_session() {
+    let Some(bootstrap) = kafka_bootstrap("sigstop_of_the_leader_waits_for_its_session") else {
+        return;
+    };
+    // Kafka's smallest session by default (group.min.session.timeout.ms), to keep the test short.
+    let (session_ms, heartbeat_ms) = (6_000, 1_000);
+    let group = format!(
+        "kroupier-it-fast-election-stop-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    let mut c = Candidates::new(&bootstrap, &group, session_ms, heartbeat_ms);
+    let alive: Vec<usize> = ["a", "b", "c"].iter().map(|id| c.add(id)).collect();
+    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
+        settled(l, &alive).is_some()
+    });
+    let leader = settled(&c.seen, &alive).expect("settled");
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped_at = unix_ms();
+    c.processes[leader].signal(Signal::Stop);
+    let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
+    c.wait_until(
+        Duration::from_millis(session_ms + 2 * heartbeat_ms + 5_000),
+        "a new leader after the frozen leader's session",
+        |l| settled(l, &others).is_some(),
+    );
+    let next = settled(&c.seen, &others).expect("settled");
+    let led_at = c
+        .seen
+        .iter()
+        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= stopped_at)
+        .expect("the new leader's line")
+        .ts_ms;
+    let waited = led_at - stopped_at;
+    println!(
+        "MEASURE election_fast_failover_stop_to_new_leader={waited}ms (session {session_ms} ms)"
+    );
+    // Kafka expires the session at most one heartbeat interval early (the last heartbeat was
+    // sent up to one interval before the freeze); fast failover must not shorten it.
+    assert!(
+        waited + heartbeat_ms >= session_ms,
+        "a frozen leader was replaced after {waited} ms, before its session of {session_ms} ms"
+    );
+    // Thawed, the old leader reports that it lost its generation before anything else: it
+    // leads nothing while the new leader leads.
+    let thawed_at = unix_ms();
+    c.processes[leader].signal(Signal::Cont);
+    c.wait_until(
+        Duration::from_secs(10),
+        "the thawed leader reports lost",
+        |l| {
+            l.iter()
+                .any(|x| x.process == leader && x.ts_ms >= stopped_at && x.event == "lost")
+        },
+    );
+    let after_thaw: Vec<&Line> = c
+        .seen
+        .iter()
+        .filter(|l| l.process == leader && l.ts_ms >= stopped_at)
+        .collect();
+    assert_eq!(
+        after_thaw[0].event, "lost",
+        "first, it stops: {after_thaw:?}"
+    );
+    let mut ends = vec![u64::MAX; c.processes.len()];
+    for p in alive.clone() {
+        c.processes[p].signal(Signal::Term);
+        assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
+        ends[p] = unix_ms();
+    }
+    c.drain(Duration::from_millis(500));
+    // The frozen leader acted on nothing from its freeze to its `lost` line: its reign ends at
+    // the freeze, and no other reign began before its session could have expired.
+    let mut lines: Vec<Line> = c.seen.clone();
+    if let Some(lost) = lines
+        .iter_mut()
+        .find(|l| l.process == leader && l.ts_ms >= thawed_at.min(stopped_at))
+    {
+        lost.ts_ms = stopped_at;
+    }
+    assert_one_leader_at_a_time(&lines, &c.ids, &ends);
+}
+
+/// Three candidates, each in a network namespace of its own (a host), all named `node`, their
+/// endpoints on `listen(namespace address)`; SIGKILL of the leader: the time to a new leader.
+fn kill_across_namespaces(
+    test: &str,
+    loopback: bool,
+    session_ms: u64,
+    heartbeat_ms: u64,
+) -> Option<u64> {
+    let bootstrap = kafka_bootstrap(test)?;
+    let network = Network::for_test(test, 3, &bootstrap)?;
+    let group = format!(
+        "kroupier-it-fast-election-ns-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    let mut c = Candidates::new(&bootstrap, &group, session_ms, heartbeat_ms);
+    let alive: Vec<usize> = network
+        .namespaces()
+        .iter()
+        .zip(["a", "b", "c"])
+        .map(|(ns, id)| {
+            let listen = if loopback {
+                "127.0.0.1:0".to_owned()
+            } else {
+                format!("{}:0", ns.address())
+            };
+            c.add_under(
+                &ns.wrapper("node"),
+                id,
+                &["--fast-failover-listen".to_owned(), listen],
+            )
+        })
+        .collect();
+    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
+        settled(l, &alive).is_some()
+    });
+    let leader = settled(&c.seen, &alive).expect("settled");
+    std::thread::sleep(Duration::from_millis(300));
+    let killed_at = unix_ms();
+    c.processes[leader].signal(Signal::Kill);
+    let _ = c.processes[leader].wait();
+    let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
+    c.wait_until(
+        Duration::from_millis(session_ms + 2 * heartbeat_ms + 5_000),
+        "a new leader after SIGKILL",
+        |l| settled(l, &others).is_some(),
+    );
+    let next = settled(&c.seen, &others).expect("settled");
+    let latency = c
+        .seen
+        .iter()
+        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= killed_at)
+        .expect("the new leader's line")
+        .ts_ms
+        - killed_at;
+    let mut ends = vec![u64::MAX; c.processes.len()];
+    ends[leader] = killed_at;
+    for p in others {
+        c.processes[p].signal(Signal::Term);
+        assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
+        ends[p] = unix_ms();
+    }
+    c.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    drop(c);
+    drop(network);
+    Some(latency)
+}
+
+#[test]
+fn a_crash_across_namespaces_fails_over_in_round_trips() {
+    let test = "a_crash_across_namespaces_fails_over_in_round_trips";
+    let Some(latency) = kill_across_namespaces(test, false, SESSION_MS, HEARTBEAT_MS) else {
+        return;
+    };
+    println!("MEASURE election_fast_failover_netns_kill_to_new_leader={latency}ms");
+    assert!(
+        latency < FAST_BOUND_MS,
+        "a new leader after {latency} ms, bound {FAST_BOUND_MS} ms (session {SESSION_MS} ms)"
+    );
+}
+
+#[test]
+fn loopback_endpoints_in_separate_namespaces_sharing_a_host_name_prove_nothing() {
+    let test = "loopback_endpoints_in_separate_namespaces_sharing_a_host_name_prove_nothing";
+    let (session_ms, heartbeat_ms) = (6_000, 1_000);
+    let Some(latency) = kill_across_namespaces(test, true, session_ms, heartbeat_ms) else {
+        return;
+    };
+    println!("MEASURE election_fast_failover_netns_loopback_kill_to_new_leader={latency}ms");
+    assert!(
+        latency + heartbeat_ms >= session_ms,
+        "a new leader after {latency} ms, before the session of {session_ms} ms: a follower \
+         trusted another namespace's loopback"
+    );
+}
