@@ -3,13 +3,17 @@
 //! they end when the group driver stops.
 
 use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kroupier::election::ElectionEvent;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use kroupier::election::{ElectionEvent, Elector, ElectorHandle, FastFailover};
 use kroupier::protocol::{MemberConfig, MemberError};
 use kroupier::worker::journal::unix_ms;
+use tokio::sync::broadcast;
 use tokio::task::JoinError;
 
 use crate::SessionArgs;
@@ -53,6 +57,82 @@ impl MemberArgs {
         config.cluster.connection.client_id = format!("{program}-{}", self.id);
         config.cluster.security = file.member.cluster.security;
         Ok(config)
+    }
+}
+
+/// Fast failover of the election, as `leader_election` and `active_standby` take it: off by
+/// default, as in the library.
+#[derive(Debug, clap::Args)]
+pub struct FastFailoverArgs {
+    /// Fail over in milliseconds when the leader's process ends: each process listens on a
+    /// small endpoint the followers link to (see `leader_election`'s module docs).
+    #[arg(long)]
+    pub fast_failover: bool,
+    /// The fast-failover endpoint's address (port 0: any free port).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:0",
+        requires = "fast_failover"
+    )]
+    pub fast_failover_listen: SocketAddr,
+    /// The address to advertise for the endpoint instead of the listening one (needed with
+    /// `--fast-failover-listen 0.0.0.0:0` across hosts); one of this host's own addresses.
+    #[arg(long, value_name = "IP", requires = "fast_failover")]
+    pub fast_failover_advertise: Option<IpAddr>,
+}
+
+/// An eligible elector's handle and driver, with fast failover when `fast` asks for it.
+///
+/// # Errors
+/// As [`Elector::new`] and [`Elector::with_fast_failover`].
+pub fn elector(
+    config: MemberConfig,
+    id: &str,
+    fast: &FastFailoverArgs,
+) -> Result<(ElectorHandle, BoxFuture<'static, Result<(), MemberError>>), MemberError> {
+    if fast.fast_failover {
+        let mut settings = FastFailover::new().listen(fast.fast_failover_listen);
+        if let Some(ip) = fast.fast_failover_advertise {
+            settings = settings.advertise(ip);
+        }
+        Elector::with_fast_failover(config, id, true, settings).map(|(e, d)| (e, d.boxed()))
+    } else {
+        Elector::new(config, id, true).map(|(e, d)| (e, d.boxed()))
+    }
+}
+
+/// Resigns on a stop signal: prints `lost` for the role held, then leaves the group, then
+/// prints what else came in. Resigning turns the role to `lost` at once and (with fast
+/// failover) closes the endpoint, after which a follower may lead within milliseconds, before
+/// LeaveGroup has even been answered: `lost` goes first, as the moment this process stops
+/// acting.
+pub async fn resign(
+    id: &str,
+    elector: &ElectorHandle,
+    events: &mut broadcast::Receiver<ElectionEvent>,
+) {
+    while let Ok(event) = events.try_recv() {
+        print_role(id, election_role(&event));
+    }
+    let held = elector.role().borrow().clone();
+    let lost = match held {
+        Some(ElectionEvent::Leader { token }) => Some(token.generation_id),
+        Some(ElectionEvent::Follower { generation_id, .. }) => Some(generation_id),
+        _ => None,
+    };
+    if let Some(generation) = lost {
+        print_role(id, ("lost", Some(generation)));
+    }
+    elector.leave().await;
+    // The `lost` of the resignation is printed already, unless a role came in between (then
+    // everything is printed, in order).
+    let rest: Vec<ElectionEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    let changed = rest
+        .iter()
+        .any(|e| !matches!(e, ElectionEvent::Lost { .. }));
+    for event in rest.iter().filter(|_| changed || lost.is_none()) {
+        print_role(id, election_role(event));
     }
 }
 

@@ -4,6 +4,7 @@
 //! ```text
 //! active_standby --bootstrap ADDR --group G --id ID [--journal-dir DIR] [--probe-interval-ms MS]
 //!                [--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--command-config FILE]
+//!                [--fast-failover [--fast-failover-listen ADDR] [--fast-failover-advertise IP]]
 //! ```
 //!
 //! The job is a probe: every `--probe-interval-ms` (100 by default) the active instance
@@ -14,17 +15,21 @@
 //!
 //! Prints the JSON lines `leader_election` prints, one per role change, flushed at once:
 //! `{"ts_ms":..,"id":..,"event":"leader"|"follower"|"lost","generation":..}` (`leader`
-//! while active). On SIGTERM or ctrl-c it stops the job (`lost`), leaves the group so a
-//! standby takes over at once, and exits 0. Logs go to stderr (`RUST_LOG`).
+//! while active). On SIGTERM or ctrl-c it stops the job (`lost`, printed before it leaves),
+//! leaves the group so a standby takes over at once, and exits 0. Logs go to stderr
+//! (`RUST_LOG`). With `--fast-failover` (as `leader_election` takes it) a standby takes over
+//! within milliseconds of the active process's end, not after its session.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use kroupier::election::{ElectionEvent, Elector, ElectorHandle};
+use kroupier::election::{ElectionEvent, ElectorHandle};
 use kroupier::worker::journal::Writer;
-use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role};
+use kroupier_examples::member::{
+    FastFailoverArgs, MemberArgs, driver_exit, election_role, elector, print_role, resign,
+};
 use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
@@ -39,6 +44,8 @@ use tokio::task::JoinHandle;
 struct Args {
     #[command(flatten)]
     member: MemberArgs,
+    #[command(flatten)]
+    fast: FastFailoverArgs,
     /// Where the probe appends its journal (`DIR/probe.log`); no journal without it.
     #[arg(long, value_name = "DIR")]
     journal_dir: Option<PathBuf>,
@@ -100,7 +107,7 @@ async fn main() -> std::process::ExitCode {
     {
         return fail(format!("--journal-dir {}: {e}", dir.display()));
     }
-    let (elector, driver) = match Elector::new(config, &args.member.id, true) {
+    let (elector, driver) = match elector(config, &args.member.id, &args.fast) {
         Ok(pair) => pair,
         Err(e) => return fail(e),
     };
@@ -137,12 +144,9 @@ async fn main() -> std::process::ExitCode {
             () = &mut stop => {
                 // `leave` resigns before LeaveGroup: the probe sees `is_leader()` false and
                 // stops before a standby can be elected.
-                elector.leave().await;
+                resign(&args.member.id, &elector, &mut events).await;
                 if let Some(job) = job.take() {
                     job.abort();
-                }
-                while let Ok(event) = events.try_recv() {
-                    print_role(&args.member.id, election_role(&event));
                 }
                 return std::process::ExitCode::SUCCESS;
             }

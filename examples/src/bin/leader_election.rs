@@ -19,12 +19,11 @@
 //! it, remove it from the group and elect another in milliseconds instead of a session
 //! timeout. A paused or unreachable leader still waits for its session.
 
-use std::net::{IpAddr, SocketAddr};
-
 use clap::Parser;
-use futures::FutureExt;
-use kroupier::election::{ElectionEvent, Elector, FastFailover};
-use kroupier_examples::member::{MemberArgs, driver_exit, election_role, print_role, usage_error};
+use kroupier_examples::member::{
+    FastFailoverArgs, MemberArgs, driver_exit, election_role, elector, print_role, resign,
+    usage_error,
+};
 use kroupier_examples::terminated;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -38,47 +37,19 @@ use tokio::sync::broadcast::error::RecvError;
 struct Args {
     #[command(flatten)]
     member: MemberArgs,
-    /// Fail over in milliseconds when the leader's process ends (see the module docs).
-    #[arg(long)]
-    fast_failover: bool,
-    /// The fast-failover endpoint's address (port 0: any free port).
-    #[arg(
-        long,
-        value_name = "ADDR",
-        default_value = "127.0.0.1:0",
-        requires = "fast_failover"
-    )]
-    fast_failover_listen: SocketAddr,
-    /// The address to advertise for the endpoint instead of the listening one (needed with
-    /// `--fast-failover-listen 0.0.0.0:0` across hosts); one of this host's own addresses.
-    #[arg(long, value_name = "IP", requires = "fast_failover")]
-    fast_failover_advertise: Option<IpAddr>,
+    #[command(flatten)]
+    fast: FastFailoverArgs,
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     kroupier_examples::init_logs();
-    let Args {
-        member: args,
-        fast_failover,
-        fast_failover_listen,
-        fast_failover_advertise,
-    } = Args::parse();
+    let Args { member: args, fast } = Args::parse();
     let config = match args.member_config("leader_election") {
         Ok(config) => config,
         Err(e) => return usage_error("leader_election", e),
     };
-
-    let built = if fast_failover {
-        let mut settings = FastFailover::new().listen(fast_failover_listen);
-        if let Some(ip) = fast_failover_advertise {
-            settings = settings.advertise(ip);
-        }
-        Elector::with_fast_failover(config, &args.id, true, settings).map(|(e, d)| (e, d.boxed()))
-    } else {
-        Elector::new(config, &args.id, true).map(|(e, d)| (e, d.boxed()))
-    };
-    let (elector, driver) = match built {
+    let (elector, driver) = match elector(config, &args.id, &fast) {
         Ok(pair) => pair,
         Err(e) => return usage_error("leader_election", e),
     };
@@ -94,30 +65,7 @@ async fn main() -> std::process::ExitCode {
                 Err(RecvError::Closed) => break,
             },
             () = &mut stop => {
-                // Resigning turns the role to `lost` at once and (with fast failover) closes
-                // the endpoint, after which a follower may lead within milliseconds, before
-                // LeaveGroup has even been answered: print `lost` first, as the moment this
-                // process stops acting.
-                while let Ok(event) = events.try_recv() {
-                    print_role(&args.id, election_role(&event));
-                }
-                let held = elector.role().borrow().clone();
-                let lost = match held {
-                    Some(ElectionEvent::Leader { token }) => Some(token.generation_id),
-                    Some(ElectionEvent::Follower { generation_id, .. }) => Some(generation_id),
-                    _ => None,
-                };
-                if let Some(generation) = lost {
-                    print_role(&args.id, ("lost", Some(generation)));
-                }
-                elector.leave().await;
-                // The `lost` of the resignation is printed already, unless a role came in
-                // between (then everything is printed, in order).
-                let rest: Vec<ElectionEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
-                let changed = rest.iter().any(|e| !matches!(e, ElectionEvent::Lost { .. }));
-                for event in rest.iter().filter(|_| changed || lost.is_none()) {
-                    print_role(&args.id, election_role(event));
-                }
+                resign(&args.id, &elector, &mut events).await;
                 return std::process::ExitCode::SUCCESS;
             }
             ended = &mut driver => {
