@@ -6,6 +6,7 @@
 //! run: in CI, a skipped test must never look like a passing one.
 
 pub mod admin;
+pub mod cli;
 pub mod fault;
 pub mod journal;
 pub mod netns;

@@ -109,6 +109,19 @@ impl Group {
         }
     }
 
+    /// The same group, its workers following the task store (`tasks.store.enabled=true`, in a
+    /// client properties file written to `dir`).
+    ///
+    /// # Panics
+    /// When the file cannot be written.
+    pub fn with_task_store(mut self, dir: &Path) -> Self {
+        let properties = dir.join("worker.properties");
+        std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
+        self.extra
+            .extend(["--command-config".into(), properties.display().to_string()]);
+        self
+    }
+
     /// Starts worker `id` and waits for its `started` line.
     pub fn start(&self, id: &str) -> Worker {
         let mut args: Vec<String> = vec![

@@ -19,12 +19,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use kroupier_coordinator::log::{LogRecord, ReadRecord, TopicLog, TopicSpec};
+use kroupier_integration_tests::cli::{self, ok};
 use kroupier_integration_tests::kafka_bootstrap;
-use kroupier_integration_tests::process::{Signal, binary};
+use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::{Group, TempDir, Worker, poll};
 use kroupier_integration_tests::topics::client;
 use kroupier_worker::store::{GeneratedBy, TaskRecord, TaskStore, tasks_topic};
@@ -40,36 +40,11 @@ const CHANGE_BOUND: Duration = Duration::from_secs(20);
 /// How long a move after a worker's death or freeze may take.
 const MOVE_BOUND: Duration = Duration::from_secs(45);
 
-/// Runs `kroupier ARGS... --bootstrap B --group G`.
-fn kroupier(bootstrap: &str, group: &str, args: &[&str]) -> Output {
-    Command::new(binary("kroupier"))
-        .args(args)
-        .args(["--bootstrap", bootstrap, "--group", group])
-        .output()
-        .expect("run kroupier")
-}
-
-/// Runs a command that must succeed; its stdout.
-fn ok(bootstrap: &str, group: &str, args: &[&str]) -> String {
-    let output = kroupier(bootstrap, group, args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "kroupier {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// `tasks list --json`'s tasks by id.
 fn listed(bootstrap: &str, group: &str) -> BTreeMap<String, Value> {
-    let out = ok(bootstrap, group, &["tasks", "list", "--json"]);
-    let json: Value = serde_json::from_str(&out).expect("one JSON object");
-    json["tasks"]
-        .as_array()
-        .expect("a task array")
-        .iter()
-        .map(|t| (t["id"].as_str().expect("an id").to_owned(), t.clone()))
+    cli::listed(bootstrap, group)
+        .into_iter()
+        .map(|t| (t["id"].as_str().expect("an id").to_owned(), t))
         .collect()
 }
 
@@ -102,13 +77,11 @@ impl Setup {
         let dir = TempDir::new(name);
         let inbox = dir.0.join("inbox");
         std::fs::create_dir_all(&inbox).expect("the watched directory");
-        let properties = dir.0.join("worker.properties");
-        std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
         let logs = dir.0.join("logs");
         std::fs::create_dir_all(&logs).expect("the log directory");
-        let mut group = Group::new(bootstrap, name, 0, &dir.0.join("journal"));
+        let mut group =
+            Group::new(bootstrap, name, 0, &dir.0.join("journal")).with_task_store(&dir.0);
         group.logs = Some(logs);
-        group.extra = vec!["--command-config".into(), properties.display().to_string()];
         if let Some(session_ms) = session_ms {
             group.session_ms = session_ms;
         }

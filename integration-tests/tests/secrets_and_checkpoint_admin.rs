@@ -14,41 +14,13 @@
 //!
 //! Needs the `kroupier` and `quickstart` binaries built (`scripts/test` builds all targets).
 
-use std::process::{Command, Output};
 use std::time::Duration;
 
+use kroupier_integration_tests::cli::{kroupier, listed, ok};
 use kroupier_integration_tests::kafka_bootstrap;
-use kroupier_integration_tests::process::{Process, binary};
+use kroupier_integration_tests::process::Process;
 use kroupier_integration_tests::quickstart::{Group, TempDir, http_get, poll, unique};
 use serde_json::Value;
-
-/// Runs `kroupier ARGS... --bootstrap B --group G`.
-fn kroupier(bootstrap: &str, group: &str, args: &[&str]) -> Output {
-    Command::new(binary("kroupier"))
-        .args(args)
-        .args(["--bootstrap", bootstrap, "--group", group])
-        .output()
-        .expect("run kroupier")
-}
-
-/// Runs a command that must succeed; its stdout.
-fn ok(bootstrap: &str, group: &str, args: &[&str]) -> String {
-    let output = kroupier(bootstrap, group, args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "kroupier {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// `tasks list --json`'s tasks.
-fn listed(bootstrap: &str, group: &str) -> Vec<Value> {
-    let out = ok(bootstrap, group, &["tasks", "list", "--json"]);
-    let json: Value = serde_json::from_str(&out).expect("one JSON object");
-    json["tasks"].as_array().expect("a task array").clone()
-}
 
 /// The listed task `id`'s (state, error).
 fn state_of(tasks: &[Value], id: &str) -> Option<(String, String)> {
@@ -97,13 +69,11 @@ fn secret_references_resolve_on_the_worker_and_show_nowhere() {
     std::fs::write(&secrets, format!("# the database\ndb.password={secret}\n"))
         .expect("write the secrets file");
     let secrets = secrets.display().to_string();
-    let properties = dir.0.join("worker.properties");
-    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
     let logs = dir.0.join("logs");
     std::fs::create_dir_all(&logs).expect("the log directory");
 
-    let mut group = Group::new(&bootstrap, "secrets-cli", 0, &dir.0.join("journal"));
-    group.extra = vec!["--command-config".into(), properties.display().to_string()];
+    let mut group =
+        Group::new(&bootstrap, "secrets-cli", 0, &dir.0.join("journal")).with_task_store(&dir.0);
     group.logs = Some(logs.clone());
     group.env = vec![
         ("KROUPIER_IT_SECRET".into(), env_secret.clone()),
@@ -248,6 +218,21 @@ fn checkpoint(bootstrap: &str, group: &str, id: &str) -> Option<u64> {
     json["state"].as_u64()
 }
 
+/// A group of quickstart workers following the task store, with the task `counter` put: a
+/// beat that saves its count at every beat and resumes from its newest checkpoint. The group
+/// and its name.
+fn counter_group(bootstrap: &str, name: &str, dir: &TempDir) -> (Group, String) {
+    let group = Group::new(bootstrap, name, 0, &dir.0.join("journal")).with_task_store(&dir.0);
+    let name = group.group.clone();
+    put(
+        bootstrap,
+        &name,
+        "counter",
+        r#"{"every_ms":50,"checkpoint_every":1}"#,
+    );
+    (group, name)
+}
+
 #[test]
 fn a_paused_tasks_checkpoint_is_set_and_reset_and_a_running_ones_is_refused() {
     let Some(bootstrap) =
@@ -256,18 +241,7 @@ fn a_paused_tasks_checkpoint_is_set_and_reset_and_a_running_ones_is_refused() {
         return;
     };
     let dir = TempDir::new("checkpoint-cli");
-    let properties = dir.0.join("worker.properties");
-    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
-    let mut group = Group::new(&bootstrap, "checkpoint-cli", 0, &dir.0.join("journal"));
-    group.extra = vec!["--command-config".into(), properties.display().to_string()];
-    let name = group.group.clone();
-    // A beat that saves its count at every beat and resumes from its newest checkpoint.
-    put(
-        &bootstrap,
-        &name,
-        "counter",
-        r#"{"every_ms":50,"checkpoint_every":1}"#,
-    );
+    let (group, name) = counter_group(&bootstrap, "checkpoint-cli", &dir);
     let _worker = group.start("w1");
     wait_states(&bootstrap, &name, &[("counter", "RUNNING")]);
     poll(Duration::from_secs(30), || {
@@ -343,17 +317,7 @@ fn a_set_on_a_paused_task_that_moved_goes_under_its_new_owners_generation() {
         return;
     };
     let dir = TempDir::new("checkpoint-moved");
-    let properties = dir.0.join("worker.properties");
-    std::fs::write(&properties, "tasks.store.enabled=true\n").expect("write the properties");
-    let mut group = Group::new(&bootstrap, "checkpoint-moved", 0, &dir.0.join("journal"));
-    group.extra = vec!["--command-config".into(), properties.display().to_string()];
-    let name = group.group.clone();
-    put(
-        &bootstrap,
-        &name,
-        "counter",
-        r#"{"every_ms":50,"checkpoint_every":1}"#,
-    );
+    let (group, name) = counter_group(&bootstrap, "checkpoint-moved", &dir);
     let first = group.start("w1");
     wait_states(&bootstrap, &name, &[("counter", "RUNNING")]);
     let saved_in = poll(Duration::from_secs(30), || {
