@@ -34,8 +34,8 @@ use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::Signal;
 use kroupier_integration_tests::quickstart::{
-    Group, TempDir, Worker, assert_no_overlap, counts, journals, moved_after, poll, running,
-    settled_generation, slowest_move, tasks_of, wait_balanced, wait_balanced_since,
+    Group, TempDir, Worker, assert_no_overlap, balanced, counts, journals, moved_after, poll,
+    running, settled_generation, slowest_move, tasks_of, wait_balanced, wait_balanced_since,
 };
 
 /// Kafka's default session timeout.
@@ -63,7 +63,18 @@ fn start_ring(
     let workers = (1..=count)
         .map(|n| group.start(&format!("w{n:02}")))
         .collect();
-    wait_balanced(&dir.0, tasks, count);
+    // Each joiner starts a rebalance that the others may learn of only at their next heartbeat
+    // (3 s here): on a loaded machine 18 joins in a row can take longer than the helpers' 30 s
+    // to settle, so the start gets longer. What the tests measure comes after.
+    poll(Duration::from_secs(90), || {
+        balanced(&dir.0, tasks, count, 0)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "{tasks} tasks never ran balanced over {count} workers within 90 s; last view: {:?}",
+            running(&dir.0, tasks, 0)
+        )
+    });
     settled_generation(&dir.0);
     // The links open right after the last assignment (after a DescribeGroups).
     std::thread::sleep(Duration::from_millis(1_500));
