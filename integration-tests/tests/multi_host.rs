@@ -396,7 +396,8 @@ fn kip_345_recipe_removes_a_stuck_static_member_and_its_replacement_waits() {
     // resumed on, it has not beat for a second.
     let stopped = poll(Duration::from_secs(15), || {
         let now = unix_ms();
-        let quiet = last_beat_of(s.dir(), "w1-old").is_none_or(|last| now - last > 1_000);
+        let quiet =
+            last_beat_of(s.dir(), "w1-old").is_none_or(|last| now.saturating_sub(last) > 1_000);
         (now > resumed_ms + 2_000 && quiet).then_some(())
     });
     let last_beat = last_beat_of(s.dir(), "w1-old").filter(|last| *last > resumed_ms);
