@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use kroupier::election::{ElectionEvent, Elector, ElectorHandle, FastFailover};
+use kroupier::election::{ElectionEvent, Elector, ElectorHandle};
+use kroupier::failover::FastFailover;
 use kroupier::protocol::{MemberConfig, MemberError};
 use kroupier::worker::journal::unix_ms;
 use tokio::sync::broadcast;
@@ -82,6 +83,19 @@ pub struct FastFailoverArgs {
     pub fast_failover_advertise: Option<IpAddr>,
 }
 
+impl FastFailoverArgs {
+    /// The settings these flags give, `None` without `--fast-failover`.
+    pub fn settings(&self) -> Option<FastFailover> {
+        self.fast_failover.then(|| {
+            let settings = FastFailover::new().listen(self.fast_failover_listen);
+            match self.fast_failover_advertise {
+                Some(ip) => settings.advertise(ip),
+                None => settings,
+            }
+        })
+    }
+}
+
 /// An eligible elector's handle and driver, with fast failover when `fast` asks for it.
 ///
 /// # Errors
@@ -91,14 +105,11 @@ pub fn elector(
     id: &str,
     fast: &FastFailoverArgs,
 ) -> Result<(ElectorHandle, BoxFuture<'static, Result<(), MemberError>>), MemberError> {
-    if fast.fast_failover {
-        let mut settings = FastFailover::new().listen(fast.fast_failover_listen);
-        if let Some(ip) = fast.fast_failover_advertise {
-            settings = settings.advertise(ip);
+    match fast.settings() {
+        Some(settings) => {
+            Elector::with_fast_failover(config, id, true, settings).map(|(e, d)| (e, d.boxed()))
         }
-        Elector::with_fast_failover(config, id, true, settings).map(|(e, d)| (e, d.boxed()))
-    } else {
-        Elector::new(config, id, true).map(|(e, d)| (e, d.boxed()))
+        None => Elector::new(config, id, true).map(|(e, d)| (e, d.boxed())),
     }
 }
 

@@ -4,6 +4,10 @@
 //! the writer's SIGKILL, and a writer paused past its session (SIGSTOP, then SIGCONT) refuses
 //! writes after it resumes and lands none of its late writes.
 //!
+//! With `--fast-failover`, at Kafka's default session and heartbeat: SIGKILL of the writer →
+//! a write lands through a new writer in milliseconds (`KROUPIER_FAILOVER_ROUNDS` kills,
+//! default 3), and SIGSTOP of the writer → no new writer before its session ends.
+//!
 //! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
 //! lines.
 
@@ -22,6 +26,28 @@ const SESSION_MS: u64 = 3_000;
 const HEARTBEAT_MS: u64 = 500;
 /// The issue's bound for a new writer after the writer's death.
 const BOUND_MS: u64 = SESSION_MS + 2 * HEARTBEAT_MS;
+
+/// Kafka's defaults (`session.timeout.ms` before 3.0, `heartbeat.interval.ms`), for the
+/// fast-failover test.
+const DEFAULT_SESSION_MS: u64 = 10_000;
+const DEFAULT_HEARTBEAT_MS: u64 = 3_000;
+/// A write through a new writer after SIGKILL with fast failover, well under the session:
+/// generous, so a busy machine passes.
+const FAST_BOUND_MS: u64 = 2_000;
+
+/// How the replicas are started.
+struct Settings {
+    session_ms: u64,
+    heartbeat_ms: u64,
+    fast_failover: bool,
+}
+
+/// The settings of the test without fast failover.
+const SHORT_SESSION: Settings = Settings {
+    session_ms: SESSION_MS,
+    heartbeat_ms: HEARTBEAT_MS,
+    fast_failover: false,
+};
 
 /// One printed line.
 #[derive(Debug, Clone)]
@@ -44,7 +70,12 @@ struct Replicas {
 
 impl Replicas {
     /// Starts one replica per `(id, eligible)` and waits for each one's URL.
-    fn start(bootstrap: &str, group: &str, replicas: &[(&'static str, bool)]) -> Self {
+    fn start(
+        bootstrap: &str,
+        group: &str,
+        replicas: &[(&'static str, bool)],
+        settings: &Settings,
+    ) -> Self {
         let store = std::env::temp_dir().join(format!("{group}.sqlite"));
         let _ = std::fs::remove_file(&store);
         let (tx, lines) = channel();
@@ -52,7 +83,7 @@ impl Replicas {
             .iter()
             .enumerate()
             .map(|(i, (id, eligible))| {
-                let args: Vec<String> = [
+                let mut args: Vec<String> = [
                     "--bootstrap",
                     bootstrap,
                     "--group",
@@ -66,13 +97,16 @@ impl Replicas {
                     "--leader-eligible",
                     if *eligible { "true" } else { "false" },
                     "--session-timeout-ms",
-                    &SESSION_MS.to_string(),
+                    &settings.session_ms.to_string(),
                     "--heartbeat-interval-ms",
-                    &HEARTBEAT_MS.to_string(),
+                    &settings.heartbeat_ms.to_string(),
                 ]
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
+                if settings.fast_failover {
+                    args.push("--fast-failover".into());
+                }
                 let mut process = Process::spawn("single_writer", &args);
                 let out = process.stdout_lines();
                 let tx = tx.clone();
@@ -257,7 +291,7 @@ fn first_landed_write(r: &Replicas, alive: &[usize], key: &str, within: Duration
             Instant::now() < deadline,
             "no write of {key} landed within {within:?}"
         );
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -278,6 +312,7 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
         &bootstrap,
         &group,
         &[("a", true), ("b", true), ("c", true), ("d", false)],
+        &SHORT_SESSION,
     );
     let n = 4;
     let mut alive: Vec<usize> = (0..n).collect();
@@ -414,9 +449,13 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
         r.seen.iter().all(|l| l.replica != 3 || l.event != "leader"),
         "the ineligible replica never led"
     );
-    // No generation has two writers.
-    let mut led: Vec<(i64, usize)> = r
-        .seen
+    assert_one_writer_per_generation(&r.seen);
+    let _ = std::fs::remove_file(&r.store);
+}
+
+/// No generation has two writers.
+fn assert_one_writer_per_generation(lines: &[Line]) {
+    let mut led: Vec<(i64, usize)> = lines
         .iter()
         .filter(|l| l.event == "leader")
         .filter_map(|l| l.generation.map(|g| (g, l.replica)))
@@ -426,5 +465,128 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
     for w in led.windows(2) {
         assert_ne!(w[0].0, w[1].0, "generation {} led by two replicas", w[0].0);
     }
-    let _ = std::fs::remove_file(&r.store);
+}
+
+#[test]
+fn with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_is_not() {
+    let Some(bootstrap) = kafka_bootstrap(
+        "with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_is_not",
+    ) else {
+        return;
+    };
+    let rounds: usize = std::env::var("KROUPIER_FAILOVER_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let settings = Settings {
+        session_ms: DEFAULT_SESSION_MS,
+        heartbeat_ms: DEFAULT_HEARTBEAT_MS,
+        fast_failover: true,
+    };
+    let mut latencies = Vec::new();
+    for round in 0..rounds {
+        let group = format!(
+            "kroupier-it-single-writer-fast-{}-{}-{round}",
+            std::process::id(),
+            unix_ms()
+        );
+        let mut r = Replicas::start(
+            &bootstrap,
+            &group,
+            &[("a", true), ("b", true), ("c", true)],
+            &settings,
+        );
+        let n = 3;
+        let mut alive: Vec<usize> = (0..n).collect();
+        let all = alive.clone();
+        r.wait_until(Duration::from_secs(40), "three replicas settle", |l| {
+            settled(l, &all, n).is_some()
+        });
+        let writer = settled(&r.seen, &alive, n).expect("settled");
+        let (status, _) = put(&r.urls[writer], "before", "1").expect("the writer answers");
+        assert_eq!(status, 200);
+        // Every follower has linked to the writer's endpoint by now (a link is one round trip
+        // after the assignment); give a loaded machine a moment more.
+        std::thread::sleep(Duration::from_millis(300));
+
+        let killed_at = unix_ms();
+        r.processes[writer].signal(Signal::Kill);
+        let _ = r.processes[writer].wait();
+        alive.retain(|i| *i != writer);
+        let (landed_at, reply) = first_landed_write(
+            &r,
+            &alive,
+            "after-kill",
+            Duration::from_millis(DEFAULT_SESSION_MS + 2 * DEFAULT_HEARTBEAT_MS + 10_000),
+        );
+        let latency = landed_at - killed_at;
+        println!("MEASURE single_writer_fast_kill_to_write_round{round}={latency}ms");
+        latencies.push(latency);
+        let new_writer = reply["writer"].as_str().expect("writer").to_owned();
+        assert_ne!(
+            new_writer, r.ids[writer],
+            "the killed writer wrote: {reply}"
+        );
+        everyone_reads(&r, &alive, "after-kill", "v", &new_writer);
+
+        if round + 1 == rounds {
+            // The last round also pauses the new writer: its process lives and its sockets
+            // stay open, so nothing is proven and the others wait for its session.
+            let survivors = alive.clone();
+            r.wait_until(Duration::from_secs(10), "the survivors settle", |l| {
+                settled(l, &survivors, n).is_some()
+            });
+            let second = settled(&r.seen, &alive, n).expect("settled");
+            std::thread::sleep(Duration::from_millis(300));
+            r.processes[second].signal(Signal::Stop);
+            let stopped_at = unix_ms();
+            let others: Vec<usize> = alive.iter().copied().filter(|i| *i != second).collect();
+            let (landed_at, reply) = first_landed_write(
+                &r,
+                &others,
+                "during-pause",
+                Duration::from_millis(DEFAULT_SESSION_MS + 2 * DEFAULT_HEARTBEAT_MS + 10_000),
+            );
+            let waited = landed_at - stopped_at;
+            println!(
+                "MEASURE single_writer_fast_stop_to_write={waited}ms (session \
+                 {DEFAULT_SESSION_MS} ms)"
+            );
+            assert_ne!(reply["writer"], r.ids[second], "the paused writer wrote");
+            // Kafka expires a session at most one heartbeat interval early.
+            assert!(
+                waited + DEFAULT_HEARTBEAT_MS >= DEFAULT_SESSION_MS,
+                "a paused writer was replaced after {waited} ms, before its session"
+            );
+            r.processes[second].signal(Signal::Cont);
+            r.wait_until(
+                Duration::from_secs(15),
+                "the resumed writer reports lost",
+                |l| {
+                    l.iter()
+                        .any(|x| x.replica == second && x.event == "lost" && x.ts_ms >= stopped_at)
+                },
+            );
+        }
+        for &i in &alive {
+            r.processes[i].signal(Signal::Term);
+            assert_eq!(r.processes[i].wait(), Some(0), "exit 0 after SIGTERM");
+        }
+        r.drain();
+        assert_one_writer_per_generation(&r.seen);
+        let _ = std::fs::remove_file(&r.store);
+    }
+    let mut sorted = latencies.clone();
+    sorted.sort_unstable();
+    println!(
+        "MEASURE single_writer_fast_kill_to_write_median={}ms over {rounds} kills: {latencies:?}",
+        sorted[sorted.len() / 2]
+    );
+    for (round, latency) in latencies.iter().enumerate() {
+        assert!(
+            *latency < FAST_BOUND_MS,
+            "round {round}: a write landed {latency} ms after the writer's SIGKILL, bound \
+             {FAST_BOUND_MS} ms (the session is {DEFAULT_SESSION_MS} ms); all: {latencies:?}"
+        );
+    }
 }

@@ -65,7 +65,7 @@ mod codec;
 pub mod connection;
 pub mod driver;
 pub mod election;
-mod failover;
+pub mod failover;
 /// A single-partition compacted topic as a log: create, append, read, end offset.
 pub mod log;
 pub mod membership;

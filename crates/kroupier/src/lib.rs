@@ -70,8 +70,20 @@ pub mod election {
     pub use kroupier_coordinator::driver::{MemberConfig, MemberError};
     pub use kroupier_coordinator::election::{
         ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionAssignment, ElectionEvent,
-        ElectionMetadata, Elector, ElectorHandle, FailoverEndpoint, FastFailover, LeaderElection,
-        choose_leader,
+        ElectionMetadata, Elector, ElectorHandle, LeaderElection, choose_leader,
+    };
+}
+
+/// Fast failover for any group protocol: when the process of the member a follower depends on
+/// ends on a live host, the follower proves it in milliseconds (a link that read the member's
+/// identity ended, and its address then refuses), removes it from the group and rejoins,
+/// instead of waiting for its session timeout. Leader election turns it on with
+/// [`Elector::with_fast_failover`](election::Elector::with_fast_failover); any other protocol
+/// holds a [`Failover`](failover::Failover). Anything short of a proof (a timeout, a pause,
+/// another network's loopback) leaves the member to its session.
+pub mod failover {
+    pub use kroupier_coordinator::failover::{
+        Failover, FailoverEndpoint, FailoverTarget, FastFailover, InvalidFailoverEndpoint,
     };
 }
 

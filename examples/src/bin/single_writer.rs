@@ -4,6 +4,7 @@
 //! single_writer --bootstrap ADDR --group G --id ID --http ADDR --store PATH
 //!               [--leader-eligible true|false] [--advertised-url URL]
 //!               [--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--command-config FILE]
+//!               [--fast-failover [--fast-failover-listen ADDR] [--fast-failover-advertise IP]]
 //! ```
 //!
 //! Run N replicas with the same `--group` and `--store` (an SQLite file they share). The
@@ -16,13 +17,21 @@
 //! `leader_election` prints them: `{"ts_ms":..,"id":..,"event":"leader"|"follower"|"lost",
 //! "generation":..}`. On SIGTERM or ctrl-c the replica stops writing (`lost`), leaves the
 //! group and exits 0. Exit 2 on bad arguments. Logs go to stderr (`RUST_LOG`).
+//!
+//! With `--fast-failover`, a new writer is chosen within milliseconds of the writer's process
+//! ending (SIGKILL, a crash), instead of after its session: the replicas follow the writer's
+//! endpoint ([`kroupier::failover::Failover`]). A paused or partitioned writer still waits for
+//! its session, and the store's token still refuses its late writes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
+use kroupier::failover::Failover;
 use kroupier::protocol::Member;
-use kroupier_examples::member::{MemberArgs, driver_exit, print_line, print_role};
+use kroupier_examples::member::{
+    FastFailoverArgs, MemberArgs, driver_exit, print_line, print_role,
+};
 use kroupier_examples::single_writer::http::{Replica, router};
 use kroupier_examples::single_writer::protocol::{Role, SingleWriter};
 use kroupier_examples::single_writer::store::{Store, StoreError};
@@ -39,6 +48,8 @@ use tokio::sync::broadcast::error::RecvError;
 struct Args {
     #[command(flatten)]
     member: MemberArgs,
+    #[command(flatten)]
+    fast: FastFailoverArgs,
     /// Where the HTTP API listens, `host:port` (port 0: any free port).
     #[arg(long)]
     http: String,
@@ -90,16 +101,32 @@ async fn main() -> std::process::ExitCode {
         (None, Err(e)) => return fail(format!("--http {}: {e}", args.http)),
     };
 
-    let protocol = Arc::new(SingleWriter::new(
-        &args.member.id,
-        &url,
-        args.leader_eligible,
-    ));
+    let failover = match args
+        .fast
+        .settings()
+        .as_ref()
+        .map(Failover::bind)
+        .transpose()
+    {
+        Ok(failover) => failover,
+        Err(e) => return fail(e),
+    };
+    let mut protocol = SingleWriter::new(&args.member.id, &url, args.leader_eligible);
+    if let Some(failover) = &failover {
+        protocol = protocol.with_failover(failover.clone());
+    }
+    let protocol = Arc::new(protocol);
     let mut roles = protocol.changes();
-    let (member, driver) = match Member::new(config, protocol.clone()) {
+    let (member, driver) = match Member::new(config.clone(), protocol.clone()) {
         Ok(pair) => pair,
         Err(e) => return fail(e),
     };
+    if let Some(failover) = &failover {
+        match failover.run(&member, &config) {
+            Ok(beside) => drop(tokio::spawn(beside)),
+            Err(e) => return fail(e),
+        }
+    }
     let replica = Arc::new(Replica {
         id: args.member.id.clone(),
         protocol: protocol.clone(),

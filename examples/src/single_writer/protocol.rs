@@ -7,6 +7,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use axum::body::Bytes;
+use kroupier::failover::{Failover, FailoverEndpoint, FailoverTarget};
 use kroupier::protocol::{
     AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
@@ -31,6 +32,10 @@ pub struct Identity {
     /// The latest generation it led, -1 if none: the choice is sticky, so a rebalance that
     /// keeps the writer in the group does not move the writes.
     pub led_generation: i32,
+    /// Its fast-failover endpoint (text form), if it turned fast failover on. Replicas that
+    /// predate it send none and read past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<String>,
 }
 
 /// The writer the leader chose, as every replica receives it.
@@ -42,6 +47,24 @@ pub struct Writer {
     pub id: String,
     /// Its base URL.
     pub url: String,
+    /// Its `group.instance.id`, if it is a static member (what removing it names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
+    /// Its fast-failover endpoint (text form), if it advertised one: the followers link to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<String>,
+}
+
+impl Writer {
+    /// Fast failover's target: this writer, if it advertised an endpoint that parses.
+    fn failover_target(&self) -> Option<FailoverTarget> {
+        let endpoint = self.failover.as_deref()?.parse::<FailoverEndpoint>().ok()?;
+        Some(FailoverTarget {
+            member_id: self.member_id.clone(),
+            group_instance_id: self.group_instance_id.clone(),
+            endpoint,
+        })
+    }
 }
 
 /// The assignment: the same for every replica.
@@ -55,24 +78,28 @@ pub struct Assignment {
 /// the latest generation; else the eligible replica with the lowest stable id (member id
 /// breaking ties). Metadata that does not decode makes a member ineligible, never an error.
 pub fn choose_writer(members: &[GroupMember]) -> Option<Writer> {
-    let eligible: Vec<(&str, Identity)> = members
+    let eligible: Vec<(&GroupMember, Identity)> = members
         .iter()
         .filter_map(|m| {
             serde_json::from_slice::<Identity>(&m.metadata)
                 .ok()
                 .filter(|identity| identity.leader_eligible)
-                .map(|identity| (m.member_id.as_str(), identity))
+                .map(|identity| (m, identity))
         })
         .collect();
     let latest = eligible.iter().map(|(_, i)| i.led_generation).max()?;
     eligible
         .into_iter()
         .filter(|(_, i)| i.led_generation == latest)
-        .min_by(|(a_member, a), (b_member, b)| (&a.id, a_member).cmp(&(&b.id, b_member)))
-        .map(|(member_id, identity)| Writer {
-            member_id: member_id.to_owned(),
+        .min_by(|(a_member, a), (b_member, b)| {
+            (&a.id, &a_member.member_id).cmp(&(&b.id, &b_member.member_id))
+        })
+        .map(|(member, identity)| Writer {
+            member_id: member.member_id.clone(),
             id: identity.id,
             url: identity.url,
+            group_instance_id: member.group_instance_id.clone(),
+            failover: identity.failover,
         })
 }
 
@@ -110,11 +137,17 @@ struct State {
 /// One replica's side of the protocol: a [`GroupProtocol`] whose callbacks publish the
 /// [`Role`] (on a watch for the request path, on a broadcast for the role log). They only
 /// lock a mutex and send, so they never hold up the driver's heartbeats.
+///
+/// With [`with_failover`](Self::with_failover), each replica advertises its fast-failover
+/// endpoint, the writer's travels in the assignment, and every follower follows the writer:
+/// when the writer's process ends, a follower removes it from the group and a new writer is
+/// chosen in milliseconds instead of after the writer's session.
 #[derive(Debug)]
 pub struct SingleWriter {
     id: String,
     url: String,
     leader_eligible: bool,
+    failover: Option<Failover>,
     state: Mutex<State>,
     role: watch::Sender<Option<Role>>,
     changes: broadcast::Sender<Role>,
@@ -127,10 +160,19 @@ impl SingleWriter {
             id: id.into(),
             url: url.into(),
             leader_eligible,
+            failover: None,
             state: Mutex::default(),
             role: watch::channel(None).0,
             changes: broadcast::channel(64).0,
         }
+    }
+
+    /// The same replica with fast failover: it advertises `failover`'s endpoint, follows the
+    /// writer, and closes the endpoint when it [resigns](Self::resign).
+    #[must_use]
+    pub fn with_failover(mut self, failover: Failover) -> Self {
+        self.failover = Some(failover);
+        self
     }
 
     /// The metadata this replica offers now.
@@ -142,6 +184,7 @@ impl SingleWriter {
             // A replica on its way out must not be chosen again.
             leader_eligible: self.leader_eligible && !state.resigned,
             led_generation: state.led_generation.unwrap_or(-1),
+            failover: self.failover.as_ref().map(|f| f.endpoint().to_string()),
         }
     }
 
@@ -171,6 +214,17 @@ impl SingleWriter {
                 _ => None,
             };
             self.publish(Role::Lost { generation_id });
+        }
+        // Only now, with no role left to act on, may the followers prove this replica gone.
+        if let Some(failover) = &self.failover {
+            failover.resign();
+        }
+    }
+
+    /// Tells fast failover (if on) whom this replica follows now.
+    fn follow(&self, target: Option<FailoverTarget>) {
+        if let Some(failover) = &self.failover {
+            failover.follow(target);
         }
     }
 
@@ -229,10 +283,12 @@ impl GroupProtocol for SingleWriter {
             if writer.as_ref().map(|w| w.member_id.as_str()) == Some(generation.member_id.as_str())
             {
                 state.led_generation = Some(generation.generation_id);
+                self.follow(None);
                 Role::Leader {
                     token: generation.token(),
                 }
             } else {
+                self.follow(writer.as_ref().and_then(Writer::failover_target));
                 Role::Follower {
                     generation_id: generation.generation_id,
                     writer,
@@ -248,6 +304,7 @@ impl GroupProtocol for SingleWriter {
     fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
         let _ = reason;
         let was_in = std::mem::take(&mut self.state().in_generation);
+        self.follow(None);
         if was_in {
             self.publish(Role::Lost {
                 generation_id: generation.map(|g| g.generation_id),
@@ -258,6 +315,8 @@ impl GroupProtocol for SingleWriter {
 
 #[cfg(test)]
 mod tests {
+    use kroupier::failover::FastFailover;
+
     use super::*;
 
     fn member(member_id: &str, replica: &SingleWriter) -> GroupMember {
@@ -300,6 +359,46 @@ mod tests {
         // `a` joins with a lower id, but `b` led generation 1: it keeps the writes.
         let members = [member("m-a", &a), member("m-b", &b), member("m-c", &c)];
         assert_eq!(choose_writer(&members).expect("a writer").id, "b");
+    }
+
+    #[test]
+    fn with_fast_failover_the_writer_s_endpoint_reaches_its_followers() {
+        let failover = Failover::bind(&FastFailover::new()).expect("bind 127.0.0.1:0");
+        let a = SingleWriter::new("a", "http://a", true).with_failover(failover.clone());
+        let b = SingleWriter::new("b", "http://b", true);
+        let advertised = a.identity().failover.expect("a advertises its endpoint");
+        assert_eq!(advertised.parse().as_ref(), Ok(failover.endpoint()));
+        assert_eq!(b.identity().failover, None, "b has fast failover off");
+
+        let mut static_a = member("m-a", &a);
+        static_a.group_instance_id = Some("pod-a".into());
+        let writer = choose_writer(&[static_a, member("m-b", &b)]).expect("a writes");
+        assert_eq!(
+            writer.failover_target(),
+            Some(FailoverTarget {
+                member_id: "m-a".into(),
+                group_instance_id: Some("pod-a".into()),
+                endpoint: failover.endpoint().clone(),
+            })
+        );
+        let unreadable = Writer {
+            failover: Some("not an endpoint".into()),
+            ..writer
+        };
+        assert_eq!(unreadable.failover_target(), None, "no proof from garbage");
+
+        // A replica that predates fast failover sends no endpoint, and reads past one.
+        let old: Identity = serde_json::from_str(
+            r#"{"id":"x","url":"http://x","leader_eligible":true,"led_generation":-1}"#,
+        )
+        .expect("an old replica's metadata");
+        assert_eq!(old.failover, None);
+
+        // Resigning closes the endpoint: only now may the followers prove this replica gone.
+        let addr: std::net::SocketAddr = failover.endpoint().addr.parse().unwrap();
+        assert!(std::net::TcpStream::connect(addr).is_ok(), "open while a may act");
+        a.resign();
+        assert!(std::net::TcpStream::connect(addr).is_err(), "closed once a resigned");
     }
 
     #[test]

@@ -2,22 +2,18 @@
 //! group member and publishes its role.
 
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::{broadcast, watch};
 
 use super::protocol::{ElectionEvent, LeaderElection};
-use crate::connection::Cluster;
 use crate::driver::{Member, MemberConfig, MemberError, MemberHandle};
-use crate::failover::endpoint::Endpoint;
-use crate::failover::{self, Watched};
+use crate::failover::{Failover, FastFailover};
 use crate::membership::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
 };
-use crate::observer::Observer;
 
 /// The election as the driver runs it: [`LeaderElection`] plus the channels its role changes
 /// go out on. Its callbacks only lock a mutex and send on channels, so they never block the
@@ -27,10 +23,8 @@ struct ElectorProtocol {
     election: LeaderElection,
     events: broadcast::Sender<ElectionEvent>,
     role: watch::Sender<Option<ElectionEvent>>,
-    /// The leader to link to (fast failover), as the last assignment named it.
-    watched: watch::Sender<Option<Watched>>,
-    /// This member's fast-failover endpoint, if it is on.
-    endpoint: Option<Arc<Endpoint>>,
+    /// Fast failover, if it is on: it follows the leader the last assignment named.
+    failover: Option<Failover>,
 }
 
 impl ElectorProtocol {
@@ -40,12 +34,9 @@ impl ElectorProtocol {
             self.role.send_replace(Some(event.clone()));
             let _ = self.events.send(event);
         }
-        let watched = self.election.watched();
-        self.watched.send_if_modified(|current| {
-            let changed = *current != watched;
-            *current = watched;
-            changed
-        });
+        if let Some(failover) = &self.failover {
+            failover.follow(self.election.watched());
+        }
     }
 
     /// Stops acting on any role, then closes the endpoint: its followers may prove this
@@ -53,8 +44,8 @@ impl ElectorProtocol {
     fn resign(&self) {
         self.election.resign();
         self.publish();
-        if let Some(endpoint) = &self.endpoint {
-            endpoint.close();
+        if let Some(failover) = &self.failover {
+            failover.resign();
         }
     }
 }
@@ -89,58 +80,6 @@ impl GroupProtocol for ElectorProtocol {
     fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
         self.election.on_lost(generation, reason);
         self.publish();
-    }
-}
-
-/// Fast failover for an [`Elector`]: when the leader's process ends on a live host, its
-/// followers prove it within milliseconds, remove it from the group and elect another, instead
-/// of waiting for its session timeout. Off unless given to
-/// [`Elector::with_fast_failover`] or [`Elector::spawn_with_fast_failover`].
-///
-/// Each member listens on a small TCP endpoint ([`listen`](Self::listen), default
-/// `127.0.0.1:0`) and advertises it in its metadata; followers keep one connection to the
-/// leader's. Only the end of the leader's process (or its resignation) is acted on: a paused,
-/// partitioned or slow leader is left to its session, as without fast failover. The proof and
-/// its assumptions are described in docs/guide-protocols.md and docs/reliability.md.
-///
-/// On one host the default is enough. Across hosts, listen on an address the other members can
-/// reach (or on `0.0.0.0:0` and [`advertise`](Self::advertise) this host's address): a
-/// loopback address is trusted only by members in the same network namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FastFailover {
-    listen: SocketAddr,
-    advertise: Option<IpAddr>,
-}
-
-impl Default for FastFailover {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl FastFailover {
-    /// Listen on `127.0.0.1` at a port the system picks; advertise that address.
-    pub fn new() -> Self {
-        Self {
-            listen: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
-            advertise: None,
-        }
-    }
-
-    /// Listen on `addr` (port 0: the system picks one).
-    #[must_use]
-    pub fn listen(mut self, addr: SocketAddr) -> Self {
-        self.listen = addr;
-        self
-    }
-
-    /// Advertise `ip` (with the bound port) instead of the listening address: needed when
-    /// listening on every address (`0.0.0.0`). It must be an address of this host's network
-    /// namespace (not a proxy's or a NAT's), or the elector is not built.
-    #[must_use]
-    pub fn advertise(mut self, ip: IpAddr) -> Self {
-        self.advertise = Some(ip);
-        self
     }
 }
 
@@ -204,51 +143,28 @@ impl Elector {
         ),
         MemberError,
     > {
-        let endpoint = match &fast_failover {
-            Some(settings) => Some(Arc::new(
-                Endpoint::bind(settings.listen, settings.advertise).map_err(|reason| {
-                    MemberError::InvalidClusterConfig {
-                        field: "fast_failover",
-                        reason,
-                    }
-                })?,
-            )),
-            None => None,
-        };
+        let failover = fast_failover.as_ref().map(Failover::bind).transpose()?;
         let mut election = LeaderElection::new(id, eligible);
-        if let Some(endpoint) = &endpoint {
-            election = election.with_endpoint(endpoint.advertised().clone());
+        if let Some(failover) = &failover {
+            election = election.with_endpoint(failover.endpoint().clone());
         }
         let (events, first) = broadcast::channel(config.event_capacity.max(1));
         let (role, _) = watch::channel(None);
-        let (watched, targets) = watch::channel(None);
         let protocol = Arc::new(ElectorProtocol {
             election,
             events,
             role,
-            watched,
-            endpoint: endpoint.clone(),
+            failover: failover.clone(),
         });
-        let group = config.membership.group_id.clone();
-        let cluster = config.cluster.clone();
-        let (member, driver) = Member::new(config, protocol.clone())?;
-        let beside = match endpoint {
-            Some(endpoint) => {
-                let cluster = Cluster::new(cluster).map_err(MemberError::from_cluster)?;
-                let observer = Observer::new(Arc::new(cluster));
-                let weak = member.downgrade();
-                Some((endpoint, observer, targets, group, weak))
-            }
-            None => None,
-        };
+        let (member, driver) = Member::new(config.clone(), protocol.clone())?;
+        let beside = failover
+            .map(|failover| failover.run(&member, &config))
+            .transpose()?;
         let driver = async move {
             // The endpoint and the link run beside the driver, and never end it.
             let beside = async move {
-                if let Some((endpoint, observer, targets, group, member)) = beside {
-                    tokio::join!(
-                        endpoint.serve(),
-                        failover::watch_leader(targets, observer, group, member)
-                    );
+                if let Some(beside) = beside {
+                    beside.await;
                 }
                 std::future::pending::<()>().await;
             };
@@ -414,7 +330,7 @@ mod tests {
         let offered = handle.protocol.protocols();
         let metadata = ElectionMetadata::decode(&offered[0].metadata).unwrap();
         assert_eq!(metadata.endpoint, None);
-        assert!(handle.protocol.endpoint.is_none());
+        assert!(handle.protocol.failover.is_none());
     }
 
     #[test]

@@ -26,8 +26,9 @@
 //! has stopped before another is elected.
 //!
 //! **Fast failover** (opt-in, off by default): with [`Elector::with_fast_failover`] or
-//! [`Elector::spawn_with_fast_failover`] and a [`FastFailover`], each member listens on a small
-//! TCP endpoint and advertises it ([`FailoverEndpoint`], in [`ElectionMetadata`] v1); the
+//! [`Elector::spawn_with_fast_failover`] and a [`FastFailover`](crate::failover::FastFailover),
+//! each member listens on a small TCP endpoint and advertises it
+//! ([`FailoverEndpoint`](crate::failover::FailoverEndpoint), in [`ElectionMetadata`] v1); the
 //! assignment names the leader's endpoint ([`ElectionAssignment`] v1), and every follower keeps
 //! a link to it. When a link that read the leader's identity ends and the leader's address then
 //! *refuses* a connection, the leader's process ended (or it resigned): the follower removes it
@@ -97,8 +98,8 @@ mod sim_tests;
 #[cfg(test)]
 mod tests;
 
-pub use elector::{Elector, ElectorHandle, FastFailover};
+pub use elector::{Elector, ElectorHandle};
 pub use protocol::{
     ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionEvent, LeaderElection, choose_leader,
 };
-pub use wire::{ElectionAssignment, ElectionMetadata, FailoverEndpoint};
+pub use wire::{ElectionAssignment, ElectionMetadata};

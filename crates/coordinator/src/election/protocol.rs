@@ -5,9 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
 
-use super::wire::{ElectionAssignment, ElectionMetadata, FailoverEndpoint};
+use super::wire::{ElectionAssignment, ElectionMetadata};
 use crate::codec::Versioned;
-use crate::failover::Watched;
+use crate::failover::{FailoverEndpoint, FailoverTarget};
 use crate::membership::{
     AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
@@ -47,7 +47,7 @@ struct State {
     resigned: bool,
     /// The leader to watch for fast failover: set while this member follows one that
     /// advertised an endpoint.
-    watched: Option<Watched>,
+    watched: Option<FailoverTarget>,
     events: VecDeque<ElectionEvent>,
 }
 
@@ -79,7 +79,7 @@ impl LeaderElection {
     }
 
     /// The leader this member follows, if it advertised a fast-failover endpoint.
-    pub(crate) fn watched(&self) -> Option<Watched> {
+    pub(crate) fn watched(&self) -> Option<FailoverTarget> {
         self.state().watched.clone()
     }
 
@@ -215,7 +215,7 @@ impl GroupProtocol for LeaderElection {
         state.in_generation = Some(generation.generation_id);
         let leads = decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str());
         state.watched = match (&decoded.leader_member_id, decoded.leader_endpoint) {
-            (Some(member_id), Some(endpoint)) if !leads => Some(Watched {
+            (Some(member_id), Some(endpoint)) if !leads => Some(FailoverTarget {
                 member_id: member_id.clone(),
                 group_instance_id: decoded.leader_group_instance_id.clone(),
                 endpoint,

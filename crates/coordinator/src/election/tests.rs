@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use super::*;
 use crate::codec::Versioned;
+use crate::failover::FailoverEndpoint;
 use crate::membership::{
     AssignContext, Generation, GroupMember, GroupProtocol, LostReason, ProtocolMetadata,
 };

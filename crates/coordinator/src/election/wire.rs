@@ -2,39 +2,7 @@
 //! [`codec`](crate::codec) kroupier's worker protocol uses too.
 
 use crate::codec::{DecodeError, Reader, Versioned, Writer};
-
-/// A member's fast-failover endpoint, as it advertises it (see
-/// [`FastFailover`](super::FastFailover)): where its followers link to, and what proves that a
-/// link reached it.
-///
-/// Body: `addr: string, process: string, network: nullable string`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailoverEndpoint {
-    /// The endpoint's address, `ip:port` (never a host name: it must mean one socket).
-    pub addr: String,
-    /// A random identity, new with every endpoint: the first line of every link names it.
-    pub process: String,
-    /// The kernel's boot id and the inode of the member's network namespace; a loopback
-    /// address is trusted only by members whose network is the same. `None` where the system
-    /// does not say.
-    pub network: Option<String>,
-}
-
-impl FailoverEndpoint {
-    fn encode(&self, writer: &mut Writer) {
-        writer.string(&self.addr);
-        writer.string(&self.process);
-        writer.nullable_string(self.network.as_deref());
-    }
-
-    fn decode(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        Ok(Self {
-            addr: reader.string("endpoint.addr")?,
-            process: reader.string("endpoint.process")?,
-            network: reader.nullable_string("endpoint.network")?,
-        })
-    }
-}
+use crate::failover::FailoverEndpoint;
 
 /// `present: bool`, then the endpoint if present.
 fn encode_endpoint(writer: &mut Writer, endpoint: Option<&FailoverEndpoint>) {

@@ -10,8 +10,8 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::FailoverEndpoint;
 use super::proof;
-use crate::election::FailoverEndpoint;
 
 /// The start of the first line on every connection, followed by the endpoint's identity and
 /// `\n`.
@@ -89,12 +89,15 @@ impl Endpoint {
     /// new connections once the accept loop has ended too.
     pub(crate) fn close(&self) {
         self.stop.cancel();
-        drop(
-            self.held
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
+        // Both descriptors: the accept loop's too if it never started (it then finds none).
+        for descriptor in [&self.held, &self.serving] {
+            drop(
+                descriptor
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            );
+        }
     }
 
     /// Accepts links until [`close`](Self::close) (then tells them, and returns); dropping the

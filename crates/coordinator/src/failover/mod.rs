@@ -4,11 +4,11 @@
 //! others learn that a rebalance started only at their next heartbeat (3 s by default). Most
 //! crashes, though, are the end of a process on a live host, and the host's kernel says so at
 //! once: it closes the process's sockets, and a port it listened on refuses connections. This
-//! module turns that into a *proof*, and acts on it; it is off unless a protocol turns it on
-//! (today: [`Elector`](crate::election::Elector) with
-//! [`FastFailover`](crate::election::FastFailover)).
+//! module turns that into a *proof*, and acts on it; it is off unless a protocol turns it on:
+//! any protocol with a [`Failover`], leader election with
+//! [`Elector::with_fast_failover`](crate::election::Elector::with_fast_failover).
 //!
-//! - **The endpoint** ([`endpoint`]). A member with fast failover listens on a small TCP
+//! - **The endpoint** (`endpoint.rs`). A member with fast failover listens on a small TCP
 //!   endpoint and advertises its address, a random identity and its network identity (the
 //!   kernel's boot id and the inode of its network namespace) in its metadata. On every
 //!   connection the endpoint writes one line naming its identity and keeps the connection
@@ -16,7 +16,7 @@
 //!   leaves, after the protocol has stopped acting) or its process ends: a serving loop that
 //!   stops early (its runtime shut down) leaves a second descriptor open, so the address keeps
 //!   accepting.
-//! - **The link** ([`link`]). A member that follows keeps one connection to the endpoint of the
+//! - **The link** (`link.rs`). A member that follows keeps one connection to the endpoint of the
 //!   member it depends on (the leader). A link *reached* that member when its first line named
 //!   the identity the member advertised.
 //! - **The proof.** When a link that reached the member ends, and a fresh connection to the
@@ -30,9 +30,9 @@
 //!   link reached the endpoint (another network, already gone when first seen), another
 //!   identity answering (a namesake on this host's loopback, a restarted process), and a
 //!   loopback or unspecified address advertised from another network namespace (a forwarder
-//!   could listen there; [`proof::dialable`]). An address that is not the advertiser's own (a
+//!   could listen there; `proof.rs`). An address that is not the advertiser's own (a
 //!   proxy, a NAT) is refused when the endpoint is built.
-//! - **The action** ([`watch_leader`]). On the proof the follower removes the member from the
+//! - **The action** ([`Failover::run`]). On the proof the follower removes the member from the
 //!   group (LeaveGroup v3+ naming its member id and instance id, as Kafka's admin client does:
 //!   [`Observer::remove_member`]) and rejoins at once, so the rebalance need not wait for the
 //!   session. A static member that said it stopped in order is not removed: Kafka keeps a
@@ -41,9 +41,16 @@
 //! The assumptions no process can check (an address that routes to one host for the life of a
 //! link; no firewall that answers with a forged refusal) are listed in docs/reliability.md.
 
+mod advert;
 pub(crate) mod endpoint;
 pub(crate) mod link;
+mod member;
 pub(crate) mod proof;
+mod settings;
+
+pub use advert::{FailoverEndpoint, InvalidFailoverEndpoint};
+pub use member::{Failover, FailoverTarget};
+pub use settings::FastFailover;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -51,28 +58,16 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::driver::WeakMember;
-use crate::election::FailoverEndpoint;
 use crate::observer::{Observer, Removal};
 
 /// How long one LeaveGroup naming a dead member may take.
 const REMOVE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The member a follower depends on, as its assignment named it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Watched {
-    /// Its member id.
-    pub(crate) member_id: String,
-    /// Its `group.instance.id`, if static.
-    pub(crate) group_instance_id: Option<String>,
-    /// Its endpoint, as it advertised it.
-    pub(crate) endpoint: FailoverEndpoint,
-}
-
 /// Keeps a link to the member `targets` names (the current leader, `None` while this member
 /// leads or has no generation), and when its end is proven, removes it from `group` and makes
 /// `member` rejoin. Runs until `targets`' sender is dropped.
 pub(crate) async fn watch_leader(
-    mut targets: watch::Receiver<Option<Watched>>,
+    mut targets: watch::Receiver<Option<FailoverTarget>>,
     observer: Observer,
     group: String,
     member: WeakMember,
@@ -111,7 +106,7 @@ async fn act(
     observer: &Observer,
     group: &str,
     member: &WeakMember,
-    target: &Watched,
+    target: &FailoverTarget,
     addr: SocketAddr,
     gone: link::Gone,
 ) {

@@ -5,7 +5,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::election::FailoverEndpoint;
+use super::FailoverEndpoint;
 
 /// How long one probe waits for a connection: a refusal is immediate on a live host.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(200);

@@ -1,0 +1,150 @@
+//! [`Failover`]: fast failover for any group protocol, as one value a protocol holds.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::endpoint::Endpoint;
+use super::{FailoverEndpoint, FastFailover};
+use crate::connection::Cluster;
+use crate::driver::{MemberConfig, MemberError, MemberHandle};
+use crate::observer::Observer;
+
+/// The member a follower depends on, as the protocol's assignment names it: fast failover
+/// links to its endpoint and, on the proof that its process ended, removes it from the group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailoverTarget {
+    /// Its member id in the current generation (what LeaveGroup names).
+    pub member_id: String,
+    /// Its `group.instance.id`, if it is a static member.
+    pub group_instance_id: Option<String>,
+    /// Its endpoint, as it advertised it.
+    pub endpoint: FailoverEndpoint,
+}
+
+/// One member's fast failover, for any [`GroupProtocol`](crate::membership::GroupProtocol):
+/// its endpoint (bound by [`bind`](Self::bind), advertised by the protocol in its metadata as
+/// [`endpoint`](Self::endpoint)) and the link to the member it follows
+/// ([`follow`](Self::follow), from the protocol's `on_assigned`). [`run`](Self::run) serves
+/// both beside the member's driver.
+///
+/// The protocol's part is three calls: put `endpoint()` in its metadata (its text form if the
+/// metadata is text); when an assignment names the member this one depends on, `follow` it
+/// (`None` while this member leads or has no generation); and [`resign`](Self::resign) once
+/// it has stopped acting for good, *before* it leaves the group. Closing the endpoint is what
+/// lets the followers prove this member's end, so it must never happen while the member may
+/// still act; dropping a `Failover` does not close it (the process's end does).
+///
+/// [`Elector::with_fast_failover`](crate::election::Elector::with_fast_failover) does all of
+/// this for leader election.
+#[derive(Debug, Clone)]
+pub struct Failover {
+    endpoint: Arc<Endpoint>,
+    target: Arc<watch::Sender<Option<FailoverTarget>>>,
+}
+
+impl Failover {
+    /// Binds the endpoint `settings` describe.
+    ///
+    /// # Errors
+    /// [`MemberError::InvalidClusterConfig`] (field `fast_failover`) when it cannot listen, or
+    /// would advertise an address that is not this host's.
+    pub fn bind(settings: &FastFailover) -> Result<Self, MemberError> {
+        let endpoint = Endpoint::bind(settings.listen, settings.advertise).map_err(|reason| {
+            MemberError::InvalidClusterConfig {
+                field: "fast_failover",
+                reason,
+            }
+        })?;
+        Ok(Self {
+            endpoint: Arc::new(endpoint),
+            target: Arc::new(watch::channel(None).0),
+        })
+    }
+
+    /// What this member advertises: the protocol puts it in its metadata.
+    pub fn endpoint(&self) -> &FailoverEndpoint {
+        self.endpoint.advertised()
+    }
+
+    /// Follow `target` from now on (`None`: follow nobody). Following the same target again
+    /// changes nothing; a new one drops the old link.
+    pub fn follow(&self, target: Option<FailoverTarget>) {
+        self.target.send_if_modified(|current| {
+            let changed = *current != target;
+            *current = target;
+            changed
+        });
+    }
+
+    /// This member stopped acting for good: its endpoint closes, and its followers may prove
+    /// its end at once. Call it after the protocol stopped acting and before LeaveGroup.
+    pub fn resign(&self) {
+        self.follow(None);
+        self.endpoint.close();
+    }
+
+    /// Serves the endpoint and the link to the followed member, for `member` (built from
+    /// `config`): on the proof that the followed member's process ended, it is removed from the
+    /// group (LeaveGroup naming its member id and instance id) and `member` rejoins at once.
+    /// Spawn the future beside the driver; it ends once every clone of this `Failover` is
+    /// dropped and it [resigned](Self::resign).
+    ///
+    /// # Errors
+    /// [`MemberError::InvalidClusterConfig`] when `config`'s cluster settings are invalid.
+    pub fn run(
+        &self,
+        member: &MemberHandle,
+        config: &MemberConfig,
+    ) -> Result<impl Future<Output = ()> + Send + use<>, MemberError> {
+        let cluster = Cluster::new(config.cluster.clone()).map_err(MemberError::from_cluster)?;
+        let observer = Observer::new(Arc::new(cluster));
+        let group = config.membership.group_id.clone();
+        let member = member.downgrade();
+        let endpoint = self.endpoint.clone();
+        let targets = self.target.subscribe();
+        Ok(async move {
+            tokio::join!(
+                endpoint.serve(),
+                super::watch_leader(targets, observer, group, member)
+            );
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failover::proof;
+
+    #[test]
+    fn a_failover_that_never_ran_refuses_only_once_it_resigned() {
+        let failover = Failover::bind(&FastFailover::new()).expect("bind 127.0.0.1:0");
+        let addr = failover.endpoint().addr.parse().expect("ip:port");
+        let copy = failover.clone();
+        drop(failover);
+        assert!(!proof::refused(addr), "a clone may still act: the address accepts");
+        copy.resign();
+        assert!(proof::refused(addr), "resigned: nothing listens any more");
+    }
+
+    #[test]
+    fn following_the_same_target_again_is_no_change() {
+        let failover = Failover::bind(&FastFailover::new()).expect("bind 127.0.0.1:0");
+        let mut targets = failover.target.subscribe();
+        let target = FailoverTarget {
+            member_id: "m-1".into(),
+            group_instance_id: None,
+            endpoint: failover.endpoint().clone(),
+        };
+        failover.follow(Some(target.clone()));
+        assert!(targets.has_changed().unwrap());
+        assert_eq!(*targets.borrow_and_update(), Some(target.clone()));
+        failover.follow(Some(target));
+        assert!(!targets.has_changed().unwrap(), "the link is kept");
+        failover.resign();
+        assert!(targets.has_changed().unwrap());
+        assert_eq!(*targets.borrow_and_update(), None, "a resigned member follows nobody");
+    }
+}
