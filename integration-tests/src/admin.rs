@@ -17,6 +17,23 @@ use crate::wire::Connection;
 /// # Panics
 /// When the broker cannot be reached, or the worker is not in the stable group by then.
 pub async fn member_id_of(bootstrap: &str, group: &str, worker_id: &str) -> String {
+    member_id_where(bootstrap, group, worker_id, |metadata| {
+        MemberMetadata::decode(metadata).is_ok_and(|meta| meta.worker_id == worker_id)
+    })
+    .await
+}
+
+/// The member id of the member whose metadata `matches` (`what` names it in the panic), from
+/// DescribeGroups once the group is stable. Tries for 10 s.
+///
+/// # Panics
+/// When the broker cannot be reached, or no such member is in the stable group by then.
+pub async fn member_id_where(
+    bootstrap: &str,
+    group: &str,
+    what: &str,
+    matches: impl Fn(&[u8]) -> bool,
+) -> String {
     let mut connection = Connection::connect(bootstrap).await.expect("connect");
     let request = DescribeGroupsRequest::default()
         .with_groups(vec![GroupId(StrBytes::from_string(group.to_owned()))]);
@@ -27,10 +44,7 @@ pub async fn member_id_of(bootstrap: &str, group: &str, worker_id: &str) -> Stri
         let found = described
             .members
             .iter()
-            .find(|m| {
-                MemberMetadata::decode(&m.member_metadata)
-                    .is_ok_and(|meta| meta.worker_id == worker_id)
-            })
+            .find(|m| matches(&m.member_metadata))
             .map(|m| m.member_id.to_string());
         if let Some(member_id) = found.filter(|_| described.group_state.as_str() == "Stable") {
             return member_id;
@@ -38,7 +52,7 @@ pub async fn member_id_of(bootstrap: &str, group: &str, worker_id: &str) -> Stri
         last = Some(described);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{worker_id} is not in the stable group {group}: {last:?}")
+    panic!("{what} is not in the stable group {group}: {last:?}")
 }
 
 /// Removes `member_id` from `group` as an operator would: LeaveGroup v5 naming it, and its

@@ -4,6 +4,10 @@
 //! process lives, its sockets stay open) → no new leader before its session ends, as without
 //! fast failover.
 //!
+//! A live leader removed by a third party (LeaveGroup naming it, as `kafka-consumer-groups
+//! --delete-members` does): nothing proves it gone, so the next leader holds its role back
+//! until the old leader's session has passed; the old one stops at its next heartbeat, first.
+//!
 //! Across network namespaces (root and `ip netns`, as `multi_host.rs`; skipped without them):
 //! candidates whose endpoints listen on their namespace's address fail over in round trips;
 //! candidates whose endpoints listen on their own loopback, under one shared host name, prove
@@ -17,6 +21,9 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
+use kroupier_coordinator::codec::Versioned;
+use kroupier_coordinator::election::ElectionMetadata;
+use kroupier_integration_tests::admin::{member_id_where, remove_member};
 use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::netns::Network;
@@ -210,6 +217,13 @@ fn assert_one_leader_at_a_time(lines: &[Line], ids: &[String], ends: &[u64]) {
     }
 }
 
+/// How long the candidates may take to lead after a leader that nothing proved gone: its
+/// session, the survivors' next heartbeat, the rebalance, then the new leader's hold (the
+/// session again and 250 ms: the old leader may have been removed while it lives), and slack.
+fn until_a_leader_without_proof(session_ms: u64, heartbeat_ms: u64) -> u64 {
+    2 * session_ms + 250 + 2 * heartbeat_ms + 5_000
+}
+
 fn rounds() -> usize {
     std::env::var("KROUPIER_FAILOVER_ROUNDS")
         .ok()
@@ -341,7 +355,7 @@ fn sigstop_of_the_leader_waits_for_its_session() {
     c.processes[leader].signal(Signal::Stop);
     let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
     c.wait_until(
-        Duration::from_millis(session_ms + 2 * heartbeat_ms + 5_000),
+        Duration::from_millis(until_a_leader_without_proof(session_ms, heartbeat_ms)),
         "a new leader after the frozen leader's session",
         |l| settled(l, &others).is_some(),
     );
@@ -445,7 +459,7 @@ fn kill_across_namespaces(
     let _ = c.processes[leader].wait();
     let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
     c.wait_until(
-        Duration::from_millis(session_ms + 2 * heartbeat_ms + 5_000),
+        Duration::from_millis(until_a_leader_without_proof(session_ms, heartbeat_ms)),
         "a new leader after SIGKILL",
         |l| settled(l, &others).is_some(),
     );
@@ -497,4 +511,85 @@ fn loopback_endpoints_in_separate_namespaces_sharing_a_host_name_prove_nothing()
         "a new leader after {latency} ms, before the session of {session_ms} ms: a follower \
          trusted another namespace's loopback"
     );
+}
+
+#[test]
+fn a_live_leader_removed_by_a_third_party_leads_nothing_once_another_leads() {
+    let Some(bootstrap) =
+        kafka_bootstrap("a_live_leader_removed_by_a_third_party_leads_nothing_once_another_leads")
+    else {
+        return;
+    };
+    let session_ms = SESSION_MS;
+    let group = format!(
+        "kroupier-it-fast-election-removed-{}-{}",
+        std::process::id(),
+        unix_ms()
+    );
+    // The leader (`a`, the lowest id) heartbeats every 3 s, the others every 500 ms: after the
+    // removal the others rejoin long before the leader learns it was removed.
+    let mut c = Candidates::new(&bootstrap, &group, session_ms, 3_000);
+    let mut alive = vec![c.add("a")];
+    // `a` leads first, so it keeps leading (the choice is sticky) when the others join.
+    c.wait_until(Duration::from_secs(30), "a leads", |l| {
+        l.iter().any(|x| x.event == "leader" && x.id == "a")
+    });
+    c.heartbeat_ms = 500;
+    alive.extend([c.add("b"), c.add("c")]);
+    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
+        settled(l, &alive).is_some()
+    });
+    assert_eq!(settled(&c.seen, &alive), Some(0), "a leads");
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let leader_member = runtime.block_on(member_id_where(&bootstrap, &group, "a", |metadata| {
+        ElectionMetadata::decode(metadata).is_ok_and(|meta| meta.id == "a")
+    }));
+    // The operator's removal: `a` lives, its links stay open, so nothing proves it gone.
+    let removed_at = unix_ms();
+    runtime.block_on(remove_member(&bootstrap, &group, &leader_member, None));
+    c.wait_until(
+        Duration::from_millis(2 * session_ms + 10_000),
+        "another leader, and the removed one lost",
+        |l| {
+            let others = l
+                .iter()
+                .any(|x| x.process != 0 && x.event == "leader" && x.ts_ms >= removed_at);
+            let lost = l
+                .iter()
+                .any(|x| x.process == 0 && x.event == "lost" && x.ts_ms >= removed_at);
+            others && lost
+        },
+    );
+    let lost_at = c
+        .seen
+        .iter()
+        .find(|x| x.process == 0 && x.event == "lost" && x.ts_ms >= removed_at)
+        .expect("a's lost line")
+        .ts_ms;
+    let led_at = c
+        .seen
+        .iter()
+        .find(|x| x.process != 0 && x.event == "leader" && x.ts_ms >= removed_at)
+        .expect("the next leader's line")
+        .ts_ms;
+    println!(
+        "MEASURE election_fast_failover_removed_leader_lost_ms={} next_leader_ms={} (session \
+         {session_ms} ms)",
+        lost_at - removed_at,
+        led_at - removed_at
+    );
+    assert!(
+        lost_at < led_at,
+        "the removed leader stopped {} ms after the removal, the next one led after {} ms",
+        lost_at - removed_at,
+        led_at - removed_at
+    );
+    let mut ends = vec![u64::MAX; c.processes.len()];
+    for p in alive {
+        c.processes[p].signal(Signal::Term);
+        assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
+        ends[p] = unix_ms();
+    }
+    c.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
 }

@@ -7,6 +7,8 @@
 //! highest generation there or the generation its owner reports it was granted the task in,
 //! whichever is higher, so that no older owner can overwrite it and the task's owner, once
 //! resumed, wins with its next save (docs/tasks.md, *Checkpoint administration*).
+//! While the group rebalances (the paused task moving to another worker), they wait up to
+//! 10 s for the group to settle and the new owner to report its generation.
 
 use std::error::Error;
 use std::sync::Arc;
@@ -22,6 +24,12 @@ use kroupier_worker::store::{
 use crate::command_config::UsageError;
 use crate::describe::{self, cluster};
 use crate::tasks::{On, STATUS_TIMEOUT};
+
+/// How long a `set` or `reset` waits for a rebalancing group to name the task's owner and its
+/// generation (at most half the command's timeout).
+const SETTLE: Duration = Duration::from_secs(10);
+/// How often it asks meanwhile.
+const SETTLE_POLL: Duration = Duration::from_millis(200);
 use crate::{actual, placement};
 
 /// What to do to a task's checkpoint.
@@ -158,15 +166,21 @@ async fn refuse_unless_paused(
         .into());
     }
     let observer = Observer::new(cluster.clone());
-    let (group, addrs) =
-        describe::fetch_with_status(&observer, &on.target.bootstrap, &on.target.group, timeout)
-            .await?;
-    let owners = placement::owners(&view, &group);
-    let reports = actual::ask(&addrs, &owners, STATUS_TIMEOUT.min(timeout)).await;
-    let placed = placement::place(&view, &group, &reports);
-    let mut granted = None;
-    if let Some(p) = placed.iter().find(|p| p.id == id) {
-        granted = p
+    // A group in a rebalance (the task moving, as after its owner stopped) names no owner, or
+    // an owner that has not been granted it yet: wait for the owner's word, a while, so that
+    // the record goes under its generation.
+    let settle_until = tokio::time::Instant::now() + SETTLE.min(timeout / 2);
+    loop {
+        let (group, addrs) =
+            describe::fetch_with_status(&observer, &on.target.bootstrap, &on.target.group, timeout)
+                .await?;
+        let owners = placement::owners(&view, &group);
+        let reports = actual::ask(&addrs, &owners, STATUS_TIMEOUT.min(timeout)).await;
+        let placed = placement::place(&view, &group, &reports);
+        let Some(p) = placed.iter().find(|p| p.id == id) else {
+            return Ok(None);
+        };
+        let granted = p
             .owner
             .as_deref()
             .and_then(|owner| reports.get(owner)?.get(id)?.generation);
@@ -179,14 +193,18 @@ async fn refuse_unless_paused(
             ))
             .into());
         }
-        if state == placement::UNKNOWN {
-            eprintln!(
-                "kroupier: task {id:?}'s owner did not report its state; going on, since it is \
-                 paused in the store"
-            );
+        let settled = group.state == "Stable" && (granted.is_some() || p.owner.is_none());
+        if settled || tokio::time::Instant::now() >= settle_until {
+            if state == placement::UNKNOWN {
+                eprintln!(
+                    "kroupier: task {id:?}'s owner did not report its state; going on, since it \
+                     is paused in the store"
+                );
+            }
+            return Ok(granted);
         }
+        tokio::time::sleep(SETTLE_POLL).await;
     }
-    Ok(granted)
 }
 
 async fn print(

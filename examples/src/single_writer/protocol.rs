@@ -396,9 +396,15 @@ mod tests {
 
         // Resigning closes the endpoint: only now may the followers prove this replica gone.
         let addr: std::net::SocketAddr = failover.endpoint().addr.parse().unwrap();
-        assert!(std::net::TcpStream::connect(addr).is_ok(), "open while a may act");
+        assert!(
+            std::net::TcpStream::connect(addr).is_ok(),
+            "open while a may act"
+        );
         a.resign();
-        assert!(std::net::TcpStream::connect(addr).is_err(), "closed once a resigned");
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "closed once a resigned"
+        );
     }
 
     #[test]

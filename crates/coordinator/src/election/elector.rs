@@ -2,7 +2,8 @@
 //! group member and publishes its role.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::{broadcast, watch};
@@ -15,28 +16,132 @@ use crate::membership::{
     MemberAssignment, ProtocolMetadata,
 };
 
+/// Added to the session timeout when a new leader waits for its predecessor's lease: clocks
+/// and schedulers are not exact.
+const HOLD_MARGIN: Duration = Duration::from_millis(250);
+
 /// The election as the driver runs it: [`LeaderElection`] plus the channels its role changes
 /// go out on. Its callbacks only lock a mutex and send on channels, so they never block the
 /// driver loop.
 #[derive(Debug)]
 struct ElectorProtocol {
     election: LeaderElection,
-    events: broadcast::Sender<ElectionEvent>,
-    role: watch::Sender<Option<ElectionEvent>>,
+    roles: Arc<Roles>,
     /// Fast failover, if it is on: it follows the leader the last assignment named.
     failover: Option<Failover>,
+    /// How long a new leader waits for a predecessor that was not proven gone: the session
+    /// timeout and a margin (the predecessor's lease ends within its session of its last
+    /// heartbeat, which came before its removal, which came before this assignment).
+    hold_for: Duration,
+}
+
+/// Where role changes go out, and a `Leader` role held back until the previous leader can no
+/// longer act.
+#[derive(Debug)]
+struct Roles {
+    events: broadcast::Sender<ElectionEvent>,
+    role: watch::Sender<Option<ElectionEvent>>,
+    held: Mutex<Held>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    /// Counts holds: only the latest one's end releases the role.
+    epoch: u64,
+    /// Until when a `Leader` role is held back.
+    until: Option<Instant>,
+    /// The `Leader` role waiting for `until` (the latest one; any other role cancels it).
+    pending: Option<ElectionEvent>,
+}
+
+impl Roles {
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `event`, or holds it back if it is a `Leader` role inside a hold; any other
+    /// role cancels a held one.
+    fn send(&self, event: ElectionEvent) {
+        let mut held = self.held();
+        let holding = held.until.is_some_and(|until| Instant::now() < until);
+        if holding && matches!(event, ElectionEvent::Leader { .. }) {
+            held.pending = Some(event);
+            return;
+        }
+        held.pending = None;
+        self.emit(event);
+    }
+
+    /// Holds every `Leader` role back until `until` or the [`release`](Self::release) of the
+    /// returned epoch.
+    fn hold_until(&self, until: Instant) -> u64 {
+        let mut held = self.held();
+        held.epoch += 1;
+        held.until = Some(held.until.map_or(until, |current| current.max(until)));
+        held.epoch
+    }
+
+    /// Ends the hold of `epoch` (unless a later one replaced it) and sends the held role.
+    fn release(&self, epoch: u64) {
+        let mut held = self.held();
+        if held.epoch != epoch {
+            return;
+        }
+        held.until = None;
+        if let Some(event) = held.pending.take() {
+            self.emit(event);
+        }
+    }
+
+    fn emit(&self, event: ElectionEvent) {
+        self.role.send_replace(Some(event.clone()));
+        let _ = self.events.send(event);
+    }
 }
 
 impl ElectorProtocol {
     /// Publishes the role changes the election queued.
     fn publish(&self) {
         while let Some(event) = self.election.poll_event() {
-            self.role.send_replace(Some(event.clone()));
-            let _ = self.events.send(event);
+            if let (ElectionEvent::Leader { .. }, Some(failover)) = (&event, &self.failover) {
+                if let Some(previous) = self.election.succeeded() {
+                    self.hold(failover, previous);
+                }
+            }
+            self.roles.send(event);
         }
         if let Some(failover) = &self.failover {
             failover.follow(self.election.watched());
         }
+    }
+
+    /// This member leads after `previous`, whose end its link has not proven (yet): a third
+    /// party may have removed `previous` while it lives (an operator's LeaveGroup, KIP-345's
+    /// recipe), and then it acts until its next heartbeat, or its lease ends. Hold the role
+    /// back until the link proves `previous` gone (a crash, a resignation) or its session has
+    /// passed. With fast failover off nothing is held, as before: that case's fencing is the
+    /// token alone.
+    fn hold(&self, failover: &Failover, previous: String) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(%previous, "no runtime to time the hold: leading at once");
+            return;
+        };
+        let epoch = self.roles.hold_until(Instant::now() + self.hold_for);
+        tracing::info!(%previous, hold = ?self.hold_for,
+            "leading once the previous leader is proven gone, or after its session: it may \
+             still be acting");
+        let (roles, failover, wait) = (self.roles.clone(), failover.clone(), self.hold_for);
+        runtime.spawn(async move {
+            tokio::select! {
+                () = failover.ended(&previous) => {
+                    tracing::debug!(%previous, "the previous leader is proven gone: leading");
+                }
+                () = tokio::time::sleep(wait) => {
+                    tracing::info!(%previous, "the previous leader's session has passed: leading");
+                }
+            }
+            roles.release(epoch);
+        });
     }
 
     /// Stops acting on any role, then closes the endpoint: its followers may prove this
@@ -152,9 +257,13 @@ impl Elector {
         let (role, _) = watch::channel(None);
         let protocol = Arc::new(ElectorProtocol {
             election,
-            events,
-            role,
+            roles: Arc::new(Roles {
+                events,
+                role,
+                held: Mutex::default(),
+            }),
             failover: failover.clone(),
+            hold_for: config.membership.session_timeout + HOLD_MARGIN,
         });
         let (member, driver) = Member::new(config.clone(), protocol.clone())?;
         let beside = failover
@@ -236,19 +345,19 @@ impl ElectorHandle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        first.unwrap_or_else(|| self.protocol.events.subscribe())
+        first.unwrap_or_else(|| self.protocol.roles.events.subscribe())
     }
 
     /// A watch of the latest role (`None` until the first generation is assigned).
     pub fn role(&self) -> watch::Receiver<Option<ElectionEvent>> {
-        self.protocol.role.subscribe()
+        self.protocol.roles.role.subscribe()
     }
 
     /// Whether this member leads *now*: its last role is `Leader` and that generation's
     /// fencing token is still valid (the self-fencing deadline has not passed). Check it
     /// before every action only the leader may take.
     pub fn is_leader(&self) -> bool {
-        match &*self.protocol.role.borrow() {
+        match &*self.protocol.roles.role.borrow() {
             Some(ElectionEvent::Leader { token }) => self.member.is_token_valid(token),
             _ => false,
         }
@@ -351,6 +460,71 @@ mod tests {
                 }
             ),
             "{error}"
+        );
+    }
+
+    fn roles() -> (Roles, broadcast::Receiver<ElectionEvent>) {
+        let (events, received) = broadcast::channel(16);
+        let roles = Roles {
+            events,
+            role: watch::channel(None).0,
+            held: Mutex::default(),
+        };
+        (roles, received)
+    }
+
+    fn leader(generation_id: i32) -> ElectionEvent {
+        ElectionEvent::Leader {
+            token: crate::membership::FencingToken {
+                generation_id,
+                member_id: "m".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_held_leader_role_goes_out_only_when_the_latest_hold_ends() {
+        let (roles, mut received) = roles();
+        let first = roles.hold_until(Instant::now() + Duration::from_secs(60));
+        roles.send(leader(2));
+        assert!(received.try_recv().is_err(), "held back");
+        assert_eq!(
+            *roles.role.borrow(),
+            None,
+            "is_leader reads the role: not yet"
+        );
+
+        // A later hold (another predecessor) outlives the first one's end.
+        let second = roles.hold_until(Instant::now() + Duration::from_secs(60));
+        roles.send(leader(3));
+        roles.release(first);
+        assert!(received.try_recv().is_err(), "the second hold still runs");
+        roles.release(second);
+        assert_eq!(received.try_recv().ok(), Some(leader(3)), "the latest role");
+        assert!(
+            received.try_recv().is_err(),
+            "generation 2's role never went out"
+        );
+
+        // Outside a hold, roles go out at once.
+        roles.send(leader(4));
+        assert_eq!(received.try_recv().ok(), Some(leader(4)));
+    }
+
+    #[test]
+    fn any_other_role_cancels_a_held_leader_role() {
+        let (roles, mut received) = roles();
+        let epoch = roles.hold_until(Instant::now() + Duration::from_secs(60));
+        roles.send(leader(2));
+        let lost = ElectionEvent::Lost {
+            generation_id: Some(2),
+        };
+        roles.send(lost.clone());
+        assert_eq!(received.try_recv().ok(), Some(lost));
+        roles.release(epoch);
+        assert!(
+            received.try_recv().is_err(),
+            "the cancelled role stays unsent"
         );
     }
 }

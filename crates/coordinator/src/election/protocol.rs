@@ -48,6 +48,12 @@ struct State {
     /// The leader to watch for fast failover: set while this member follows one that
     /// advertised an endpoint.
     watched: Option<FailoverTarget>,
+    /// The member id of the leader this member last followed (kept through a lost generation:
+    /// that leader may still be acting).
+    followed: Option<String>,
+    /// Set when this member leads a generation after following another leader: that
+    /// leader's member id, whose lease may not have ended yet.
+    succeeded: Option<String>,
     events: VecDeque<ElectionEvent>,
 }
 
@@ -83,6 +89,12 @@ impl LeaderElection {
         self.state().watched.clone()
     }
 
+    /// The member id of the leader this member followed before it led the current generation,
+    /// `None` when it led the previous one too or followed nobody.
+    pub(crate) fn succeeded(&self) -> Option<String> {
+        self.state().succeeded.clone()
+    }
+
     /// This member's stable id.
     pub fn id(&self) -> &str {
         &self.id
@@ -113,6 +125,7 @@ impl LeaderElection {
         let mut state = self.state();
         state.resigned = true;
         state.watched = None;
+        state.followed = None;
         if let Some(generation_id) = state.in_generation.take() {
             state.events.push_back(ElectionEvent::Lost {
                 generation_id: Some(generation_id),
@@ -222,12 +235,16 @@ impl GroupProtocol for LeaderElection {
             }),
             _ => None,
         };
+        let followed = state.followed.take();
+        state.succeeded = None;
         let event = if leads {
+            state.succeeded = followed.filter(|previous| *previous != generation.member_id);
             state.led_generation = Some(generation.generation_id);
             ElectionEvent::Leader {
                 token: generation.token(),
             }
         } else {
+            state.followed = decoded.leader_member_id.clone();
             ElectionEvent::Follower {
                 generation_id: generation.generation_id,
                 leader_id: decoded.leader_id,

@@ -283,3 +283,39 @@ fn followers_learn_the_leader_s_endpoint_and_instance_id_from_the_assignment() {
     b.resign();
     assert_eq!(b.watched(), None, "a resigned member watches nobody");
 }
+
+#[test]
+fn a_member_that_leads_after_following_another_names_its_predecessor() {
+    let a = LeaderElection::new("a", true);
+    let b = LeaderElection::new("b", true);
+    let both = vec![member("m-a", "a", true, -1), member("m-b", "b", true, -1)];
+    let assigned = b
+        .assign(&AssignContext::new(1, "m-b", ELECTION_PROTOCOL_NAME), &both)
+        .unwrap();
+    b.on_assigned(&generation(1, "m-b"), &assigned[1].assignment);
+    assert_eq!(b.succeeded(), None, "b follows a");
+
+    // a vanishes; b's generation is lost on the way (its lease may have ended): a may still act.
+    let lost = LostReason::HeartbeatTimeout {
+        deadline: std::time::Instant::now(),
+    };
+    b.on_lost(None, &lost);
+    let alone = vec![member("m-b", "b", true, -1)];
+    let assigned = b
+        .assign(
+            &AssignContext::new(2, "m-b", ELECTION_PROTOCOL_NAME),
+            &alone,
+        )
+        .unwrap();
+    b.on_assigned(&generation(2, "m-b"), &assigned[0].assignment);
+    assert_eq!(b.succeeded().as_deref(), Some("m-a"), "b leads after a");
+
+    // Leading again names nobody; a first leader names nobody.
+    b.on_assigned(&generation(3, "m-b"), &assigned[0].assignment);
+    assert_eq!(b.succeeded(), None);
+    let assigned = a
+        .assign(&AssignContext::new(1, "m-a", ELECTION_PROTOCOL_NAME), &both)
+        .unwrap();
+    a.on_assigned(&generation(1, "m-a"), &assigned[0].assignment);
+    assert_eq!(a.succeeded(), None);
+}

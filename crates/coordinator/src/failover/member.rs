@@ -42,7 +42,15 @@ pub struct FailoverTarget {
 pub struct Failover {
     endpoint: Arc<Endpoint>,
     target: Arc<watch::Sender<Option<FailoverTarget>>>,
+    /// The member ids whose end this member proved, newest last (at most [`PROVEN_KEPT`]).
+    proven: Proven,
 }
+
+/// How many proven ends a member remembers (one per leader it followed and saw end).
+pub(crate) const PROVEN_KEPT: usize = 16;
+
+/// The member ids whose end was proven, as [`super::watch_leader`] records them.
+pub(crate) type Proven = Arc<watch::Sender<Vec<String>>>;
 
 impl Failover {
     /// Binds the endpoint `settings` describe.
@@ -60,6 +68,7 @@ impl Failover {
         Ok(Self {
             endpoint: Arc::new(endpoint),
             target: Arc::new(watch::channel(None).0),
+            proven: Arc::new(watch::channel(Vec::new()).0),
         })
     }
 
@@ -76,6 +85,17 @@ impl Failover {
             *current = target;
             changed
         });
+    }
+
+    /// Waits until the end of `member_id`'s process (or its resignation) is proven by this
+    /// member's link to it; at once if it was already. Never returns for a member this one
+    /// did not follow, or whose end proves nothing.
+    pub(crate) async fn ended(&self, member_id: &str) {
+        let mut proven = self.proven.subscribe();
+        // The sender lives as long as `self`, so waiting never fails.
+        let _ = proven
+            .wait_for(|ended| ended.iter().any(|m| m == member_id))
+            .await;
     }
 
     /// This member stopped acting for good: its endpoint closes, and its followers may prove
@@ -104,10 +124,11 @@ impl Failover {
         let member = member.downgrade();
         let endpoint = self.endpoint.clone();
         let targets = self.target.subscribe();
+        let proven = self.proven.clone();
         Ok(async move {
             tokio::join!(
                 endpoint.serve(),
-                super::watch_leader(targets, observer, group, member)
+                super::watch_leader(targets, observer, group, member, proven)
             );
         })
     }
@@ -124,7 +145,10 @@ mod tests {
         let addr = failover.endpoint().addr.parse().expect("ip:port");
         let copy = failover.clone();
         drop(failover);
-        assert!(!proof::refused(addr), "a clone may still act: the address accepts");
+        assert!(
+            !proof::refused(addr),
+            "a clone may still act: the address accepts"
+        );
         copy.resign();
         assert!(proof::refused(addr), "resigned: nothing listens any more");
     }
@@ -145,6 +169,10 @@ mod tests {
         assert!(!targets.has_changed().unwrap(), "the link is kept");
         failover.resign();
         assert!(targets.has_changed().unwrap());
-        assert_eq!(*targets.borrow_and_update(), None, "a resigned member follows nobody");
+        assert_eq!(
+            *targets.borrow_and_update(),
+            None,
+            "a resigned member follows nobody"
+        );
     }
 }

@@ -71,6 +71,7 @@ pub(crate) async fn watch_leader(
     observer: Observer,
     group: String,
     member: WeakMember,
+    proven: member::Proven,
 ) {
     loop {
         let target = targets.borrow_and_update().clone();
@@ -91,6 +92,11 @@ pub(crate) async fn watch_leader(
         tokio::select! {
             changed = targets.changed() => if changed.is_err() { return },
             gone = link::until_gone(addr, &target.endpoint.process) => {
+                proven.send_modify(|ended| {
+                    ended.push(target.member_id.clone());
+                    let excess = ended.len().saturating_sub(member::PROVEN_KEPT);
+                    ended.drain(..excess);
+                });
                 act(&observer, &group, &member, target, addr, gone).await;
                 // Never link to the same ended member again: wait for the next assignment.
                 if targets.changed().await.is_err() {
