@@ -175,6 +175,24 @@ impl Replicas {
         }
     }
 
+    /// Waits until every replica is in one generation with one writer; returns the writer.
+    fn settle(&mut self, within: Duration) -> usize {
+        let all: Vec<usize> = (0..self.ids.len()).collect();
+        let n = all.len();
+        self.wait_until(within, "every replica settles", |l| {
+            settled(l, &all, n).is_some()
+        });
+        settled(&self.seen, &all, n).expect("settled")
+    }
+
+    /// SIGKILLs replica `i` and reaps it; returns when the signal went out.
+    fn kill(&mut self, i: usize) -> u64 {
+        let killed_at = unix_ms();
+        self.processes[i].signal(Signal::Kill);
+        let _ = self.processes[i].wait();
+        killed_at
+    }
+
     /// Reads the lines printed so far without waiting.
     fn drain(&mut self) {
         while let Ok(line) = self.lines.try_recv() {
@@ -316,11 +334,7 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
     );
     let n = 4;
     let mut alive: Vec<usize> = (0..n).collect();
-    let all = alive.clone();
-    r.wait_until(Duration::from_secs(30), "four replicas settle", |l| {
-        settled(l, &all, n).is_some()
-    });
-    let writer = settled(&r.seen, &alive, n).expect("settled");
+    let writer = r.settle(Duration::from_secs(30));
     assert_ne!(writer, 3, "the ineligible replica never writes");
 
     // A write through every follower lands through the writer; every replica reads it.
@@ -338,9 +352,7 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
     assert_eq!(status, 404, "an absent key is 404");
 
     // SIGKILL the writer: a new one accepts writes within session + 2 heartbeats.
-    let killed_at = unix_ms();
-    r.processes[writer].signal(Signal::Kill);
-    let _ = r.processes[writer].wait();
+    let killed_at = r.kill(writer);
     alive.retain(|i| *i != writer);
     let (landed_at, reply) = first_landed_write(
         &r,
@@ -498,20 +510,14 @@ fn with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_i
         );
         let n = 3;
         let mut alive: Vec<usize> = (0..n).collect();
-        let all = alive.clone();
-        r.wait_until(Duration::from_secs(40), "three replicas settle", |l| {
-            settled(l, &all, n).is_some()
-        });
-        let writer = settled(&r.seen, &alive, n).expect("settled");
+        let writer = r.settle(Duration::from_secs(40));
         let (status, _) = put(&r.urls[writer], "before", "1").expect("the writer answers");
         assert_eq!(status, 200);
         // Every follower has linked to the writer's endpoint by now (a link is one round trip
         // after the assignment); give a loaded machine a moment more.
         std::thread::sleep(Duration::from_millis(300));
 
-        let killed_at = unix_ms();
-        r.processes[writer].signal(Signal::Kill);
-        let _ = r.processes[writer].wait();
+        let killed_at = r.kill(writer);
         alive.retain(|i| *i != writer);
         let (landed_at, reply) = first_landed_write(
             &r,
