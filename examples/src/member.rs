@@ -61,12 +61,13 @@ impl MemberArgs {
     }
 }
 
-/// Fast failover of the election, as `leader_election` and `active_standby` take it: off by
-/// default, as in the library.
+/// Fast failover, as `leader_election`, `active_standby`, `single_writer` and
+/// `consumer_group` take it: off by default, as in the library.
 #[derive(Debug, clap::Args)]
 pub struct FastFailoverArgs {
-    /// Fail over in milliseconds when the leader's process ends: each process listens on a
-    /// small endpoint the followers link to (see `leader_election`'s module docs).
+    /// Fail over in milliseconds when the process of a member this one follows (the leader,
+    /// the writer, a peer) ends: each process listens on a small endpoint the followers link
+    /// to (see `leader_election`'s module docs).
     #[arg(long)]
     pub fast_failover: bool,
     /// The fast-failover endpoint's address (port 0: any free port).

@@ -9,7 +9,12 @@
 //! the topic. Over the whole run no partition is owned twice in any generation, nor at any
 //! moment of the members' own clocks (the cooperative rule: a partition is revoked before it
 //! is assigned again). Kafka's `kafka-consumer-groups --describe --members --verbose` must show
-//! the kroupier member with its partitions.
+//! the kroupier member with its partitions. The kroupier members run with `--fast-failover`,
+//! which adds their endpoints to the consumer protocol's `user_data`: Java's assignors must
+//! not mind.
+//!
+//! Among kroupier members alone, with fast failover, at Kafka's default session (10 s) and
+//! heartbeat (3 s): SIGKILL of a member → the survivors own all partitions within round trips.
 //!
 //! The Java program (`integration-tests/java/consumer-interop`) is built with Maven on first
 //! use, into cargo's target directory. These tests need a real Kafka (topics, Metadata, Java
@@ -29,6 +34,7 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::protocol::StrBytes;
+use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::binary;
 use kroupier_integration_tests::wire::Connection;
@@ -272,6 +278,8 @@ struct Group {
     tx: Sender<Line>,
     rx: Receiver<Line>,
     lines: Vec<Line>,
+    /// The members' session timeout and heartbeat interval, in ms.
+    session: (u64, u64),
 }
 
 impl Group {
@@ -289,15 +297,16 @@ impl Group {
             "--assignor".to_owned(),
             self.assignor.to_owned(),
             "--session-timeout-ms".to_owned(),
-            SESSION_MS.to_string(),
+            self.session.0.to_string(),
             "--heartbeat-interval-ms".to_owned(),
-            HEARTBEAT_MS.to_string(),
+            self.session.1.to_string(),
         ];
         let mut command = match side {
             Side::Rust => {
                 let mut c = Command::new(binary("consumer_group"));
-                // Subscription v3's rack field, read by a Java leader.
-                c.args(["--client-rack", "rack-a"]);
+                // Subscription v3's rack field, read by a Java leader; the endpoint in
+                // `user_data`, which Java's assignors ignore.
+                c.args(["--client-rack", "rack-a", "--fast-failover"]);
                 c
             }
             Side::Java => {
@@ -576,6 +585,7 @@ fn scenario(test: &str, leader_side: Side, assignor: &'static str) {
         tx,
         rx,
         lines: Vec::new(),
+        session: (SESSION_MS, HEARTBEAT_MS),
     };
     let other = leader_side.other();
 
@@ -761,4 +771,61 @@ fn describe_shows_a_kip_848_consumer_group() {
     assert!(table.contains("java-kip848"), "{table}");
     assert!(table.contains("no leader and no generation"), "{table}");
     assert!(!table.contains("Dead"), "{table}");
+}
+
+#[test]
+fn with_fast_failover_a_killed_member_s_partitions_move_in_round_trips() {
+    let test = "with_fast_failover_a_killed_member_s_partitions_move_in_round_trips";
+    let Some(kafka) = real_kafka(test) else {
+        return;
+    };
+    /// Kafka's defaults (`session.timeout.ms` before 3.0, `heartbeat.interval.ms`).
+    const DEFAULT_SESSION: (u64, u64) = (10_000, 3_000);
+    /// Well under the session, so that only a proof can make it: generous for a busy machine.
+    const BOUND_MS: u64 = 2_000;
+    let topic = unique("fast");
+    create_topic(&kafka, &topic, PARTITIONS);
+    let (tx, rx) = channel();
+    let mut g = Group {
+        kafka,
+        java: PathBuf::new(),
+        group: unique(test),
+        topic,
+        assignor: "range",
+        tx,
+        rx,
+        lines: Vec::new(),
+        session: DEFAULT_SESSION,
+    };
+    let a = g.start(Side::Rust, "A");
+    g.settle(&[&a], "one member");
+    let b = g.start(Side::Rust, "B");
+    g.settle(&[&a, &b], "two members");
+    let mut c = g.start(Side::Rust, "C");
+    let before = g.settle(&[&a, &b, &c], "three members");
+    // Every member has linked to the others' endpoints (one round trip after the assignment).
+    std::thread::sleep(Duration::from_millis(300));
+
+    let killed_at = unix_ms();
+    c.child.kill().expect("SIGKILL");
+    let _ = c.child.wait();
+    let after = g.settle(&[&a, &b], "after the kill");
+    assert!(after > before, "a new generation: {before} -> {after}");
+    let moved_at = [&a, &b]
+        .iter()
+        .map(|m| g.latest(&m.id).expect("printed").ts_ms)
+        .max()
+        .expect("two members");
+    let moved = moved_at.saturating_sub(killed_at);
+    println!(
+        "MEASURE consumer_fast_failover_kill_to_partitions_owned_ms={moved} (session {} ms)",
+        DEFAULT_SESSION.0
+    );
+    assert!(
+        moved < BOUND_MS,
+        "the survivors owned every partition {moved} ms after the kill, bound {BOUND_MS} ms \
+         (session {} ms); lines:\n{}",
+        DEFAULT_SESSION.0,
+        g.dump()
+    );
 }

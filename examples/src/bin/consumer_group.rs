@@ -4,6 +4,7 @@
 //! consumer_group --bootstrap ADDR --group G --id ID --topic T --assignor range|cooperative-sticky
 //!                [--client-rack RACK] [--session-timeout-ms MS] [--heartbeat-interval-ms MS]
 //!                [--command-config FILE]
+//!                [--fast-failover [--fast-failover-listen ADDR] [--fast-failover-advertise IP]]
 //! ```
 //!
 //! It joins group G with protocol type `consumer`, subscribes to topic T, and owns the
@@ -18,6 +19,12 @@
 //! (lost, or leaving). The client id is ID, so `kafka-consumer-groups --describe --members`
 //! shows it under that name. On SIGTERM or ctrl-c it gives up its partitions (a last line with
 //! none), leaves the group and exits 0. Logs go to stderr (`RUST_LOG`).
+//!
+//! With `--fast-failover`, the kroupier members of the group follow each other's endpoints
+//! ([`kroupier::failover::Failover`], advertised in the consumer protocol's `user_data`, which
+//! Java's assignors ignore): when a kroupier member's process ends, the others remove it and
+//! rejoin at once, and its partitions move in round trips instead of after its session. Java
+//! members, and a group whose leader is a Java consumer, are left to their sessions.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,6 +34,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use kroupier::connection::Cluster;
+use kroupier::failover::Failover;
 use kroupier::protocol::{Member, MemberConfig};
 use kroupier_examples::consumer::{Assignor, ConsumerProtocol, Ownership, partition_counts};
 use kroupier_examples::{SessionArgs, terminated};
@@ -69,6 +77,8 @@ struct Args {
     /// security and the session settings come from them (a flag given wins).
     #[arg(long, value_name = "FILE")]
     command_config: Option<PathBuf>,
+    #[command(flatten)]
+    fast: kroupier_examples::member::FastFailoverArgs,
 }
 
 fn print(id: &str, topic: &str, change: &Ownership) {
@@ -128,13 +138,30 @@ async fn main() -> ExitCode {
         }
     };
 
+    let failover = match args
+        .fast
+        .settings()
+        .as_ref()
+        .map(Failover::bind)
+        .transpose()
+    {
+        Ok(failover) => failover,
+        Err(e) => {
+            eprintln!("consumer_group: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let (changes_tx, mut changes) = mpsc::unbounded_channel();
-    let protocol = Arc::new(ConsumerProtocol::new(
+    let mut protocol = ConsumerProtocol::new(
         [args.topic.clone()],
         vec![assignor],
         args.client_rack.clone().filter(|r| !r.is_empty()),
         changes_tx,
-    ));
+    );
+    if let Some(failover) = &failover {
+        protocol = protocol.with_failover(failover.clone());
+    }
+    let protocol = Arc::new(protocol);
     // The partition counts before the first JoinGroup, so a first leader assigns real ones.
     match partition_counts(&cluster, [args.topic.as_str()]).await {
         Ok(counts) => {
@@ -145,13 +172,22 @@ async fn main() -> ExitCode {
         }
         Err(e) => eprintln!("consumer_group: reading the partition counts: {e}"),
     }
-    let (member, driver) = match Member::new(config, protocol.clone()) {
+    let (member, driver) = match Member::new(config.clone(), protocol.clone()) {
         Ok(pair) => pair,
         Err(e) => {
             eprintln!("consumer_group: {e}");
             return ExitCode::from(2);
         }
     };
+    if let Some(failover) = &failover {
+        match failover.run(&member, &config) {
+            Ok(beside) => drop(tokio::spawn(beside)),
+            Err(e) => {
+                eprintln!("consumer_group: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let mut driver = tokio::spawn(driver);
     let mut refresh = tokio::time::interval(METADATA_REFRESH);
     refresh.tick().await;

@@ -40,6 +40,7 @@
 //! ```
 
 pub mod assignor;
+mod failover;
 mod metadata;
 mod protocol;
 pub mod range;

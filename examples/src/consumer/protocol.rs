@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
+use kroupier::failover::Failover;
 use kroupier::protocol::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
@@ -13,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::assignor::{COOPERATIVE_STICKY, MemberSubscription, Plan, RANGE};
 use super::wire::{Assignment, Subscription, TopicPartition};
-use super::{range, sticky};
+use super::{failover, range, sticky};
 
 /// The protocol type Kafka's consumers use; `kafka-consumer-groups` lists only these groups.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
@@ -94,6 +95,7 @@ pub struct ConsumerProtocol {
     counts: Mutex<BTreeMap<String, i32>>,
     state: Mutex<State>,
     changes: mpsc::UnboundedSender<Ownership>,
+    failover: Option<Failover>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -121,6 +123,24 @@ impl ConsumerProtocol {
                 closed: false,
             }),
             changes,
+            failover: None,
+        }
+    }
+
+    /// The same member with fast failover among the group's kroupier members: it advertises
+    /// `failover`'s endpoint in its subscription's `user_data`, follows every other kroupier
+    /// member its assignment names, and closes the endpoint on [`close`](Self::close). Java
+    /// members are left to their session.
+    #[must_use]
+    pub fn with_failover(mut self, failover: Failover) -> Self {
+        self.failover = Some(failover);
+        self
+    }
+
+    /// Tells fast failover (if on) whom to follow.
+    fn follow(&self, targets: Vec<kroupier::failover::FailoverTarget>) {
+        if let Some(failover) = &self.failover {
+            failover.follow(targets);
         }
     }
 
@@ -160,8 +180,14 @@ impl ConsumerProtocol {
             topics: self.topics.iter().cloned().collect(),
             // Java's cooperative-sticky also carries the generation in its user data, for
             // leaders that read subscriptions older than version 2.
-            user_data: (assignor == Assignor::CooperativeSticky)
-                .then(|| generation.unwrap_or(-1).to_be_bytes().to_vec()),
+            user_data: {
+                let java = (assignor == Assignor::CooperativeSticky)
+                    .then(|| generation.unwrap_or(-1).to_be_bytes().to_vec());
+                match &self.failover {
+                    Some(f) => Some(failover::advertise(java, f.endpoint())),
+                    None => java,
+                }
+            },
             owned_partitions: state.owned.iter().cloned().collect(),
             generation_id: generation,
             rack_id: self.rack.clone(),
@@ -177,6 +203,10 @@ impl ConsumerProtocol {
         let revoked = std::mem::take(&mut state.owned);
         state.generation = None;
         self.report(-1, false, revoked, None, &state);
+        // It owns nothing any more: its followers may prove it gone.
+        if let Some(failover) = &self.failover {
+            failover.resign();
+        }
     }
 
     fn report(
@@ -238,19 +268,21 @@ impl GroupProtocol for ConsumerProtocol {
         let assignor = Assignor::from_name(&context.protocol_name)
             .filter(|a| self.assignors.contains(a))
             .ok_or_else(|| AssignError::UnknownProtocol(context.protocol_name.clone()))?;
+        let targets = failover::targets_by_member(members);
         let members = subscriptions(members)?;
         let counts = lock(&self.counts).clone();
         let plan = assignor.assign(&members, &counts);
         Ok(members
             .iter()
-            .map(|m| {
+            .zip(targets)
+            .map(|(m, targets)| {
                 let partitions = plan
                     .get(&m.member_id)
                     .map(|p| p.iter().cloned().collect())
                     .unwrap_or_default();
                 let assignment = Assignment {
                     partitions,
-                    user_data: None,
+                    user_data: targets,
                 };
                 MemberAssignment::new(m.member_id.clone(), assignment.encode())
             })
@@ -263,14 +295,20 @@ impl GroupProtocol for ConsumerProtocol {
             return;
         }
         let (assigned, error) = match Assignment::decode(assignment) {
-            Ok(a) => (
-                a.partitions
-                    .into_iter()
-                    .filter(|tp| self.topics.contains(&tp.topic))
-                    .collect(),
-                None,
-            ),
-            Err(e) => (BTreeSet::new(), Some(e.to_string())),
+            Ok(a) => {
+                self.follow(failover::targets(a.user_data.as_deref()));
+                (
+                    a.partitions
+                        .into_iter()
+                        .filter(|tp| self.topics.contains(&tp.topic))
+                        .collect(),
+                    None,
+                )
+            }
+            Err(e) => {
+                self.follow(Vec::new());
+                (BTreeSet::new(), Some(e.to_string()))
+            }
         };
         let revoked: BTreeSet<TopicPartition> =
             state.owned.difference(&assigned).cloned().collect();
@@ -308,6 +346,7 @@ impl GroupProtocol for ConsumerProtocol {
             return;
         }
         // Someone else may own them already: drop them, and claim nothing next time.
+        self.follow(Vec::new());
         let revoked = std::mem::take(&mut state.owned);
         state.generation = None;
         self.report(-1, false, revoked, None, &state);

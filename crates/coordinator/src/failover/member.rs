@@ -41,7 +41,7 @@ pub struct FailoverTarget {
 #[derive(Debug, Clone)]
 pub struct Failover {
     endpoint: Arc<Endpoint>,
-    target: Arc<watch::Sender<Option<FailoverTarget>>>,
+    target: Arc<watch::Sender<Vec<FailoverTarget>>>,
     /// The member ids whose end this member proved, newest last (at most [`PROVEN_KEPT`]).
     proven: Proven,
 }
@@ -67,7 +67,7 @@ impl Failover {
         })?;
         Ok(Self {
             endpoint: Arc::new(endpoint),
-            target: Arc::new(watch::channel(None).0),
+            target: Arc::new(watch::channel(Vec::new()).0),
             proven: Arc::new(watch::channel(Vec::new()).0),
         })
     }
@@ -77,12 +77,14 @@ impl Failover {
         self.endpoint.advertised()
     }
 
-    /// Follow `target` from now on (`None`: follow nobody). Following the same target again
-    /// changes nothing; a new one drops the old link.
-    pub fn follow(&self, target: Option<FailoverTarget>) {
+    /// Follow `targets` from now on: one member (`Some(target)`), several (a `Vec`, e.g. every
+    /// peer), or nobody (`None`). Following the same targets again changes nothing (the links
+    /// stay); other targets replace the links.
+    pub fn follow(&self, targets: impl IntoIterator<Item = FailoverTarget>) {
+        let targets: Vec<FailoverTarget> = targets.into_iter().collect();
         self.target.send_if_modified(|current| {
-            let changed = *current != target;
-            *current = target;
+            let changed = *current != targets;
+            *current = targets;
             changed
         });
     }
@@ -128,7 +130,7 @@ impl Failover {
         Ok(async move {
             tokio::join!(
                 endpoint.serve(),
-                super::watch_leader(targets, observer, group, member, proven)
+                super::watch_members(targets, observer, group, member, proven)
             );
         })
     }
@@ -164,15 +166,44 @@ mod tests {
         };
         failover.follow(Some(target.clone()));
         assert!(targets.has_changed().unwrap());
-        assert_eq!(*targets.borrow_and_update(), Some(target.clone()));
+        assert_eq!(*targets.borrow_and_update(), vec![target.clone()]);
         failover.follow(Some(target));
         assert!(!targets.has_changed().unwrap(), "the link is kept");
         failover.resign();
         assert!(targets.has_changed().unwrap());
-        assert_eq!(
-            *targets.borrow_and_update(),
-            None,
+        assert!(
+            targets.borrow_and_update().is_empty(),
             "a resigned member follows nobody"
         );
+    }
+
+    fn target(member_id: &str, of: &Failover) -> FailoverTarget {
+        FailoverTarget {
+            member_id: member_id.into(),
+            group_instance_id: None,
+            endpoint: of.endpoint().clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_followed_member_s_end_is_proven_on_its_own() {
+        let bind = || Failover::bind(&FastFailover::new()).expect("bind 127.0.0.1:0");
+        let (a, b, watcher) = (bind(), bind(), bind());
+        // A member that never reaches a broker: enough to run the endpoints and the links.
+        let config = MemberConfig::new("127.0.0.1:1", "g");
+        let (elector, _driver) = crate::election::Elector::new(config.clone(), "w", true).unwrap();
+        for failover in [&a, &b, &watcher] {
+            tokio::spawn(failover.run(elector.member(), &config).unwrap());
+        }
+        watcher.follow(vec![target("m-a", &a), target("m-b", &b)]);
+        // The links reach both endpoints, then `a` resigns: only `a` is proven gone.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        a.resign();
+        tokio::time::timeout(std::time::Duration::from_secs(5), watcher.ended("m-a"))
+            .await
+            .expect("a's end is proven");
+        let b_ended =
+            tokio::time::timeout(std::time::Duration::from_millis(300), watcher.ended("m-b")).await;
+        assert!(b_ended.is_err(), "b still listens: nothing proves its end");
     }
 }

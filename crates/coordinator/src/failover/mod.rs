@@ -55,6 +55,8 @@ pub use settings::FastFailover;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio::sync::watch;
 
 use crate::driver::WeakMember;
@@ -63,44 +65,53 @@ use crate::observer::{Observer, Removal};
 /// How long one LeaveGroup naming a dead member may take.
 const REMOVE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Keeps a link to the member `targets` names (the current leader, `None` while this member
-/// leads or has no generation), and when its end is proven, removes it from `group` and makes
-/// `member` rejoin. Runs until `targets`' sender is dropped.
-pub(crate) async fn watch_leader(
-    mut targets: watch::Receiver<Option<FailoverTarget>>,
+/// Keeps a link to each member `targets` names (the current leader, or every peer; none while
+/// this member leads or has no generation), and when one's end is proven, records it in
+/// `proven`, removes it from `group` and makes `member` rejoin. Runs until `targets`' sender
+/// is dropped.
+pub(crate) async fn watch_members(
+    mut targets: watch::Receiver<Vec<FailoverTarget>>,
     observer: Observer,
     group: String,
     member: WeakMember,
     proven: member::Proven,
 ) {
     loop {
-        let target = targets.borrow_and_update().clone();
-        let dial = target.as_ref().and_then(|t| {
-            let addr = proof::dialable(&t.endpoint, proof::own_network());
-            if addr.is_none() {
-                tracing::debug!(member = %t.member_id, addr = %t.endpoint.addr,
-                    "the leader's endpoint is another network's loopback: no fast failover for it");
-            }
-            addr.map(|addr| (t, addr))
-        });
-        let Some((target, addr)) = dial else {
-            if targets.changed().await.is_err() {
-                return;
-            }
-            continue;
-        };
-        tokio::select! {
-            changed = targets.changed() => if changed.is_err() { return },
-            gone = link::until_gone(addr, &target.endpoint.process) => {
-                proven.send_modify(|ended| {
-                    ended.push(target.member_id.clone());
-                    let excess = ended.len().saturating_sub(member::PROVEN_KEPT);
-                    ended.drain(..excess);
-                });
-                act(&observer, &group, &member, target, addr, gone).await;
-                // Never link to the same ended member again: wait for the next assignment.
-                if targets.changed().await.is_err() {
-                    return;
+        let watched: Vec<(FailoverTarget, SocketAddr)> = targets
+            .borrow_and_update()
+            .iter()
+            .filter_map(|t| {
+                let addr = proof::dialable(&t.endpoint, proof::own_network());
+                if addr.is_none() {
+                    tracing::debug!(member = %t.member_id, addr = %t.endpoint.addr,
+                        "the endpoint is another network's loopback: no fast failover for it");
+                }
+                addr.map(|addr| (t.clone(), addr))
+            })
+            .collect();
+        let mut links: FuturesUnordered<_> = watched
+            .iter()
+            .map(|(target, addr)| async move {
+                let gone = link::until_gone(*addr, &target.endpoint.process).await;
+                (target, *addr, gone)
+            })
+            .collect();
+        loop {
+            tokio::select! {
+                changed = targets.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    break;
+                }
+                Some((target, addr, gone)) = links.next(), if !links.is_empty() => {
+                    proven.send_modify(|ended| {
+                        ended.push(target.member_id.clone());
+                        let excess = ended.len().saturating_sub(member::PROVEN_KEPT);
+                        ended.drain(..excess);
+                    });
+                    // An ended member is never linked again: its link is done.
+                    act(&observer, &group, &member, target, addr, gone).await;
                 }
             }
         }
@@ -117,33 +128,33 @@ async fn act(
     gone: link::Gone,
 ) {
     if !should_remove(gone, target.group_instance_id.is_some()) {
-        tracing::info!(leader = %target.member_id, %addr,
-            "the static leader stopped in order: it keeps its place until its session ends");
+        tracing::info!(member = %target.member_id, %addr,
+            "the static member stopped in order: it keeps its place until its session ends");
         return;
     }
-    tracing::info!(leader = %target.member_id, %addr, orderly = gone.orderly,
-        "the leader's endpoint closed (its link ended, its address refuses): removing it from \
-         the group and rejoining");
+    tracing::info!(member = %target.member_id, %addr, orderly = gone.orderly,
+        "a followed member's endpoint closed (its link ended, its address refuses): removing \
+         it from the group and rejoining");
     let removed = observer.remove_member(
         group,
         &target.member_id,
         target.group_instance_id.as_deref(),
-        "kroupier fast failover: the leader's process ended",
+        "kroupier fast failover: the member's process ended",
     );
     match tokio::time::timeout(REMOVE_TIMEOUT, removed).await {
         Ok(Ok(Removal::Removed)) => {
-            tracing::info!(leader = %target.member_id, "removed the ended leader from the group");
+            tracing::info!(member = %target.member_id, "removed the ended member from the group");
         }
         Ok(Ok(_)) => {
-            tracing::debug!(leader = %target.member_id, "the ended leader had left already");
+            tracing::debug!(member = %target.member_id, "the ended member had left already");
         }
-        Ok(Err(error)) => tracing::warn!(leader = %target.member_id, %error,
-            "could not remove the ended leader; the group drops it after its session"),
-        Err(_) => tracing::warn!(leader = %target.member_id,
-            "removing the ended leader timed out; the group drops it after its session"),
+        Ok(Err(error)) => tracing::warn!(member = %target.member_id, %error,
+            "could not remove the ended member; the group drops it after its session"),
+        Err(_) => tracing::warn!(member = %target.member_id,
+            "removing the ended member timed out; the group drops it after its session"),
     }
-    if let Err(error) = member.rejoin("the leader's process ended").await {
-        tracing::debug!(%error, "could not rejoin after the leader's end");
+    if let Err(error) = member.rejoin("a followed member's process ended").await {
+        tracing::debug!(%error, "could not rejoin after a followed member's end");
     }
 }
 
