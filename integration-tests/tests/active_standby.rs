@@ -2,8 +2,8 @@
 //! (or the embedded coordinator): one active instance runs the probe, never two at once (from
 //! the probe's journal and from the printed roles); the active role moves within session
 //! timeout + 2 heartbeat intervals after the active instance's SIGKILL, and within 1 s after
-//! its SIGTERM; with `--fast-failover`, within 1 s after its SIGKILL too (a third of the
-//! session).
+//! its SIGTERM; with `--fast-failover` at Kafka's default session (10 s) and heartbeat (3 s),
+//! within 1 s after its SIGKILL too.
 //!
 //! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
 //! lines.
@@ -28,6 +28,9 @@ const TERM_BOUND_MS: u64 = 1_000;
 /// The bound for a failover after a crash with fast failover: well under the session, so a
 /// takeover that waited for Kafka's session fails it.
 const FAST_KILL_BOUND_MS: u64 = 1_000;
+/// Kafka's defaults (`session.timeout.ms` before 3.0, `heartbeat.interval.ms`): the fast
+/// scenario runs at them, where only a proof can make a failover fast.
+const DEFAULT_SESSION: (u64, u64) = (10_000, 3_000);
 
 /// One printed line.
 #[derive(Debug, Clone)]
@@ -48,6 +51,7 @@ impl Instances {
         group: &str,
         ids: &[&str],
         journal_dir: &Path,
+        session: (u64, u64),
         extra: &[&str],
     ) -> Self {
         let (tx, lines) = channel();
@@ -67,9 +71,9 @@ impl Instances {
                     "--probe-interval-ms",
                     &PROBE_MS.to_string(),
                     "--session-timeout-ms",
-                    &SESSION_MS.to_string(),
+                    &session.0.to_string(),
                     "--heartbeat-interval-ms",
-                    &HEARTBEAT_MS.to_string(),
+                    &session.1.to_string(),
                 ]
                 .iter()
                 .chain(extra)
@@ -220,12 +224,12 @@ fn scenario(bootstrap: &str, fast: bool) {
     let _ = std::fs::remove_dir_all(&dir);
     let ids = ["a", "b", "c"];
     let extra: &[&str] = if fast { &["--fast-failover"] } else { &[] };
-    let (kill_bound, name) = if fast {
-        (FAST_KILL_BOUND_MS, "active_standby_fast")
+    let (kill_bound, name, session) = if fast {
+        (FAST_KILL_BOUND_MS, "active_standby_fast", DEFAULT_SESSION)
     } else {
-        (KILL_BOUND_MS, "active_standby")
+        (KILL_BOUND_MS, "active_standby", (SESSION_MS, HEARTBEAT_MS))
     };
-    let mut s = Instances::start(bootstrap, &group, &ids, &dir, extra);
+    let mut s = Instances::start(bootstrap, &group, &ids, &dir, session, extra);
     let mut alive = vec![0, 1, 2];
     let mut ends = vec![u64::MAX; 3];
 
@@ -246,7 +250,7 @@ fn scenario(bootstrap: &str, fast: bool) {
     alive.retain(|i| *i != active);
     let survivors = alive.clone();
     s.wait_until(
-        Duration::from_millis(KILL_BOUND_MS + 10_000),
+        Duration::from_millis(kill_bound + 10_000),
         "a standby takes over after SIGKILL",
         |l| settled(l, &survivors).is_some(),
     );
