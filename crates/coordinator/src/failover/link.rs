@@ -15,10 +15,14 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::endpoint::{PROCESS_LINE, STOPPED};
+use super::endpoint::PROCESS_LINE;
+
+/// The last line on every link when the watched process stops in order (it resigned, or its
+/// worker stopped): its end is then no crash.
+pub const STOPPED: &str = "kroupier: stopped\n";
 use super::proof;
 
 /// How long opening a link may take before it counts as "not now" (never as an end).
@@ -39,9 +43,19 @@ const QUICK_PROBES: [Duration; 4] = [
 
 /// How a watched endpoint's owner ended (a link reached it, by construction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Gone {
+pub struct Gone {
     /// Its last link said it stopped in order (it resigned) before it ended.
-    pub(crate) orderly: bool,
+    pub orderly: bool,
+}
+
+/// What a link says when it opens, and where the watched process names itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Greeting {
+    /// A fast-failover endpoint: the link says nothing, and the first line names the process.
+    Endpoint,
+    /// A worker's status API: the link asks `GET /watch`, and the body names the process
+    /// after the response head.
+    Watch,
 }
 
 /// Keeps a link to the endpoint at `addr` whose identity is `process` until its owner
@@ -49,15 +63,28 @@ pub(crate) struct Gone {
 /// for one no link ever reached (the caller drops the future when it stops watching).
 pub(crate) async fn until_gone(addr: SocketAddr, process: &str) -> Gone {
     let named = format!("{PROCESS_LINE}{process}\n");
+    until_gone_with(addr, &named, Greeting::Endpoint, || {}).await
+}
+
+/// [`until_gone`] for any watched process: one that answers a link opened with `greeting` with
+/// the line `named` (its identity line, `\n` included). `reached` is called when a link first
+/// reads it.
+pub async fn until_gone_with(
+    addr: SocketAddr,
+    named: &str,
+    greeting: Greeting,
+    mut reached_first: impl FnMut(),
+) -> Gone {
     let mut backoff = MIN_BACKOFF;
     let mut orderly = false;
     let mut reached = false;
     loop {
         let opened = tokio::time::Instant::now();
-        let held = hold(addr, named.as_bytes()).await;
+        let held = hold(addr, named.as_bytes(), greeting).await;
         if held.reached {
             if !reached {
-                tracing::debug!(%addr, "linked to the leader's fast-failover endpoint");
+                tracing::debug!(%addr, "a fast-failover link reached the watched process");
+                reached_first();
             }
             reached = true;
             orderly = held.orderly;
@@ -84,7 +111,7 @@ struct Held {
 }
 
 /// Opens the link and returns when it ends (or cannot be opened).
-async fn hold(addr: SocketAddr, named: &[u8]) -> Held {
+async fn hold(addr: SocketAddr, named: &[u8], greeting: Greeting) -> Held {
     let mut held = Held {
         reached: false,
         orderly: false,
@@ -93,8 +120,22 @@ async fn hold(addr: SocketAddr, named: &[u8]) -> Held {
     let Ok(Ok(mut stream)) = connected.await else {
         return held;
     };
-    // The identity line, then (at an orderly stop) STOPPED; EOF or an error ends the link.
-    // Only the first line may name the identity: the endpoint writes nothing else first.
+    match greeting {
+        Greeting::Endpoint => read_endpoint(&mut stream, named, &mut held).await,
+        Greeting::Watch => {
+            let request =
+                format!("GET /watch HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: kroupier\r\n\r\n");
+            if stream.write_all(request.as_bytes()).await.is_ok() {
+                read_watch(&mut stream, named, &mut held).await;
+            }
+        }
+    }
+    held
+}
+
+/// An endpoint's link: the identity line, then (at an orderly stop) STOPPED; EOF or an error
+/// ends it. Only the first line may name the identity: the endpoint writes nothing else first.
+async fn read_endpoint(stream: &mut TcpStream, named: &[u8], held: &mut Held) {
     let mut seen: Vec<u8> = Vec::new();
     let mut buffer = [0u8; 256];
     while let Ok(read) = stream.read(&mut buffer).await {
@@ -112,7 +153,28 @@ async fn hold(addr: SocketAddr, named: &[u8]) -> Held {
             break;
         }
     }
-    held
+}
+
+/// A `/watch` link: the response head, the identity line, then (at an orderly stop) STOPPED;
+/// EOF or an error ends it. Only the tail is kept: each line is looked for as it arrives.
+async fn read_watch(stream: &mut TcpStream, named: &[u8], held: &mut Held) {
+    let mut seen: Vec<u8> = Vec::new();
+    let mut buffer = [0u8; 512];
+    while let Ok(read) = stream.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buffer[..read]);
+        held.reached |= contains(&seen, named);
+        held.orderly |= held.reached && contains(&seen, STOPPED.as_bytes());
+        if seen.len() > 4096 {
+            seen.drain(..seen.len() - 128);
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Whether a new connection to `addr` is refused, now or within a few milliseconds: a process

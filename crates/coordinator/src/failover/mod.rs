@@ -43,8 +43,20 @@
 
 mod advert;
 pub(crate) mod endpoint;
+// The link and the proof are shared with the worker runtime's peer links (its status API's
+// `/watch`), through the `unstable` feature: no stability promise, hidden from the docs.
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub mod link;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub)]
 pub(crate) mod link;
 mod member;
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub mod proof;
+#[cfg(not(feature = "unstable"))]
+#[allow(unreachable_pub)]
 pub(crate) mod proof;
 mod settings;
 

@@ -11,7 +11,7 @@ use super::FailoverEndpoint;
 const PROBE_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// A new random identity for one endpoint: what its identity line names.
-pub(crate) fn new_process_identity() -> String {
+pub fn new_process_identity() -> String {
     format!(
         "{:016x}{:016x}",
         rand::random::<u64>(),
@@ -22,7 +22,7 @@ pub(crate) fn new_process_identity() -> String {
 /// The kernel's boot id and the inode of this process's network namespace: equal for two
 /// processes exactly when they share one network stack (host names are shared by containers,
 /// pods and VMs alike). `None` where the system does not say.
-pub(crate) fn own_network() -> Option<&'static str> {
+pub fn own_network() -> Option<&'static str> {
     static OWN: OnceLock<Option<String>> = OnceLock::new();
     OWN.get_or_init(|| {
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
@@ -36,7 +36,7 @@ pub(crate) fn own_network() -> Option<&'static str> {
 /// it resolves to is loopback, unspecified, or an address of this namespace. An address that
 /// belongs to something else — a proxy, a NAT, a load balancer — could refuse while this
 /// member runs, so it is never advertised; the error says why.
-pub(crate) fn advertised_is_own(advertised: &str) -> Result<SocketAddr, String> {
+pub fn advertised_is_own(advertised: &str) -> Result<SocketAddr, String> {
     let addrs: Vec<SocketAddr> = advertised
         .to_socket_addrs()
         .map_err(|e| format!("`{advertised}` does not resolve here ({e})"))?
@@ -96,7 +96,7 @@ pub(crate) fn dialable(endpoint: &FailoverEndpoint, own: Option<&str>) -> Option
 /// Whether a new connection to `addr` is refused (nothing listens there, in this network).
 /// Blocks for at most [`PROBE_TIMEOUT`]; a timeout, a success or any other error is no
 /// refusal.
-pub(crate) fn refused(addr: SocketAddr) -> bool {
+pub fn refused(addr: SocketAddr) -> bool {
     matches!(
         TcpStream::connect_timeout(&addr, PROBE_TIMEOUT),
         Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused

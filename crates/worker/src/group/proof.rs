@@ -28,13 +28,10 @@
 //! `docs/reliability.md`, *Assumptions*.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
-use std::os::unix::fs::MetadataExt;
+use std::net::SocketAddr;
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::Duration;
 
-/// How long one probe waits for a connection: a refusal is immediate on a live host.
-const PROBE_TIMEOUT: Duration = Duration::from_millis(200);
+use kroupier_coordinator::failover::proof as shared;
 
 /// Who this process is, as its group's members see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,21 +43,14 @@ pub(crate) struct Identity {
     pub(crate) network: Option<String>,
 }
 
-/// This process's identity, made once.
+/// This process's identity, made once (the coordinator crate's fast failover makes the
+/// parts: `kroupier_coordinator::failover::proof`).
 pub(crate) fn own() -> &'static Identity {
     static OWN: OnceLock<Identity> = OnceLock::new();
     OWN.get_or_init(|| Identity {
-        process: format!("{:016x}", rand::random::<u64>()),
-        network: network_identity(),
+        process: shared::new_process_identity(),
+        network: shared::own_network().map(str::to_owned),
     })
-}
-
-/// The boot id of the running kernel and the inode of this process's network namespace: equal
-/// for two processes exactly when they share one network stack.
-fn network_identity() -> Option<String> {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let namespace = std::fs::metadata("/proc/self/ns/net").ok()?.ino();
-    Some(format!("{}/{namespace}", boot.trim()))
 }
 
 /// Whether `advertised` (`host:port`) names this worker's own socket: every address it
@@ -68,27 +58,7 @@ fn network_identity() -> Option<String> {
 /// that belongs to something else — a proxy, a NAT, a load balancer — could refuse while this
 /// worker runs, so its refusal must never count; the error says why, for the log.
 pub(crate) fn advertised_is_own(advertised: &str) -> Result<(), String> {
-    let addrs: Vec<SocketAddr> = advertised
-        .to_socket_addrs()
-        .map_err(|e| format!("`{advertised}` does not resolve here ({e})"))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(format!("`{advertised}` resolves to no address"));
-    }
-    for addr in addrs {
-        let ip = addr.ip();
-        if ip.is_loopback() || ip.is_unspecified() {
-            continue;
-        }
-        // Binding succeeds only to an address of this network namespace.
-        if UdpSocket::bind(SocketAddr::new(ip, 0)).is_err() {
-            return Err(format!(
-                "`{advertised}` resolves to {ip}, which is not an address of this host's \
-                 network (a proxy or a NAT in front of the status API)"
-            ));
-        }
-    }
-    Ok(())
+    shared::advertised_is_own(advertised).map(|_| ())
 }
 
 /// Whether this worker's peers can prove its end, with its status API advertised at
@@ -117,10 +87,7 @@ pub(crate) fn refused(addr: &str) -> bool {
     } else {
         addr
     };
-    matches!(
-        TcpStream::connect_timeout(&addr, PROBE_TIMEOUT),
-        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused
-    )
+    shared::refused(addr)
 }
 
 /// Whether `addr` is one that only a prober in the advertiser's own network may dial (its
@@ -238,7 +205,7 @@ mod tests {
     #[test]
     fn identities_differ_by_process_and_name_the_namespace() {
         let me = own();
-        assert_eq!(me.process.len(), 16);
+        assert_eq!(me.process.len(), 32, "128 random bits, in hex");
         assert_eq!(own(), me, "made once per process");
         let network = me.network.as_deref().unwrap();
         let (boot, inode) = network.rsplit_once('/').unwrap();

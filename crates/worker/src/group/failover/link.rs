@@ -18,127 +18,51 @@
 //! `/watch` bodies with [`STOPPED`] first: then its end is no crash. Kafka keeps a static
 //! member's place through a restart, and fast failover must not undo that.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use kroupier_coordinator::failover::link::{self, Greeting};
 
 use super::peers::Peer;
-use crate::group::proof::{self, Proofs};
-
-/// How long opening a link may take before it counts as "not now" (never as a death).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-/// The first wait before opening an ended link again; doubles up to [`MAX_BACKOFF`].
-const MIN_BACKOFF: Duration = Duration::from_millis(50);
-/// The longest wait between two attempts to open a link.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// A link that lasted this long resets the backoff.
-const STEADY: Duration = Duration::from_secs(10);
+use crate::group::proof::Proofs;
 
 /// The last line of a `/watch` body when the worker stops in order.
-pub(crate) const STOPPED: &str = "kroupier: stopped\n";
+pub(crate) use kroupier_coordinator::failover::link::STOPPED;
 
 /// The start of a `/watch` body's first line, followed by the process identity and `\n`.
 pub(crate) const PROCESS_LINE: &str = "kroupier-process: ";
 
 /// How a peer's process ended, as its links saw it (a link reached it, by construction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Gone {
-    /// Its last link said it stopped in order ([`STOPPED`]).
-    pub(crate) orderly: bool,
-}
+pub(crate) use kroupier_coordinator::failover::link::Gone;
 
 /// Keeps a link to `peer` until its process is provably gone, then says how it ended; records
 /// what it learns in `proofs`. Runs forever for a peer that lives, and for one whose process
-/// no link ever reached (the caller aborts it when the peer leaves the watch list).
+/// no link ever reached, or whose address is not `ip:port` (the caller aborts it when the peer
+/// leaves the watch list). The link, its backoff and the proof are the coordinator crate's
+/// fast failover's (`kroupier_coordinator::failover::link`), spoken to the status API.
 pub(crate) async fn until_gone(peer: &Peer, proofs: &Arc<Proofs>) -> Gone {
-    let mut backoff = MIN_BACKOFF;
-    let mut orderly = false;
-    let mut reached = false;
-    loop {
-        let opened = tokio::time::Instant::now();
-        let held = hold(peer).await;
-        if held.reached {
-            if !reached {
-                proofs.linked(&peer.member_id, &peer.status_addr);
-            }
-            reached = true;
-            orderly = held.orderly;
-        }
-        if reached && refused(peer).await {
-            proofs.dead(&peer.member_id, &peer.status_addr);
-            return Gone { orderly };
-        }
-        if opened.elapsed() >= STEADY {
-            backoff = MIN_BACKOFF;
-        }
-        tracing::debug!(peer = %peer.member_id, addr = %peer.status_addr, reached, ?backoff,
-            "link to a peer ended but its process is not provably gone; opening it again");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
-    }
-}
-
-/// How one link ended.
-struct Held {
-    /// The answer named the peer's process.
-    reached: bool,
-    /// The peer said it stopped in order.
-    orderly: bool,
-}
-
-/// Opens the link and returns when it ends (or cannot be opened).
-async fn hold(peer: &Peer) -> Held {
-    let mut held = Held {
-        reached: false,
-        orderly: false,
+    let Ok(mut addr) = peer.status_addr.parse::<SocketAddr>() else {
+        // A host name may resolve elsewhere between the link and the probe: no proof.
+        return std::future::pending().await;
     };
-    let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&peer.status_addr));
-    let Ok(Ok(mut stream)) = connected.await else {
-        return held;
-    };
-    let request = format!(
-        "GET /watch HTTP/1.1\r\nHost: {}\r\nUser-Agent: kroupier-worker\r\n\r\n",
-        peer.status_addr
-    );
-    if stream.write_all(request.as_bytes()).await.is_err() {
-        return held;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
     let named = format!("{PROCESS_LINE}{}\n", peer.process_id);
-    // The response head, the process line, then (at an orderly stop) STOPPED; EOF or an
-    // error ends the link. Only the tail is kept: each line is looked for as it arrives.
-    let mut seen: Vec<u8> = Vec::new();
-    let mut buffer = [0u8; 512];
-    while let Ok(read) = stream.read(&mut buffer).await {
-        if read == 0 {
-            break;
-        }
-        seen.extend_from_slice(&buffer[..read]);
-        held.reached |= contains(&seen, named.as_bytes());
-        held.orderly |= held.reached && contains(&seen, STOPPED.as_bytes());
-        if seen.len() > 4096 {
-            seen.drain(..seen.len() - 128);
-        }
-    }
-    held
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-/// Whether a new connection to `peer`'s address is refused.
-async fn refused(peer: &Peer) -> bool {
-    let addr = peer.status_addr.clone();
-    tokio::task::spawn_blocking(move || proof::refused(&addr))
-        .await
-        .unwrap_or(false)
+    let gone = link::until_gone_with(addr, &named, Greeting::Watch, || {
+        proofs.linked(&peer.member_id, &peer.status_addr);
+    })
+    .await;
+    proofs.dead(&peer.member_id, &peer.status_addr);
+    gone
 }
 
 #[cfg(test)]
 mod tests {
-    use tokio::net::TcpListener;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
 
