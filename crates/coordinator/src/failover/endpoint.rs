@@ -18,7 +18,6 @@ use super::proof;
 /// `\n`.
 pub(crate) const PROCESS_LINE: &str = "kroupier-election-process: ";
 
-
 /// At most this many links are held open at once; more are closed at once (a link that ends
 /// while the endpoint listens proves nothing, so this costs a peer its speed, never safety).
 const MAX_LINKS: usize = 1024;

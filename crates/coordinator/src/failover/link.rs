@@ -300,6 +300,81 @@ mod tests {
         link.abort();
     }
 
+    /// A `/watch` link to a worker whose process is `process`: `GET /watch`, then its identity
+    /// line after the response head.
+    fn watch_worker(addr: SocketAddr, process: &str) -> JoinHandle<Gone> {
+        let named = format!("kroupier-process: {process}\n");
+        tokio::spawn(async move { until_gone_with(addr, &named, Greeting::Watch, || {}).await })
+    }
+
+    /// Accepts a `/watch` link (a probe sends nothing: it is dropped) and answers it as a
+    /// worker whose process is `process` does; `None` for a probe.
+    async fn answer_watch(listener: &TcpListener, process: &str) -> Option<TcpStream> {
+        let (mut accepted, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 128];
+        let read = accepted.read(&mut head).await.unwrap_or(0);
+        if read == 0 {
+            return None;
+        }
+        assert!(head[..read].starts_with(b"GET /watch HTTP/1.1\r\n"));
+        let answer = format!("HTTP/1.1 200 OK\r\n\r\nkroupier-process: {process}\n");
+        accepted.write_all(answer.as_bytes()).await.unwrap();
+        Some(accepted)
+    }
+
+    #[tokio::test]
+    async fn a_watch_link_that_reached_the_worker_then_a_refusal_is_a_death() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
+        let accepted = answer_watch(&listener, "p-1").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!link.is_finished(), "an open link is a live worker");
+        drop(listener);
+        drop(accepted);
+        let gone = ends_within(link, Duration::from_secs(2)).await;
+        assert_eq!(gone, Gone { orderly: false });
+    }
+
+    #[tokio::test]
+    async fn a_watch_body_that_says_stopped_is_an_orderly_end() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
+        let mut accepted = answer_watch(&listener, "p-1").await.expect("the link");
+        accepted.write_all(STOPPED.as_bytes()).await.unwrap();
+        drop(listener);
+        drop(accepted);
+        let gone = ends_within(link, Duration::from_secs(2)).await;
+        assert_eq!(gone, Gone { orderly: true });
+    }
+
+    #[tokio::test]
+    async fn a_watch_answered_by_another_worker_is_never_a_death() {
+        // A namesake: this host's own worker on the same loopback port answers; then it ends.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
+        let accepted = answer_watch(&listener, "p-other").await;
+        drop(listener);
+        drop(accepted);
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        assert!(!link.is_finished(), "the link never reached that worker");
+        link.abort();
+    }
+
+    #[tokio::test]
+    async fn a_watch_link_that_ends_while_the_worker_listens_is_no_death() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
+        // The worker drops every link it answers, yet keeps listening.
+        let mut links = 0;
+        while links < 3 {
+            if answer_watch(&listener, "p-1").await.is_some() {
+                links += 1;
+            }
+        }
+        assert!(!link.is_finished());
+        link.abort();
+    }
+
     #[tokio::test]
     async fn a_blackholed_peer_is_never_a_death() {
         // The leader's host accepts connections (its kernel does, even for a paused process

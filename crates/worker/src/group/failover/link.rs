@@ -59,6 +59,10 @@ pub(crate) async fn until_gone(peer: &Peer, proofs: &Arc<Proofs>) -> Gone {
 
 #[cfg(test)]
 mod tests {
+    //! The wrapper's own part: what it records for the leader. The link itself (no death
+    //! without a link, a namesake, a blackhole, a hang) is tested where it lives, in
+    //! `kroupier_coordinator::failover::link`.
+
     use std::time::Duration;
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -124,112 +128,5 @@ mod tests {
             .expect("the end of the process is seen at once")
             .unwrap();
         assert_eq!(gone, Gone { orderly: true });
-    }
-
-    #[tokio::test]
-    async fn a_peer_no_link_ever_reached_is_never_a_death() {
-        // Refused from the first connection on: a peer in another network, a port nobody in
-        // this one listens on. Nothing says who listened there, if anyone ever did.
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (link, proofs) = watch(peer(listener.local_addr().unwrap()));
-        drop(listener);
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(
-            !link.is_finished(),
-            "a refusal without a link proves nothing"
-        );
-        assert!(!proofs.is_gone("m-1"));
-        link.abort();
-    }
-
-    #[tokio::test]
-    async fn a_namesake_answering_for_another_process_is_never_a_death() {
-        // The advertised address, dialled from this worker's network, reaches another process
-        // (this host's own worker on the same loopback port: containers that share a host
-        // name); then that one ends too.
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (link, proofs) = watch(peer(listener.local_addr().unwrap()));
-        let accepted = answer(&listener, "p-other").await;
-        drop(listener);
-        drop(accepted);
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(
-            !link.is_finished(),
-            "the link never reached the member's process"
-        );
-        assert!(!proofs.is_gone("m-1"));
-        link.abort();
-    }
-
-    #[tokio::test]
-    async fn a_link_that_ends_while_the_peer_listens_is_no_death() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (link, _) = watch(peer(listener.local_addr().unwrap()));
-        // The peer drops every link it accepts, yet keeps listening.
-        // (The probes in between connect and send nothing.)
-        let mut links = 0;
-        while links < 3 {
-            let (mut accepted, _) = listener.accept().await.unwrap();
-            let mut head = [0u8; 64];
-            let read = accepted.read(&mut head).await.unwrap();
-            if read > 0 {
-                assert!(head[..read].starts_with(b"GET /watch HTTP/1.1\r\n"));
-                let answer = format!("HTTP/1.1 200 OK\r\n\r\n{PROCESS_LINE}p-1\n");
-                accepted.write_all(answer.as_bytes()).await.unwrap();
-                links += 1;
-            }
-        }
-        assert!(!link.is_finished());
-        link.abort();
-    }
-
-    #[tokio::test]
-    async fn a_blackholed_peer_is_never_a_death() {
-        // The peer's host accepts connections (its kernel does, even for a paused process or
-        // behind a blackhole) and nothing ever comes back; then its links end (a middlebox
-        // drops them) and new ones connect and stay silent.
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (link, _) = watch(peer(listener.local_addr().unwrap()));
-        let first = answer(&listener, "p-1").await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!link.is_finished(), "a silent link is no death");
-        drop(first);
-        // From now on nothing is accepted: the kernel still completes the handshakes.
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(
-            !link.is_finished(),
-            "a link that ends on a silent peer is no death"
-        );
-        link.abort();
-        drop(listener);
-    }
-
-    #[tokio::test]
-    async fn a_peer_whose_connections_hang_is_never_a_death() {
-        // A listener whose accept queue is full: the kernel drops new handshakes, so
-        // connections hang as they do across a partition or to a host that is down.
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let listener = socket.listen(0).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut fillers = Vec::new();
-        for _ in 0..3 {
-            fillers.push(tokio::spawn(async move {
-                let stream = TcpStream::connect(addr).await;
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                drop(stream);
-            }));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let probe = tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr));
-        assert!(probe.await.is_err(), "new connections hang");
-        let (link, _) = watch(peer(addr));
-        tokio::time::sleep(Duration::from_millis(2_500)).await;
-        assert!(!link.is_finished(), "a connection that hangs is no death");
-        link.abort();
-        for filler in fillers {
-            filler.abort();
-        }
-        drop(listener);
     }
 }
