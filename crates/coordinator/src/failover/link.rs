@@ -66,7 +66,7 @@ pub(crate) async fn until_gone(addr: SocketAddr, process: &str) -> Gone {
     until_gone_with(addr, &named, Greeting::Endpoint, || {}).await
 }
 
-/// [`until_gone`] for any watched process: one that answers a link opened with `greeting` with
+/// `until_gone` for any watched process: one that answers a link opened with `greeting` with
 /// the line `named` (its identity line, `\n` included). `reached` is called when a link first
 /// reads it.
 pub async fn until_gone_with(

@@ -56,8 +56,14 @@ mod member;
 #[doc(hidden)]
 pub mod proof;
 #[cfg(not(feature = "unstable"))]
-#[allow(unreachable_pub)]
+#[allow(dead_code, unreachable_pub)]
 pub(crate) mod proof;
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub mod removal;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub)]
+pub(crate) mod removal;
 mod settings;
 
 pub use advert::{FailoverEndpoint, InvalidFailoverEndpoint};
@@ -65,17 +71,13 @@ pub use member::{Failover, FailoverTarget};
 pub use settings::FastFailover;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use tokio::sync::watch;
 
 use crate::driver::WeakMember;
-use crate::observer::{Observer, Removal};
-
-/// How long one LeaveGroup naming a dead member may take.
-const REMOVE_TIMEOUT: Duration = Duration::from_secs(2);
+use crate::observer::Observer;
 
 /// Keeps a link to each member `targets` names (the current leader, or every peer; none while
 /// this member leads or has no generation), and when one's end is proven, records it in
@@ -130,7 +132,7 @@ pub(crate) async fn watch_members(
     }
 }
 
-/// Removes the member whose end was proven and rejoins.
+/// Removes the member whose end was proven (unless it keeps its place) and rejoins.
 async fn act(
     observer: &Observer,
     group: &str,
@@ -139,7 +141,7 @@ async fn act(
     addr: SocketAddr,
     gone: link::Gone,
 ) {
-    if !should_remove(gone, target.group_instance_id.is_some()) {
+    if removal::keeps_place(gone, target.group_instance_id.is_some()) {
         tracing::info!(member = %target.member_id, %addr,
             "the static member stopped in order: it keeps its place until its session ends");
         return;
@@ -147,47 +149,15 @@ async fn act(
     tracing::info!(member = %target.member_id, %addr, orderly = gone.orderly,
         "a followed member's endpoint closed (its link ended, its address refuses): removing \
          it from the group and rejoining");
-    let removed = observer.remove_member(
+    removal::remove(
+        observer,
         group,
         &target.member_id,
         target.group_instance_id.as_deref(),
         "kroupier fast failover: the member's process ended",
-    );
-    match tokio::time::timeout(REMOVE_TIMEOUT, removed).await {
-        Ok(Ok(Removal::Removed)) => {
-            tracing::info!(member = %target.member_id, "removed the ended member from the group");
-        }
-        Ok(Ok(_)) => {
-            tracing::debug!(member = %target.member_id, "the ended member had left already");
-        }
-        Ok(Err(error)) => tracing::warn!(member = %target.member_id, %error,
-            "could not remove the ended member; the group drops it after its session"),
-        Err(_) => tracing::warn!(member = %target.member_id,
-            "removing the ended member timed out; the group drops it after its session"),
-    }
+    )
+    .await;
     if let Err(error) = member.rejoin("a followed member's process ended").await {
         tracing::debug!(%error, "could not rejoin after a followed member's end");
-    }
-}
-
-/// Whether a member whose end was proven (`gone`) is removed from the group: always, except a
-/// static member (`is_static`) that said it stopped in order, whose place Kafka keeps through
-/// a restart.
-fn should_remove(gone: link::Gone, is_static: bool) -> bool {
-    !(gone.orderly && is_static)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_static_leader_that_stopped_in_order_keeps_its_place() {
-        let crash = link::Gone { orderly: false };
-        let stop = link::Gone { orderly: true };
-        assert!(should_remove(crash, false));
-        assert!(should_remove(crash, true), "a static leader seen to crash");
-        assert!(should_remove(stop, false), "a dynamic leader left anyway");
-        assert!(!should_remove(stop, true));
     }
 }

@@ -94,7 +94,7 @@ pub(crate) fn dialable(endpoint: &FailoverEndpoint, own: Option<&str>) -> Option
 }
 
 /// Whether a new connection to `addr` is refused (nothing listens there, in this network).
-/// Blocks for at most [`PROBE_TIMEOUT`]; a timeout, a success or any other error is no
+/// Blocks for at most 200 ms (`PROBE_TIMEOUT`); a timeout, a success or any other error is no
 /// refusal.
 pub fn refused(addr: SocketAddr) -> bool {
     matches!(

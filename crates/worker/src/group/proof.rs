@@ -77,7 +77,7 @@ pub(crate) fn provable(advertised: Option<&str>, https: bool) -> Result<(), Stri
 }
 
 /// Whether a connection to `addr` is refused (nothing listens there, in this network). An
-/// unspecified address is probed on loopback. Blocks for at most [`PROBE_TIMEOUT`].
+/// unspecified address is probed on loopback. Blocks for at most one probe (200 ms).
 pub(crate) fn refused(addr: &str) -> bool {
     let Ok(addr) = addr.parse::<SocketAddr>() else {
         return false;
@@ -100,7 +100,7 @@ pub(crate) fn is_local_only(addr: &str) -> bool {
 
 /// Whether the worker that advertised `status_addr` from the network `network` is surely
 /// gone, without a link: only when this process shares that network (same kernel, same
-/// namespace), and a connection there is refused. Blocks for at most [`PROBE_TIMEOUT`].
+/// namespace), and a connection there is refused. Blocks for at most one probe (200 ms).
 pub(crate) fn nearby_is_gone(status_addr: &str, network: Option<&str>) -> bool {
     let Some(network) = network else {
         return false;

@@ -41,8 +41,9 @@ use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig, Secret};
 use kroupier_coordinator::driver::MemberHandle;
+use kroupier_coordinator::failover::removal;
 use kroupier_coordinator::membership::MemberState;
-use kroupier_coordinator::observer::{GroupDescription, GroupState, Observer, Removal};
+use kroupier_coordinator::observer::{GroupDescription, GroupState, Observer};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -278,15 +279,15 @@ impl Watch {
     }
 
     /// A watched peer's process is gone: remove it, rejoin, and (in a large group) tell the
-    /// others. A static peer not seen to crash keeps its place ([`keeps_place`]): Kafka keeps
-    /// it through a restart, and its tasks wait for it (its shutdown stopped them).
+    /// others. A static peer not seen to crash keeps its place (`removal::keeps_place`):
+    /// Kafka keeps it through a restart, and its tasks wait for it (its shutdown stopped them).
     async fn died(&mut self, member_id: &str, gone: link::Gone) {
         self.links.remove(member_id);
         let Some(index) = self.peers.iter().position(|p| p.member_id == member_id) else {
             return;
         };
         let peer = self.peers.remove(index);
-        if keeps_place(peer.group_instance_id.is_some(), gone) {
+        if removal::keeps_place(gone, peer.group_instance_id.is_some()) {
             tracing::info!(
                 peer = %peer.member_id,
                 "a static peer ended in order: it keeps its place in the group until it \
@@ -308,25 +309,14 @@ impl Watch {
                 "kroupier fast failover: the process at {} ended",
                 peer.status_addr
             );
-            let removed = observer.remove_member(
+            removal::remove(
+                observer,
                 &self.settings.group_id,
                 &peer.member_id,
                 peer.group_instance_id.as_deref(),
                 &reason,
-            );
-            match tokio::time::timeout(DESCRIBE_TIMEOUT, removed).await {
-                Ok(Ok(Removal::Removed)) => {
-                    tracing::info!(peer = %peer.member_id, "removed the ended peer from the group");
-                }
-                Ok(Ok(_)) => tracing::debug!(peer = %peer.member_id, "the peer had left already"),
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, peer = %peer.member_id,
-                        "could not remove the ended peer; the group drops it after its session");
-                }
-                Err(_) => {
-                    tracing::warn!(peer = %peer.member_id, "removing the ended peer timed out")
-                }
-            }
+            )
+            .await;
         }
         if self.peers.len() >= peers::WATCH_ALL_UP_TO {
             // Not every survivor watches this peer: tell them all.
@@ -498,15 +488,6 @@ pub(crate) async fn end_links(stop: &CancellationToken, server: Option<JoinHandl
     }
 }
 
-/// Whether a peer whose process is gone keeps its place in the group (left to its session)
-/// rather than being removed: a static peer (`is_static`) that stopped in order, as Kafka
-/// intends. (A peer no link reached is never found gone at all, so how it ended is never
-/// guessed.) A dynamic peer never keeps its place: it sent LeaveGroup itself if it stopped in
-/// order, and Kafka gives a new process a new member id anyway.
-fn keeps_place(is_static: bool, gone: link::Gone) -> bool {
-    is_static && gone.orderly
-}
-
 /// Whether a hint naming `hinted`
 /// Whether a hint naming `hinted` (the sender's generation; none from a joining worker) makes
 /// a member in `state` at `current` rejoin: only a stable member, and only if it has not moved
@@ -568,15 +549,6 @@ mod tests {
             rest.contains(STOPPED.trim_end()),
             "the link ended without saying the worker stopped in order: {rest:?}"
         );
-    }
-
-    #[test]
-    fn only_a_static_peer_seen_to_crash_is_removed() {
-        let gone = |orderly| link::Gone { orderly };
-        assert!(!keeps_place(true, gone(false)), "a crash");
-        assert!(keeps_place(true, gone(true)), "an orderly stop");
-        assert!(!keeps_place(false, gone(false)));
-        assert!(!keeps_place(false, gone(true)));
     }
 
     #[test]
