@@ -11,8 +11,8 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use kroupier::election::{ElectionEvent, Elector, ElectorHandle};
-use kroupier::failover::FastFailover;
-use kroupier::protocol::{MemberConfig, MemberError};
+use kroupier::failover::{Failover, FastFailover};
+use kroupier::protocol::{MemberConfig, MemberError, MemberHandle};
 use kroupier::worker::journal::unix_ms;
 use tokio::sync::broadcast;
 use tokio::task::JoinError;
@@ -85,6 +85,29 @@ pub struct FastFailoverArgs {
 }
 
 impl FastFailoverArgs {
+    /// The endpoint these flags ask for, bound now (`None` without `--fast-failover`).
+    ///
+    /// # Errors
+    /// As [`Failover::bind`].
+    pub fn bind(&self) -> Result<Option<Failover>, MemberError> {
+        self.settings().as_ref().map(Failover::bind).transpose()
+    }
+
+    /// Serves `failover` (if on) beside the driver of `member`, built from `config`.
+    ///
+    /// # Errors
+    /// As [`Failover::run`].
+    pub fn spawn(
+        failover: Option<&Failover>,
+        member: &MemberHandle,
+        config: &MemberConfig,
+    ) -> Result<(), MemberError> {
+        if let Some(failover) = failover {
+            tokio::spawn(failover.run(member, config)?);
+        }
+        Ok(())
+    }
+
     /// The settings these flags give, `None` without `--fast-failover`.
     pub fn settings(&self) -> Option<FastFailover> {
         self.fast_failover.then(|| {

@@ -34,9 +34,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use kroupier::connection::Cluster;
-use kroupier::failover::Failover;
 use kroupier::protocol::{Member, MemberConfig};
 use kroupier_examples::consumer::{Assignor, ConsumerProtocol, Ownership, partition_counts};
+use kroupier_examples::member::FastFailoverArgs;
 use kroupier_examples::{SessionArgs, terminated};
 use tokio::sync::mpsc;
 
@@ -78,7 +78,7 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     command_config: Option<PathBuf>,
     #[command(flatten)]
-    fast: kroupier_examples::member::FastFailoverArgs,
+    fast: FastFailoverArgs,
 }
 
 fn print(id: &str, topic: &str, change: &Ownership) {
@@ -138,13 +138,7 @@ async fn main() -> ExitCode {
         }
     };
 
-    let failover = match args
-        .fast
-        .settings()
-        .as_ref()
-        .map(Failover::bind)
-        .transpose()
-    {
+    let failover = match args.fast.bind() {
         Ok(failover) => failover,
         Err(e) => {
             eprintln!("consumer_group: {e}");
@@ -179,14 +173,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(failover) = &failover {
-        match failover.run(&member, &config) {
-            Ok(beside) => drop(tokio::spawn(beside)),
-            Err(e) => {
-                eprintln!("consumer_group: {e}");
-                return ExitCode::from(2);
-            }
-        }
+    if let Err(e) = FastFailoverArgs::spawn(failover.as_ref(), &member, &config) {
+        eprintln!("consumer_group: {e}");
+        return ExitCode::from(2);
     }
     let mut driver = tokio::spawn(driver);
     let mut refresh = tokio::time::interval(METADATA_REFRESH);

@@ -27,7 +27,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
-use kroupier::failover::Failover;
 use kroupier::protocol::Member;
 use kroupier_examples::member::{
     FastFailoverArgs, MemberArgs, driver_exit, print_line, print_role,
@@ -101,13 +100,7 @@ async fn main() -> std::process::ExitCode {
         (None, Err(e)) => return fail(format!("--http {}: {e}", args.http)),
     };
 
-    let failover = match args
-        .fast
-        .settings()
-        .as_ref()
-        .map(Failover::bind)
-        .transpose()
-    {
+    let failover = match args.fast.bind() {
         Ok(failover) => failover,
         Err(e) => return fail(e),
     };
@@ -121,11 +114,8 @@ async fn main() -> std::process::ExitCode {
         Ok(pair) => pair,
         Err(e) => return fail(e),
     };
-    if let Some(failover) = &failover {
-        match failover.run(&member, &config) {
-            Ok(beside) => drop(tokio::spawn(beside)),
-            Err(e) => return fail(e),
-        }
+    if let Err(e) = FastFailoverArgs::spawn(failover.as_ref(), &member, &config) {
+        return fail(e);
     }
     let replica = Arc::new(Replica {
         id: args.member.id.clone(),
