@@ -167,6 +167,9 @@ struct Watch {
     announced: BTreeSet<String>,
     links: HashMap<String, AbortHandle>,
     deaths: mpsc::UnboundedSender<(String, link::Gone)>,
+    /// A hint that came while this worker was still joining or syncing the generation it
+    /// names: it rejoins once that generation is assigned ([`defers`]).
+    deferred: Option<i32>,
 }
 
 /// Runs fast failover for `member` until the inbox closes (every handle dropped) or the member
@@ -188,11 +191,15 @@ pub(crate) async fn run(Inbox(mut inbox): Inbox, settings: Settings, member: Mem
         announced: BTreeSet::new(),
         links: HashMap::new(),
         deaths,
+        deferred: None,
     };
     loop {
         tokio::select! {
             input = inbox.recv() => match input {
-                Some(Input::Assigned) => watch.refresh().await,
+                Some(Input::Assigned) => {
+                    watch.rejoin_if_deferred().await;
+                    watch.refresh().await;
+                }
                 Some(Input::Hinted { generation, from }) => watch.hinted(generation, from).await,
                 Some(Input::Rebalancing { generation }) => {
                     // A cooperative follow-up round, or a hand-over before leaving.
@@ -338,6 +345,12 @@ impl Watch {
         }
         let status = self.member.current();
         let current = status.generation.as_ref().map(|g| g.generation_id);
+        if defers(status.state, current, generation) {
+            tracing::debug!(?generation, ?current, state = ?status.state,
+                "rebalance hint while this worker is still joining: it rejoins once assigned");
+            self.deferred = generation;
+            return;
+        }
         if !should_rejoin(status.state, current, generation) {
             tracing::debug!(?generation, ?current, state = ?status.state, "rebalance hint ignored");
             return;
@@ -345,6 +358,24 @@ impl Watch {
         tracing::info!(?generation, "a peer started a rebalance: rejoining at once");
         if let Err(error) = self.member.rejoin("a peer started a rebalance").await {
             tracing::debug!(%error, "could not rejoin on a peer's hint");
+        }
+    }
+
+    /// A hint deferred while this worker was joining: now that an assignment came, rejoin if
+    /// it is of the hinted generation or older (the hinting peer's rebalance started after it).
+    async fn rejoin_if_deferred(&mut self) {
+        let Some(hinted) = self.deferred.take() else {
+            return;
+        };
+        let current = self.member.current().generation.map(|g| g.generation_id);
+        if current.is_some_and(|current| current <= hinted) {
+            tracing::info!(
+                generation = hinted,
+                "a peer started a rebalance while this worker was joining: rejoining now"
+            );
+            if let Err(error) = self.member.rejoin("a peer started a rebalance").await {
+                tracing::debug!(%error, "could not rejoin on a deferred hint");
+            }
         }
     }
 
@@ -488,6 +519,17 @@ pub(crate) async fn end_links(stop: &CancellationToken, server: Option<JoinHandl
     }
 }
 
+/// Whether a hint naming `hinted` waits for this worker's assignment: it is joining or syncing
+/// (not stable) a generation no newer than the hinting peer's, so the peer's rebalance may
+/// start right after this one completes and no hint would tell it. (A hint without a
+/// generation, from a joining worker, is not kept: its join is a rebalance of its own.)
+fn defers(state: MemberState, current: Option<i32>, hinted: Option<i32>) -> bool {
+    let Some(hinted) = hinted else {
+        return false;
+    };
+    state != MemberState::Stable && current.is_none_or(|current| current <= hinted)
+}
+
 /// Whether a hint naming `hinted`
 /// Whether a hint naming `hinted` (the sender's generation; none from a joining worker) makes
 /// a member in `state` at `current` rejoin: only a stable member, and only if it has not moved
@@ -548,6 +590,24 @@ mod tests {
         assert!(
             rest.contains(STOPPED.trim_end()),
             "the link ended without saying the worker stopped in order: {rest:?}"
+        );
+    }
+
+    #[test]
+    fn a_hint_while_joining_waits_for_the_assignment_unless_it_is_stale() {
+        assert!(defers(MemberState::Syncing, Some(4), Some(4)));
+        assert!(defers(MemberState::Joining, None, Some(4)), "a first join");
+        assert!(
+            !defers(MemberState::Syncing, Some(5), Some(4)),
+            "a late hint"
+        );
+        assert!(
+            !defers(MemberState::Joining, Some(4), None),
+            "a joiner's hint"
+        );
+        assert!(
+            !defers(MemberState::Stable, Some(4), Some(4)),
+            "rejoins at once"
         );
     }
 
