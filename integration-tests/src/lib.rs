@@ -12,6 +12,7 @@ pub mod journal;
 pub mod netns;
 pub mod process;
 pub mod quickstart;
+pub mod roles;
 pub mod topics;
 pub mod wire;
 

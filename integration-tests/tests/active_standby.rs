@@ -8,15 +8,13 @@
 //! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
 //! lines.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
+use kroupier_integration_tests::journal::{self, unix_ms};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
-use serde_json::Value;
+use kroupier_integration_tests::roles::{self, Line, Lines, settled};
 
 const SESSION_MS: u64 = 3_000;
 const HEARTBEAT_MS: u64 = 500;
@@ -32,17 +30,9 @@ const FAST_KILL_BOUND_MS: u64 = 1_000;
 /// scenario runs at them, where only a proof can make a failover fast.
 const DEFAULT_SESSION: (u64, u64) = (10_000, 3_000);
 
-/// One printed line.
-#[derive(Debug, Clone)]
-struct Line {
-    instance: usize,
-    event: RoleChange,
-}
-
 struct Instances {
     processes: Vec<Process>,
-    lines: Receiver<Line>,
-    seen: Vec<Line>,
+    lines: Lines,
 }
 
 impl Instances {
@@ -54,7 +44,7 @@ impl Instances {
         session: (u64, u64),
         extra: &[&str],
     ) -> Self {
-        let (tx, lines) = channel();
+        let mut lines = Lines::new();
         let processes = ids
             .iter()
             .enumerate()
@@ -80,93 +70,17 @@ impl Instances {
                 .map(|s| s.to_string())
                 .collect();
                 let mut process = Process::spawn("active_standby", &args);
-                let out = process.stdout_lines();
-                let tx = tx.clone();
-                let id = id.to_string();
-                std::thread::spawn(move || {
-                    for raw in out {
-                        let v: Value = serde_json::from_str(&raw)
-                            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
-                        let name = v["event"].as_str().expect("event");
-                        let event = RoleChange {
-                            ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
-                            id: v["id"].as_str().expect("id").to_owned(),
-                            event: Role::from_name(name)
-                                .unwrap_or_else(|| panic!("unknown event {name:?}")),
-                            generation: v["generation"]
-                                .as_i64()
-                                .map(|g| i32::try_from(g).expect("generation fits an i32")),
-                        };
-                        assert_eq!(event.id, id, "each instance prints its own id");
-                        if tx.send(Line { instance: i, event }).is_err() {
-                            break;
-                        }
-                    }
-                });
+                lines.read(&mut process, i, Some(id));
                 process
             })
             .collect();
-        Self {
-            processes,
-            lines,
-            seen: Vec::new(),
-        }
+        Self { processes, lines }
     }
-
-    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
-    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
-        let deadline = Instant::now() + within;
-        while !done(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    println!("{line:?}");
-                    self.seen.push(line);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{what}: every instance ended; lines: {:#?}", self.seen)
-                }
-            }
-        }
-    }
-}
-
-/// The one active instance when every instance in `alive` is in the same generation.
-fn settled(lines: &[Line], alive: &[usize]) -> Option<usize> {
-    let last: Vec<&Line> = alive
-        .iter()
-        .filter_map(|i| lines.iter().rev().find(|l| l.instance == *i))
-        .collect();
-    if last.len() != alive.len() {
-        return None;
-    }
-    let generation = last[0].event.generation?;
-    if last
-        .iter()
-        .any(|l| l.event.generation != Some(generation) || l.event.event == Role::Lost)
-    {
-        return None;
-    }
-    let active: Vec<&&Line> = last
-        .iter()
-        .filter(|l| l.event.event == Role::Leader)
-        .collect();
-    (active.len() == 1).then(|| active[0].instance)
 }
 
 /// When `instance` became active at or after `since_ms`.
 fn active_since(lines: &[Line], instance: usize, since_ms: u64) -> u64 {
-    lines
-        .iter()
-        .find(|l| {
-            l.instance == instance && l.event.event == Role::Leader && l.event.ts_ms >= since_ms
-        })
-        .expect("the new active instance's line")
-        .event
-        .ts_ms
+    roles::led_at(lines, instance, since_ms).expect("the new active instance's line")
 }
 
 /// The first probe of `id` at or after `since_ms`, waiting up to 2 s for it.
@@ -233,10 +147,9 @@ fn scenario(bootstrap: &str, fast: bool) {
     let mut alive = vec![0, 1, 2];
     let mut ends = vec![u64::MAX; 3];
 
-    s.wait_until(Duration::from_secs(30), "three instances settle", |l| {
-        settled(l, &[0, 1, 2]).is_some()
-    });
-    let active = settled(&s.seen, &alive).expect("settled");
+    let active = s
+        .lines
+        .wait_settled(Duration::from_secs(30), "three instances settle", &alive);
     // Let the active instance probe for a while.
     std::thread::sleep(Duration::from_secs(1));
     let _ = first_probe(&dir, ids[active], 0);
@@ -248,14 +161,12 @@ fn scenario(bootstrap: &str, fast: bool) {
     // Its reign ends when it died, which is after `killed_at` (the signal takes a moment).
     ends[active] = unix_ms();
     alive.retain(|i| *i != active);
-    let survivors = alive.clone();
-    s.wait_until(
+    let next = s.lines.wait_settled(
         Duration::from_millis(kill_bound + 10_000),
         "a standby takes over after SIGKILL",
-        |l| settled(l, &survivors).is_some(),
+        &alive,
     );
-    let next = settled(&s.seen, &alive).expect("settled");
-    let took_over = active_since(&s.seen, next, killed_at) - killed_at;
+    let took_over = active_since(&s.lines.seen, next, killed_at) - killed_at;
     let probed = first_probe(&dir, ids[next], killed_at) - killed_at;
     println!("MEASURE {name}_kill_to_active={took_over}ms (bound {kill_bound}ms)");
     println!("MEASURE {name}_kill_to_probe={probed}ms");
@@ -272,12 +183,13 @@ fn scenario(bootstrap: &str, fast: bool) {
     ends[next] = unix_ms();
     alive.retain(|i| *i != next);
     let last = alive[0];
-    s.wait_until(Duration::from_secs(10), "the handover after SIGTERM", |l| {
-        l.iter()
-            .any(|x| x.instance == next && x.event.event == Role::Lost && x.event.ts_ms >= term_at)
-            && settled(l, &[last]).is_some()
-    });
-    let handover = active_since(&s.seen, last, term_at) - term_at;
+    s.lines
+        .wait_until(Duration::from_secs(10), "the handover after SIGTERM", |l| {
+            l.iter()
+                .any(|x| x.process == next && x.event == "lost" && x.ts_ms >= term_at)
+                && settled(l, &[last]).is_some()
+        });
+    let handover = active_since(&s.lines.seen, last, term_at) - term_at;
     let probed = first_probe(&dir, ids[last], term_at) - term_at;
     println!("MEASURE {name}_term_to_active={handover}ms (bound {TERM_BOUND_MS}ms)");
     println!("MEASURE {name}_term_to_probe={probed}ms");
@@ -289,9 +201,7 @@ fn scenario(bootstrap: &str, fast: bool) {
     s.processes[last].signal(Signal::Term);
     assert_eq!(s.processes[last].wait(), Some(0), "exit 0 after SIGTERM");
     ends[last] = unix_ms();
-    while let Ok(line) = s.lines.recv_timeout(Duration::from_millis(500)) {
-        s.seen.push(line);
-    }
+    s.lines.drain(Duration::from_millis(500));
 
     // Never two actives: from the probe's journal (every probe is checked against the
     // membership before it is written) and from the printed roles.
@@ -311,9 +221,7 @@ fn scenario(bootstrap: &str, fast: bool) {
         overlapping.is_empty(),
         "two actives at once: {overlapping:?}"
     );
-    let events: Vec<RoleChange> = s.seen.iter().map(|l| l.event.clone()).collect();
-    let ends: BTreeMap<String, u64> = ids.iter().map(|id| id.to_string()).zip(ends).collect();
-    let reigns = journal::reigns(&events, &ends);
+    let reigns = roles::reigns(&s.lines.seen, &ids, &ends);
     let two = journal::two_leaders(&reigns);
     assert!(two.is_empty(), "two actives at once: {two:?}");
     // Every probe lies within its instance's reign.

@@ -17,34 +17,22 @@
 //! Needs the example built (`cargo build -p kroupier-examples`). Prints `MEASURE name=ms`
 //! lines; `KROUPIER_FAILOVER_ROUNDS` sets how many leaders the SIGKILL test kills (default 5).
 
-use std::collections::BTreeMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kroupier_coordinator::codec::Versioned;
 use kroupier_coordinator::election::ElectionMetadata;
 use kroupier_integration_tests::admin::{member_id_where, remove_member};
-use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
+use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::netns::Network;
 use kroupier_integration_tests::process::{Process, Signal};
-use serde_json::Value;
+use kroupier_integration_tests::roles::{self, Line, Lines, assert_one_leader_at_a_time};
 
 /// Kafka's defaults (`session.timeout.ms` before 3.0, `heartbeat.interval.ms`).
 const SESSION_MS: u64 = 10_000;
 const HEARTBEAT_MS: u64 = 3_000;
 /// A new leader after SIGKILL, well under the session: generous, so a busy machine passes.
 const FAST_BOUND_MS: u64 = 2_000;
-
-/// One printed line.
-#[derive(Debug, Clone)]
-struct Line {
-    process: usize,
-    ts_ms: u64,
-    id: String,
-    event: String,
-    generation: Option<i64>,
-}
 
 struct Candidates {
     bootstrap: String,
@@ -53,14 +41,11 @@ struct Candidates {
     heartbeat_ms: u64,
     processes: Vec<Process>,
     ids: Vec<String>,
-    tx: Sender<Line>,
-    lines: Receiver<Line>,
-    seen: Vec<Line>,
+    lines: Lines,
 }
 
 impl Candidates {
     fn new(bootstrap: &str, group: &str, session_ms: u64, heartbeat_ms: u64) -> Self {
-        let (tx, lines) = channel();
         Self {
             bootstrap: bootstrap.to_owned(),
             group: group.to_owned(),
@@ -68,9 +53,7 @@ impl Candidates {
             heartbeat_ms,
             processes: Vec::new(),
             ids: Vec::new(),
-            tx,
-            lines,
-            seen: Vec::new(),
+            lines: Lines::new(),
         }
     }
 
@@ -101,119 +84,10 @@ impl Candidates {
         .collect();
         args.extend(extra.iter().cloned());
         let mut process = Process::spawn_under(wrapper, "leader_election", &args, None, &[]);
-        let out = process.stdout_lines();
-        let tx = self.tx.clone();
-        std::thread::spawn(move || {
-            for raw in out {
-                let v: Value = serde_json::from_str(&raw)
-                    .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
-                let line = Line {
-                    process: i,
-                    ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
-                    id: v["id"].as_str().expect("id").to_owned(),
-                    event: v["event"].as_str().expect("event").to_owned(),
-                    generation: v["generation"].as_i64(),
-                };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        self.lines.read(&mut process, i, None);
         self.processes.push(process);
         self.ids.push(id.to_owned());
         i
-    }
-
-    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
-    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
-        let deadline = Instant::now() + within;
-        while !done(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    println!("{line:?}");
-                    self.seen.push(line);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{what}: every process ended; lines: {:#?}", self.seen)
-                }
-            }
-        }
-    }
-
-    /// Reads the lines that arrive within `window`.
-    fn drain(&mut self, window: Duration) {
-        let deadline = Instant::now() + window;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    println!("{line:?}");
-                    self.seen.push(line);
-                }
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-/// Exactly one leader among `alive` (whose latest lines are all in one generation).
-fn settled(lines: &[Line], alive: &[usize]) -> Option<usize> {
-    let roles: Vec<&Line> = alive
-        .iter()
-        .filter_map(|p| lines.iter().rev().find(|l| l.process == *p))
-        .collect();
-    if roles.len() != alive.len() {
-        return None;
-    }
-    let generation = roles[0].generation?;
-    if roles.iter().any(|l| l.generation != Some(generation)) {
-        return None;
-    }
-    let leaders: Vec<&&Line> = roles.iter().filter(|l| l.event == "leader").collect();
-    (leaders.len() == 1 && roles.iter().all(|l| l.event != "lost")).then(|| leaders[0].process)
-}
-
-fn events(lines: &[Line]) -> Vec<RoleChange> {
-    lines
-        .iter()
-        .map(|l| RoleChange {
-            ts_ms: l.ts_ms,
-            id: l.id.clone(),
-            event: Role::from_name(&l.event)
-                .unwrap_or_else(|| panic!("unknown event {:?}", l.event)),
-            generation: l
-                .generation
-                .map(|g| i32::try_from(g).expect("generation fits an i32")),
-        })
-        .collect()
-}
-
-/// Never two leaders at once (the journal check), and no generation led by two processes.
-fn assert_one_leader_at_a_time(lines: &[Line], ids: &[String], ends: &[u64]) {
-    let ends: BTreeMap<String, u64> = ids.iter().cloned().zip(ends.iter().copied()).collect();
-    let reigns = journal::reigns(&events(lines), &ends);
-    let overlapping = journal::two_leaders(&reigns);
-    assert!(
-        overlapping.is_empty(),
-        "overlapping leaders {overlapping:?}"
-    );
-    let mut led: Vec<(i64, usize)> = lines
-        .iter()
-        .filter(|l| l.event == "leader")
-        .filter_map(|l| l.generation.map(|g| (g, l.process)))
-        .collect();
-    led.sort_unstable();
-    led.dedup();
-    for w in led.windows(2) {
-        assert!(
-            w[0].0 != w[1].0,
-            "generation {} led by two processes",
-            w[0].0
-        );
     }
 }
 
@@ -246,12 +120,11 @@ fn sigkill_of_the_leader_elects_another_in_milliseconds() {
     let mut c = Candidates::new(&bootstrap, &group, SESSION_MS, HEARTBEAT_MS);
     let mut alive: Vec<usize> = ["a", "b", "c"].iter().map(|id| c.add(id)).collect();
     let mut ends: Vec<u64> = vec![u64::MAX; 3];
-    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
-        settled(l, &[0, 1, 2]).is_some()
-    });
+    let mut leader =
+        c.lines
+            .wait_settled(Duration::from_secs(30), "three candidates settle", &alive);
     let mut latencies = Vec::new();
     for round in 1..=rounds() {
-        let leader = settled(&c.seen, &alive).expect("settled");
         // The followers link to the leader as soon as they learn their role.
         std::thread::sleep(Duration::from_millis(300));
         let killed_at = unix_ms();
@@ -259,19 +132,12 @@ fn sigkill_of_the_leader_elects_another_in_milliseconds() {
         let _ = c.processes[leader].wait();
         ends[leader] = killed_at;
         alive.retain(|p| *p != leader);
-        let survivors = alive.clone();
-        c.wait_until(
+        let next = c.lines.wait_settled(
             Duration::from_millis(SESSION_MS + 2 * HEARTBEAT_MS + 5_000),
             "a new leader after SIGKILL",
-            |l| settled(l, &survivors).is_some(),
+            &alive,
         );
-        let next = settled(&c.seen, &alive).expect("settled");
-        let led_at = c
-            .seen
-            .iter()
-            .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= killed_at)
-            .expect("the new leader's line")
-            .ts_ms;
+        let led_at = roles::led_at(&c.lines.seen, next, killed_at).expect("the new leader's line");
         let latency = led_at - killed_at;
         println!("MEASURE election_fast_failover_kill_round{round}_to_new_leader={latency}ms");
         latencies.push(latency);
@@ -279,10 +145,9 @@ fn sigkill_of_the_leader_elects_another_in_milliseconds() {
         let id = format!("r{round}");
         alive.push(c.add(&id));
         ends.push(u64::MAX);
-        let all = alive.clone();
-        c.wait_until(Duration::from_secs(30), "the replacement joins", |l| {
-            settled(l, &all).is_some()
-        });
+        leader = c
+            .lines
+            .wait_settled(Duration::from_secs(30), "the replacement joins", &alive);
     }
     latencies.sort_unstable();
     let median = latencies[latencies.len() / 2];
@@ -293,32 +158,26 @@ fn sigkill_of_the_leader_elects_another_in_milliseconds() {
     );
     // SIGTERM of the leader: it resigns (its endpoint closes after its `lost`), and a
     // follower leads before the LeaveGroup would have reached it at its next heartbeat.
-    let leader = settled(&c.seen, &alive).expect("settled");
     let term_at = unix_ms();
     c.processes[leader].signal(Signal::Term);
     assert_eq!(c.processes[leader].wait(), Some(0), "exit 0 after SIGTERM");
     ends[leader] = unix_ms();
     alive.retain(|p| *p != leader);
-    let survivors = alive.clone();
-    c.wait_until(Duration::from_secs(10), "a new leader after SIGTERM", |l| {
-        settled(l, &survivors).is_some()
-    });
-    let next = settled(&c.seen, &alive).expect("settled");
-    let handover = c
-        .seen
-        .iter()
-        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= term_at)
-        .expect("the new leader's line")
-        .ts_ms
-        - term_at;
+    let next = c.lines.wait_settled(
+        Duration::from_secs(10),
+        "a new leader after SIGTERM",
+        &alive,
+    );
+    let handover =
+        roles::led_at(&c.lines.seen, next, term_at).expect("the new leader's line") - term_at;
     println!("MEASURE election_fast_failover_sigterm_handover={handover}ms");
     for p in alive.clone() {
         c.processes[p].signal(Signal::Term);
         assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
         ends[p] = unix_ms();
     }
-    c.drain(Duration::from_millis(500));
-    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    c.lines.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.lines.seen, &c.ids, &ends);
     assert!(
         handover < FAST_BOUND_MS,
         "a new leader {handover} ms after the leader's SIGTERM"
@@ -346,26 +205,19 @@ fn sigstop_of_the_leader_waits_for_its_session() {
     );
     let mut c = Candidates::new(&bootstrap, &group, session_ms, heartbeat_ms);
     let alive: Vec<usize> = ["a", "b", "c"].iter().map(|id| c.add(id)).collect();
-    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
-        settled(l, &alive).is_some()
-    });
-    let leader = settled(&c.seen, &alive).expect("settled");
+    let leader = c
+        .lines
+        .wait_settled(Duration::from_secs(30), "three candidates settle", &alive);
     std::thread::sleep(Duration::from_millis(300));
     let stopped_at = unix_ms();
     c.processes[leader].signal(Signal::Stop);
     let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
-    c.wait_until(
+    let next = c.lines.wait_settled(
         Duration::from_millis(until_a_leader_without_proof(session_ms, heartbeat_ms)),
         "a new leader after the frozen leader's session",
-        |l| settled(l, &others).is_some(),
+        &others,
     );
-    let next = settled(&c.seen, &others).expect("settled");
-    let led_at = c
-        .seen
-        .iter()
-        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= stopped_at)
-        .expect("the new leader's line")
-        .ts_ms;
+    let led_at = roles::led_at(&c.lines.seen, next, stopped_at).expect("the new leader's line");
     let waited = led_at - stopped_at;
     println!(
         "MEASURE election_fast_failover_stop_to_new_leader={waited}ms (session {session_ms} ms)"
@@ -380,7 +232,7 @@ fn sigstop_of_the_leader_waits_for_its_session() {
     // leads nothing while the new leader leads.
     let thawed_at = unix_ms();
     c.processes[leader].signal(Signal::Cont);
-    c.wait_until(
+    c.lines.wait_until(
         Duration::from_secs(10),
         "the thawed leader reports lost",
         |l| {
@@ -389,6 +241,7 @@ fn sigstop_of_the_leader_waits_for_its_session() {
         },
     );
     let after_thaw: Vec<&Line> = c
+        .lines
         .seen
         .iter()
         .filter(|l| l.process == leader && l.ts_ms >= stopped_at)
@@ -403,10 +256,10 @@ fn sigstop_of_the_leader_waits_for_its_session() {
         assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
         ends[p] = unix_ms();
     }
-    c.drain(Duration::from_millis(500));
+    c.lines.drain(Duration::from_millis(500));
     // The frozen leader acted on nothing from its freeze to its `lost` line: its reign ends at
     // the freeze, and no other reign began before its session could have expired.
-    let mut lines: Vec<Line> = c.seen.clone();
+    let mut lines: Vec<Line> = c.lines.seen.clone();
     if let Some(lost) = lines
         .iter_mut()
         .find(|l| l.process == leader && l.ts_ms >= thawed_at.min(stopped_at))
@@ -449,28 +302,21 @@ fn kill_across_namespaces(
             )
         })
         .collect();
-    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
-        settled(l, &alive).is_some()
-    });
-    let leader = settled(&c.seen, &alive).expect("settled");
+    let leader = c
+        .lines
+        .wait_settled(Duration::from_secs(30), "three candidates settle", &alive);
     std::thread::sleep(Duration::from_millis(300));
     let killed_at = unix_ms();
     c.processes[leader].signal(Signal::Kill);
     let _ = c.processes[leader].wait();
     let others: Vec<usize> = alive.iter().copied().filter(|p| *p != leader).collect();
-    c.wait_until(
+    let next = c.lines.wait_settled(
         Duration::from_millis(until_a_leader_without_proof(session_ms, heartbeat_ms)),
         "a new leader after SIGKILL",
-        |l| settled(l, &others).is_some(),
+        &others,
     );
-    let next = settled(&c.seen, &others).expect("settled");
-    let latency = c
-        .seen
-        .iter()
-        .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= killed_at)
-        .expect("the new leader's line")
-        .ts_ms
-        - killed_at;
+    let latency =
+        roles::led_at(&c.lines.seen, next, killed_at).expect("the new leader's line") - killed_at;
     let mut ends = vec![u64::MAX; c.processes.len()];
     ends[leader] = killed_at;
     for p in others {
@@ -478,8 +324,8 @@ fn kill_across_namespaces(
         assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
         ends[p] = unix_ms();
     }
-    c.drain(Duration::from_millis(500));
-    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    c.lines.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.lines.seen, &c.ids, &ends);
     drop(c);
     drop(network);
     Some(latency)
@@ -531,15 +377,15 @@ fn a_live_leader_removed_by_a_third_party_leads_nothing_once_another_leads() {
     let mut c = Candidates::new(&bootstrap, &group, session_ms, 3_000);
     let mut alive = vec![c.add("a")];
     // `a` leads first, so it keeps leading (the choice is sticky) when the others join.
-    c.wait_until(Duration::from_secs(30), "a leads", |l| {
+    c.lines.wait_until(Duration::from_secs(30), "a leads", |l| {
         l.iter().any(|x| x.event == "leader" && x.id == "a")
     });
     c.heartbeat_ms = 500;
     alive.extend([c.add("b"), c.add("c")]);
-    c.wait_until(Duration::from_secs(30), "three candidates settle", |l| {
-        settled(l, &alive).is_some()
-    });
-    assert_eq!(settled(&c.seen, &alive), Some(0), "a leads");
+    let leader = c
+        .lines
+        .wait_settled(Duration::from_secs(30), "three candidates settle", &alive);
+    assert_eq!(leader, 0, "a leads");
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let leader_member = runtime.block_on(member_id_where(&bootstrap, &group, "a", |metadata| {
         ElectionMetadata::decode(metadata).is_ok_and(|meta| meta.id == "a")
@@ -547,7 +393,7 @@ fn a_live_leader_removed_by_a_third_party_leads_nothing_once_another_leads() {
     // The operator's removal: `a` lives, its links stay open, so nothing proves it gone.
     let removed_at = unix_ms();
     runtime.block_on(remove_member(&bootstrap, &group, &leader_member, None));
-    c.wait_until(
+    c.lines.wait_until(
         Duration::from_millis(2 * session_ms + 10_000),
         "another leader, and the removed one lost",
         |l| {
@@ -561,12 +407,14 @@ fn a_live_leader_removed_by_a_third_party_leads_nothing_once_another_leads() {
         },
     );
     let lost_at = c
+        .lines
         .seen
         .iter()
         .find(|x| x.process == 0 && x.event == "lost" && x.ts_ms >= removed_at)
         .expect("a's lost line")
         .ts_ms;
     let led_at = c
+        .lines
         .seen
         .iter()
         .find(|x| x.process != 0 && x.event == "leader" && x.ts_ms >= removed_at)
@@ -590,6 +438,6 @@ fn a_live_leader_removed_by_a_third_party_leads_nothing_once_another_leads() {
         assert_eq!(c.processes[p].wait(), Some(0), "exit 0 after SIGTERM");
         ends[p] = unix_ms();
     }
-    c.drain(Duration::from_millis(500));
-    assert_one_leader_at_a_time(&c.seen, &c.ids, &ends);
+    c.lines.drain(Duration::from_millis(500));
+    assert_one_leader_at_a_time(&c.lines.seen, &c.ids, &ends);
 }

@@ -5,37 +5,24 @@
 //! Needs the example built (`scripts/test` builds all targets; locally
 //! `cargo build -p kroupier-examples`). Prints `MEASURE name=ms` lines.
 
-use std::collections::BTreeMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use kroupier_integration_tests::journal::{self, Role, RoleChange, unix_ms};
+use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
-use serde_json::Value;
+use kroupier_integration_tests::roles::{self, Lines, assert_one_leader_at_a_time, settled};
 
 const SESSION_MS: u64 = 3_000;
 const HEARTBEAT_MS: u64 = 500;
 
-/// One printed line.
-#[derive(Debug, Clone)]
-struct Line {
-    process: usize,
-    ts_ms: u64,
-    id: String,
-    event: String,
-    generation: Option<i64>,
-}
-
 struct Candidates {
     processes: Vec<Process>,
-    lines: Receiver<Line>,
-    seen: Vec<Line>,
+    lines: Lines,
 }
 
 impl Candidates {
     fn start(bootstrap: &str, group: &str, ids: &[&str]) -> Self {
-        let (tx, lines) = channel();
+        let mut lines = Lines::new();
         let processes = ids
             .iter()
             .enumerate()
@@ -56,91 +43,12 @@ impl Candidates {
                 .map(|s| s.to_string())
                 .collect();
                 let mut process = Process::spawn("leader_election", &args);
-                let out = process.stdout_lines();
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    for raw in out {
-                        let v: Value = serde_json::from_str(&raw)
-                            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
-                        let line = Line {
-                            process: i,
-                            ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
-                            id: v["id"].as_str().expect("id").to_owned(),
-                            event: v["event"].as_str().expect("event").to_owned(),
-                            generation: v["generation"].as_i64(),
-                        };
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                });
+                lines.read(&mut process, i, Some(id));
                 process
             })
             .collect();
-        Self {
-            processes,
-            lines,
-            seen: Vec::new(),
-        }
+        Self { processes, lines }
     }
-
-    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
-    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
-        let deadline = Instant::now() + within;
-        while !done(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    println!("{line:?}");
-                    self.seen.push(line);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{what}: every process ended; lines: {:#?}", self.seen)
-                }
-            }
-        }
-    }
-}
-
-/// The last event of each process among `lines`.
-fn latest(lines: &[Line], processes: usize) -> Vec<Option<&Line>> {
-    (0..processes)
-        .map(|p| lines.iter().rev().find(|l| l.process == p))
-        .collect()
-}
-
-/// Exactly one leader among `alive`, all in the same generation.
-fn settled(lines: &[Line], alive: &[usize], processes: usize) -> Option<usize> {
-    let last = latest(lines, processes);
-    let roles: Vec<&Line> = alive.iter().filter_map(|p| last[*p]).collect();
-    if roles.len() != alive.len() {
-        return None;
-    }
-    let generation = roles[0].generation?;
-    if roles.iter().any(|l| l.generation != Some(generation)) {
-        return None;
-    }
-    let leaders: Vec<&&Line> = roles.iter().filter(|l| l.event == "leader").collect();
-    (leaders.len() == 1 && roles.iter().all(|l| l.event != "lost")).then(|| leaders[0].process)
-}
-
-/// The lines as the journal checker's election events.
-fn events(lines: &[Line]) -> Vec<RoleChange> {
-    lines
-        .iter()
-        .map(|l| RoleChange {
-            ts_ms: l.ts_ms,
-            id: l.id.clone(),
-            event: Role::from_name(&l.event)
-                .unwrap_or_else(|| panic!("unknown event {:?}", l.event)),
-            generation: l
-                .generation
-                .map(|g| i32::try_from(g).expect("generation fits an i32")),
-        })
-        .collect()
 }
 
 #[test]
@@ -157,11 +65,11 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
     let mut alive: Vec<usize> = (0..n).collect();
     let mut ends = vec![u64::MAX; n];
 
-    c.wait_until(Duration::from_secs(30), "four candidates settle", |l| {
-        settled(l, &[0, 1, 2, 3], n).is_some()
-    });
-    let mut leader = settled(&c.seen, &alive, n).expect("settled");
+    let mut leader =
+        c.lines
+            .wait_settled(Duration::from_secs(30), "four candidates settle", &alive);
     let first_leader = c
+        .lines
         .seen
         .iter()
         .find(|l| l.event == "leader")
@@ -183,19 +91,12 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
         // that follows takes milliseconds, so the second interval is the room left for a busy
         // machine.
         let bound = SESSION_MS + 2 * HEARTBEAT_MS;
-        let survivors = alive.clone();
-        c.wait_until(
+        let next = c.lines.wait_settled(
             Duration::from_millis(bound + 5_000),
             "a new leader after SIGKILL",
-            |l| settled(l, &survivors, n).is_some(),
+            &alive,
         );
-        let next = settled(&c.seen, &alive, n).expect("settled");
-        let led_at = c
-            .seen
-            .iter()
-            .find(|l| l.process == next && l.event == "leader" && l.ts_ms >= killed_at)
-            .expect("the new leader's line")
-            .ts_ms;
+        let led_at = roles::led_at(&c.lines.seen, next, killed_at).expect("the new leader's line");
         let latency = led_at - killed_at;
         println!(
             "MEASURE election_leader_kill_round{round}_to_new_leader={latency}ms (bound {bound}ms)"
@@ -214,18 +115,14 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
     assert_eq!(c.processes[next].wait(), Some(0), "exit 0 after SIGTERM");
     alive.retain(|p| *p != next);
     let last = alive[0];
-    c.wait_until(Duration::from_secs(10), "the handover after SIGTERM", |l| {
-        l.iter()
-            .any(|x| x.process == next && x.event == "lost" && x.ts_ms >= term_at)
-            && settled(l, &[last], n).is_some()
-    });
-    let handover = c
-        .seen
-        .iter()
-        .find(|l| l.process == last && l.event == "leader" && l.ts_ms >= term_at)
-        .expect("the last candidate leads")
-        .ts_ms
-        - term_at;
+    c.lines
+        .wait_until(Duration::from_secs(10), "the handover after SIGTERM", |l| {
+            l.iter()
+                .any(|x| x.process == next && x.event == "lost" && x.ts_ms >= term_at)
+                && settled(l, &[last]).is_some()
+        });
+    let handover =
+        roles::led_at(&c.lines.seen, last, term_at).expect("the last candidate leads") - term_at;
     println!("MEASURE election_sigterm_handover={handover}ms");
     ends[next] = unix_ms();
 
@@ -233,35 +130,10 @@ fn one_leader_at_a_time_and_a_new_one_after_the_leader_dies() {
     assert_eq!(c.processes[last].wait(), Some(0), "exit 0 after SIGTERM");
     ends[last] = unix_ms();
     // Read what is left.
-    while let Ok(line) = c.lines.recv_timeout(Duration::from_millis(500)) {
-        c.seen.push(line);
-    }
+    c.lines.drain(Duration::from_millis(500));
 
-    for l in &c.seen {
-        assert_eq!(l.id, ids[l.process], "each process prints its own id");
-    }
     // Never two leaders at once, and no generation led twice.
-    let ends: BTreeMap<String, u64> = ids.iter().map(|id| id.to_string()).zip(ends).collect();
-    let reigns = journal::reigns(&events(&c.seen), &ends);
+    let reigns = roles::reigns(&c.lines.seen, &ids, &ends);
     assert!(reigns.len() >= 4, "four reigns: {reigns:?}");
-    let overlapping = journal::two_leaders(&reigns);
-    assert!(
-        overlapping.is_empty(),
-        "overlapping leaders {overlapping:?}"
-    );
-    let mut led: Vec<(i64, usize)> = c
-        .seen
-        .iter()
-        .filter(|l| l.event == "leader")
-        .filter_map(|l| l.generation.map(|g| (g, l.process)))
-        .collect();
-    led.sort_unstable();
-    led.dedup();
-    for w in led.windows(2) {
-        assert!(
-            w[0].0 != w[1].0,
-            "generation {} led by two processes",
-            w[0].0
-        );
-    }
+    assert_one_leader_at_a_time(&c.lines.seen, &ids, &ends);
 }

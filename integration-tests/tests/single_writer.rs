@@ -14,12 +14,12 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
+use kroupier_integration_tests::roles::{Lines, assert_one_leader_per_generation};
 use serde_json::Value;
 
 const SESSION_MS: u64 = 3_000;
@@ -49,22 +49,11 @@ const SHORT_SESSION: Settings = Settings {
     fast_failover: false,
 };
 
-/// One printed line.
-#[derive(Debug, Clone)]
-struct Line {
-    replica: usize,
-    ts_ms: u64,
-    event: String,
-    generation: Option<i64>,
-    url: Option<String>,
-}
-
 struct Replicas {
     ids: Vec<&'static str>,
     processes: Vec<Process>,
     urls: Vec<String>,
-    lines: Receiver<Line>,
-    seen: Vec<Line>,
+    lines: Lines,
     store: PathBuf,
 }
 
@@ -78,7 +67,7 @@ impl Replicas {
     ) -> Self {
         let store = std::env::temp_dir().join(format!("{group}.sqlite"));
         let _ = std::fs::remove_file(&store);
-        let (tx, lines) = channel();
+        let mut lines = Lines::new();
         let processes = replicas
             .iter()
             .enumerate()
@@ -108,26 +97,7 @@ impl Replicas {
                     args.push("--fast-failover".into());
                 }
                 let mut process = Process::spawn("single_writer", &args);
-                let out = process.stdout_lines();
-                let tx = tx.clone();
-                let id = id.to_string();
-                std::thread::spawn(move || {
-                    for raw in out {
-                        let v: Value = serde_json::from_str(&raw)
-                            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {raw}"));
-                        assert_eq!(v["id"], id.as_str(), "each replica prints its own id");
-                        let line = Line {
-                            replica: i,
-                            ts_ms: v["ts_ms"].as_u64().expect("ts_ms"),
-                            event: v["event"].as_str().expect("event").to_owned(),
-                            generation: v["generation"].as_i64(),
-                            url: v["url"].as_str().map(str::to_owned),
-                        };
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                });
+                lines.read(&mut process, i, Some(id));
                 process
             })
             .collect();
@@ -136,18 +106,19 @@ impl Replicas {
             processes,
             urls: Vec::new(),
             lines,
-            seen: Vec::new(),
             store,
         };
         let n = replicas.len();
-        r.wait_until(Duration::from_secs(20), "every replica listens", |l| {
-            (0..n).all(|i| l.iter().any(|x| x.replica == i && x.event == "listening"))
-        });
+        r.lines
+            .wait_until(Duration::from_secs(20), "every replica listens", |l| {
+                (0..n).all(|i| l.iter().any(|x| x.process == i && x.event == "listening"))
+            });
         r.urls = (0..n)
             .map(|i| {
-                r.seen
+                r.lines
+                    .seen
                     .iter()
-                    .find(|x| x.replica == i && x.event == "listening")
+                    .find(|x| x.process == i && x.event == "listening")
                     .and_then(|x| x.url.clone())
                     .expect("a listening line with a URL")
             })
@@ -155,34 +126,11 @@ impl Replicas {
         r
     }
 
-    /// Reads lines until `done` holds for the lines seen so far, or panics after `within`.
-    fn wait_until(&mut self, within: Duration, what: &str, done: impl Fn(&[Line]) -> bool) {
-        let deadline = Instant::now() + within;
-        while !done(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    println!("{line:?}");
-                    self.seen.push(line);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("{what}: not within {within:?}; lines: {:#?}", self.seen)
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("{what}: every replica ended; lines: {:#?}", self.seen)
-                }
-            }
-        }
-    }
-
     /// Waits until every replica is in one generation with one writer; returns the writer.
     fn settle(&mut self, within: Duration) -> usize {
         let all: Vec<usize> = (0..self.ids.len()).collect();
-        let n = all.len();
-        self.wait_until(within, "every replica settles", |l| {
-            settled(l, &all, n).is_some()
-        });
-        settled(&self.seen, &all, n).expect("settled")
+        self.lines
+            .wait_settled(within, "every replica settles", &all)
     }
 
     /// SIGKILLs replica `i` and reaps it; returns when the signal went out.
@@ -192,45 +140,6 @@ impl Replicas {
         let _ = self.processes[i].wait();
         killed_at
     }
-
-    /// Reads the lines printed so far without waiting.
-    fn drain(&mut self) {
-        while let Ok(line) = self.lines.try_recv() {
-            println!("{line:?}");
-            self.seen.push(line);
-        }
-    }
-}
-
-/// The last role line of each replica.
-fn roles(lines: &[Line], n: usize) -> Vec<Option<&Line>> {
-    (0..n)
-        .map(|i| {
-            lines
-                .iter()
-                .rev()
-                .find(|l| l.replica == i && l.event != "listening")
-        })
-        .collect()
-}
-
-/// The one writer when every replica in `alive` is in the same generation.
-fn settled(lines: &[Line], alive: &[usize], n: usize) -> Option<usize> {
-    let last = roles(lines, n);
-    let roles: Vec<&Line> = alive.iter().filter_map(|i| last[*i]).collect();
-    if roles.len() != alive.len() {
-        return None;
-    }
-    let alive = roles;
-    let generation = alive.first()?.generation?;
-    if alive
-        .iter()
-        .any(|l| l.generation != Some(generation) || l.event == "lost")
-    {
-        return None;
-    }
-    let leaders: Vec<&&Line> = alive.iter().filter(|l| l.event == "leader").collect();
-    (leaders.len() == 1).then(|| leaders[0].replica)
 }
 
 /// A plain HTTP/1.1 request; `None` if the replica does not answer within `timeout`.
@@ -366,11 +275,9 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
         latency <= BOUND_MS,
         "a write landed {latency} ms after the kill, bound {BOUND_MS} ms"
     );
-    let survivors = alive.clone();
-    r.wait_until(Duration::from_secs(10), "the survivors settle", |l| {
-        settled(l, &survivors, n).is_some()
-    });
-    let second = settled(&r.seen, &alive, n).expect("settled");
+    let second = r
+        .lines
+        .wait_settled(Duration::from_secs(10), "the survivors settle", &alive);
     assert_ne!(second, 3, "the ineligible replica never writes");
     assert_eq!(
         reply["writer"], r.ids[second],
@@ -429,14 +336,14 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
     );
 
     // The resumed replica reports the loss, rejoins as a follower, and forwards again.
-    r.wait_until(
+    r.lines.wait_until(
         Duration::from_secs(15),
         "the resumed replica follows",
         |l| {
             l.iter()
-                .any(|x| x.replica == second && x.event == "lost" && x.ts_ms >= stopped_at)
+                .any(|x| x.process == second && x.event == "lost" && x.ts_ms >= stopped_at)
                 && l.iter()
-                    .any(|x| x.replica == second && x.event == "follower" && x.ts_ms >= stopped_at)
+                    .any(|x| x.process == second && x.event == "follower" && x.ts_ms >= stopped_at)
         },
     );
     let (_, reply) = first_landed_write(&r, &[second], "after-resume", Duration::from_secs(10));
@@ -456,27 +363,16 @@ fn one_writer_forwarding_failover_and_a_paused_writer_fenced() {
             r.ids[i]
         );
     }
-    r.drain();
+    r.lines.drain(Duration::ZERO);
     assert!(
-        r.seen.iter().all(|l| l.replica != 3 || l.event != "leader"),
+        r.lines
+            .seen
+            .iter()
+            .all(|l| l.process != 3 || l.event != "leader"),
         "the ineligible replica never led"
     );
-    assert_one_writer_per_generation(&r.seen);
+    assert_one_leader_per_generation(&r.lines.seen);
     let _ = std::fs::remove_file(&r.store);
-}
-
-/// No generation has two writers.
-fn assert_one_writer_per_generation(lines: &[Line]) {
-    let mut led: Vec<(i64, usize)> = lines
-        .iter()
-        .filter(|l| l.event == "leader")
-        .filter_map(|l| l.generation.map(|g| (g, l.replica)))
-        .collect();
-    led.sort_unstable();
-    led.dedup();
-    for w in led.windows(2) {
-        assert_ne!(w[0].0, w[1].0, "generation {} led by two replicas", w[0].0);
-    }
 }
 
 #[test]
@@ -538,11 +434,9 @@ fn with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_i
         if round + 1 == rounds {
             // The last round also pauses the new writer: its process lives and its sockets
             // stay open, so nothing is proven and the others wait for its session.
-            let survivors = alive.clone();
-            r.wait_until(Duration::from_secs(10), "the survivors settle", |l| {
-                settled(l, &survivors, n).is_some()
-            });
-            let second = settled(&r.seen, &alive, n).expect("settled");
+            let second =
+                r.lines
+                    .wait_settled(Duration::from_secs(10), "the survivors settle", &alive);
             std::thread::sleep(Duration::from_millis(300));
             r.processes[second].signal(Signal::Stop);
             let stopped_at = unix_ms();
@@ -565,12 +459,12 @@ fn with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_i
                 "a paused writer was replaced after {waited} ms, before its session"
             );
             r.processes[second].signal(Signal::Cont);
-            r.wait_until(
+            r.lines.wait_until(
                 Duration::from_secs(15),
                 "the resumed writer reports lost",
                 |l| {
                     l.iter()
-                        .any(|x| x.replica == second && x.event == "lost" && x.ts_ms >= stopped_at)
+                        .any(|x| x.process == second && x.event == "lost" && x.ts_ms >= stopped_at)
                 },
             );
         }
@@ -578,8 +472,8 @@ fn with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_i
             r.processes[i].signal(Signal::Term);
             assert_eq!(r.processes[i].wait(), Some(0), "exit 0 after SIGTERM");
         }
-        r.drain();
-        assert_one_writer_per_generation(&r.seen);
+        r.lines.drain(Duration::ZERO);
+        assert_one_leader_per_generation(&r.lines.seen);
         let _ = std::fs::remove_file(&r.store);
     }
     let mut sorted = latencies.clone();
