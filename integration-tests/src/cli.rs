@@ -1,11 +1,51 @@
-//! The `kroupier` binary as the tests drive it: one command against a group, its output, and
-//! `tasks list --json`.
+//! The `kroupier` binary as the tests drive it: one command against a group, its output,
+//! `tasks list --json`, and `kroupier console` running beside a test.
 
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::process::binary;
+use crate::process::{Process, binary};
+
+/// The first stdout line of `process` that starts with `prefix`, without the prefix.
+///
+/// # Panics
+/// When no such line comes within 20 s.
+pub fn line_after(process: &mut Process, prefix: &str) -> String {
+    let lines = process.stdout_lines();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no `{prefix}` line"));
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return rest.trim().to_owned();
+        }
+    }
+}
+
+/// `kroupier console` for `group` at `bootstrap`, on a free loopback port; its page's URL
+/// (stopped when the returned process drops).
+///
+/// # Panics
+/// When it prints no `console=` line within 20 s.
+pub fn console(bootstrap: &str, group: &str) -> (Process, String) {
+    let mut console = Process::spawn(
+        "kroupier",
+        &[
+            "console",
+            "--bootstrap",
+            bootstrap,
+            "--group",
+            group,
+            "--listen",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+    );
+    let url = line_after(&mut console, "console=");
+    (console, url)
+}
 
 /// Runs `kroupier ARGS... --bootstrap BOOTSTRAP --group GROUP`.
 ///

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kroupier_integration_tests::cli::{console, line_after};
 use kroupier_integration_tests::process::{Process, Signal};
 use kroupier_integration_tests::quickstart::{Group, TempDir, poll, wait_balanced};
 use kroupier_integration_tests::{BOOTSTRAP_ENV, kafka_required};
@@ -226,38 +227,6 @@ impl Page {
             .map(|(worker, tasks)| (worker, tasks.into_iter().collect()))
             .collect()
     }
-}
-
-/// The first stdout line of `process` that starts with `prefix`, without the prefix.
-fn line_after(process: &mut Process, prefix: &str) -> String {
-    let lines = process.stdout_lines();
-    loop {
-        let line = lines
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("no `{prefix}` line"));
-        if let Some(rest) = line.strip_prefix(prefix) {
-            return rest.trim().to_owned();
-        }
-    }
-}
-
-/// `kroupier console` for `group` at `bootstrap`, on a free loopback port; its page's URL.
-fn console(bootstrap: &str, group: &str) -> (Process, String) {
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            bootstrap,
-            "--group",
-            group,
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let url = line_after(&mut console, "console=");
-    (console, url)
 }
 
 /// The broker of `KROUPIER_KAFKA_BOOTSTRAP`, else a `kroupier coordinator` started here (kept

@@ -16,9 +16,8 @@
 
 use std::time::Duration;
 
-use kroupier_integration_tests::cli::{kroupier, listed, ok};
+use kroupier_integration_tests::cli::{self, kroupier, listed, ok};
 use kroupier_integration_tests::kafka_bootstrap;
-use kroupier_integration_tests::process::Process;
 use kroupier_integration_tests::quickstart::{Group, TempDir, http_get, poll, unique};
 use serde_json::Value;
 
@@ -166,28 +165,7 @@ fn secret_references_resolve_on_the_worker_and_show_nowhere() {
 /// `kroupier console` for `group`: its page, its snapshot API and worker w1's status through
 /// it, once the snapshot lists w1's tasks.
 fn console_pages(bootstrap: &str, group: &str) -> String {
-    let mut console = Process::spawn(
-        "kroupier",
-        &[
-            "console",
-            "--bootstrap",
-            bootstrap,
-            "--group",
-            group,
-            "--listen",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-    );
-    let lines = console.stdout_lines();
-    let url = loop {
-        let line = lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the console prints its address");
-        if let Some(url) = line.strip_prefix("console=") {
-            break url.trim().to_owned();
-        }
-    };
+    let (_console, url) = cli::console(bootstrap, group);
     let host = url
         .trim_start_matches("http://")
         .trim_end_matches('/')
