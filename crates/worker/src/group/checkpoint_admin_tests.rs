@@ -4,16 +4,15 @@
 //! the value set; paused again and reset, it starts with no checkpoint.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::config;
+use super::test_support::{config, http, kafka_or_embedded, state, unique, until};
 use crate::store::{DesiredState, TaskRecord, TaskStore};
-use crate::{Task, TaskContext, TaskError, TaskState, WorkerBuilder, WorkerHandle};
+use crate::{Task, TaskContext, TaskError, TaskState, WorkerBuilder};
 
 /// Each start of each task: the checkpoint it read.
 static STARTS: Mutex<BTreeMap<String, Vec<Option<u64>>>> = Mutex::new(BTreeMap::new());
@@ -53,20 +52,8 @@ fn starts(id: &str) -> Vec<Option<u64>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_tasks_checkpoint_is_set_and_reset_through_the_status_api() {
-    let (bootstrap, _coordinator) = match std::env::var("KROUPIER_KAFKA_BOOTSTRAP") {
-        Ok(b) if !b.trim().is_empty() => (b.trim().to_owned(), None),
-        _ => {
-            let coordinator = kroupier_embedded::EmbeddedCoordinator::builder()
-                .bind("127.0.0.1:0")
-                .await
-                .expect("the embedded coordinator starts");
-            (coordinator.bootstrap(), Some(coordinator))
-        }
-    };
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let group = format!("checkpoint-admin-{unique}");
+    let (bootstrap, _coordinator) = kafka_or_embedded().await;
+    let group = format!("checkpoint-admin-{}", unique());
     let mut config = config(&bootstrap, &group, "w1");
     config.tasks.store.enabled = true;
     config.status.addr = Some("127.0.0.1:0".parse().unwrap());
@@ -135,51 +122,4 @@ async fn a_paused_tasks_checkpoint_is_set_and_reset_through_the_status_api() {
     let (_, body) = http(addr, "GET", "/tasks/c/checkpoint", None);
     assert!(body["state"].as_u64().unwrap() < 1000, "{body}");
     worker.shutdown().await.expect("clean shutdown");
-}
-
-fn state(worker: &WorkerHandle, id: &str) -> Option<TaskState> {
-    worker
-        .tasks()
-        .into_iter()
-        .find(|t| t.task_id == id)
-        .map(|t| t.state)
-}
-
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// One HTTP/1.1 request; the status code and the JSON body (`null` if not JSON).
-fn http(addr: std::net::SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let body = body.unwrap_or("");
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the status API");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: \
-         application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let code = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let json = answer
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (code, json)
 }

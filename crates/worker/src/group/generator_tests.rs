@@ -16,10 +16,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
 use kroupier_coordinator::log::LogRecord;
-use kroupier_embedded::EmbeddedCoordinator;
 use serde_json::json;
 
-use super::config;
+use super::test_support::{config, embedded, kafka_or_skip, unique, until_within};
 use crate::store::lineage::RemovedValue;
 use crate::store::{DesiredState, GeneratedBy, StoreView, TaskRecord, TaskStore};
 use crate::{Task, TaskContext, TaskError, TaskSpec, TaskState, WorkerBuilder, WorkerHandle};
@@ -142,17 +141,10 @@ async fn worker(bootstrap: &str, group: &str, id: &str) -> Worker {
     Worker { handle, runtime }
 }
 
-/// Waits until `done` holds; returns how long it took.
-async fn until(what: &str, mut done: impl FnMut() -> bool) -> Duration {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    started.elapsed()
+/// Waits (up to 30 s, asking every 5 ms) until `done` holds; returns how long it took.
+async fn until(what: &str, done: impl FnMut() -> bool) -> Duration {
+    let (within, every) = (Duration::from_secs(30), Duration::from_millis(5));
+    until_within(what, within, every, done).await
 }
 
 fn set_source(source: &str, files: &[&str]) {
@@ -183,10 +175,7 @@ fn running_on(worker: &WorkerHandle, id: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generator_on_the_embedded_coordinator() {
-    let coordinator = EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts");
+    let coordinator = embedded().await;
     generator(&coordinator.bootstrap(), "gen-embedded").await;
 }
 
@@ -194,21 +183,10 @@ async fn a_generator_on_the_embedded_coordinator() {
 /// line without one, unless `CI` says a broker is required.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generator_on_kafka() {
-    let Some(bootstrap) = std::env::var("KROUPIER_KAFKA_BOOTSTRAP")
-        .ok()
-        .filter(|b| !b.trim().is_empty())
-    else {
-        assert!(
-            std::env::var("CI").map_or(true, |ci| ci != "true"),
-            "CI=true but KROUPIER_KAFKA_BOOTSTRAP is not set"
-        );
-        eprintln!("SKIP a_generator_on_kafka: KROUPIER_KAFKA_BOOTSTRAP is not set");
+    let Some(bootstrap) = kafka_or_skip("a_generator_on_kafka") else {
         return;
     };
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    generator(bootstrap.trim(), &format!("gen-kafka-{unique}")).await;
+    generator(&bootstrap, &format!("gen-kafka-{}", unique())).await;
 }
 
 async fn generator(bootstrap: &str, group: &str) {

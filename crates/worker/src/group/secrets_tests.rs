@@ -9,18 +9,17 @@
 //! `std::env::set_var`; the child logs at DEBUG to its stderr, which the parent reads whole.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kroupier_coordinator::connection::{Cluster, ClusterConfig};
 use kroupier_coordinator::log::{TopicLog, TopicSpec};
 use serde_json::json;
 
-use super::config;
+use super::test_support::{config, kafka_or_embedded, request, state, unique, until};
 use crate::store::{TaskRecord, TaskStore};
-use crate::{Task, TaskContext, TaskError, TaskState, WorkerBuilder, WorkerHandle};
+use crate::{Task, TaskContext, TaskError, TaskState, WorkerBuilder};
 
 /// The environment variable the child reads its secret from.
 const PASSWORD_VAR: &str = "KROUPIER_TEST_SECRET_PASSWORD";
@@ -126,20 +125,8 @@ async fn secrets_child() {
         .with_max_level(tracing::Level::DEBUG)
         .with_writer(std::io::stderr)
         .try_init();
-    let (bootstrap, _coordinator) = match std::env::var("KROUPIER_KAFKA_BOOTSTRAP") {
-        Ok(b) if !b.trim().is_empty() => (b.trim().to_owned(), None),
-        _ => {
-            let coordinator = kroupier_embedded::EmbeddedCoordinator::builder()
-                .bind("127.0.0.1:0")
-                .await
-                .expect("the embedded coordinator starts");
-            (coordinator.bootstrap(), Some(coordinator))
-        }
-    };
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let group = format!("secrets-{unique}");
+    let (bootstrap, _coordinator) = kafka_or_embedded().await;
+    let group = format!("secrets-{}", unique());
     scenario(&bootstrap, &group).await;
 }
 
@@ -235,11 +222,11 @@ async fn scenario(bootstrap: &str, group: &str) {
     // Every place that shows a config: the references, never the values.
     let addr = worker.status_addr().expect("the status API serves");
     for path in ["/status", "/tasks", "/tasks/db", "/tasks/typed"] {
-        let body = http_get(addr, path);
+        let body = request(addr, "GET", path, None);
         assert!(body.contains("HTTP/1.1 200"), "{path}: {body}");
         println!("GET {path}: {body}");
     }
-    let tasks = http_get(addr, "/tasks");
+    let tasks = request(addr, "GET", "/tasks", None);
     assert!(
         tasks.contains(&format!("${{env:{PASSWORD_VAR}}}")),
         "{tasks}"
@@ -287,39 +274,4 @@ fn received(id: &str) -> Vec<Received> {
         .get(id)
         .cloned()
         .unwrap_or_default()
-}
-
-fn state(worker: &WorkerHandle, id: &str) -> Option<TaskState> {
-    worker
-        .tasks()
-        .into_iter()
-        .find(|t| t.task_id == id)
-        .map(|t| t.state)
-}
-
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A plain HTTP/1.1 GET: the whole answer, head and body.
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the status API");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
 }

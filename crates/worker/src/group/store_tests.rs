@@ -5,13 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kroupier_coordinator::connection::Cluster;
-use kroupier_embedded::EmbeddedCoordinator;
 use serde_json::json;
 
-use super::config;
+use super::test_support::{config, embedded, kafka_or_skip, unique, until_within};
 use crate::store::{DesiredState, TaskRecord, TaskStore};
 use crate::{Task, TaskContext, TaskError, TaskState, WorkerBuilder, WorkerHandle};
 
@@ -58,17 +57,10 @@ fn in_state(workers: &[&WorkerHandle], id: &str, state: TaskState) -> usize {
         .count()
 }
 
-/// Waits until `done` holds; returns how long it took.
-async fn until(what: &str, mut done: impl FnMut() -> bool) -> Duration {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    started.elapsed()
+/// Waits (up to 15 s, asking every 10 ms) until `done` holds; returns how long it took.
+async fn until(what: &str, done: impl FnMut() -> bool) -> Duration {
+    let (within, every) = (Duration::from_secs(15), Duration::from_millis(10));
+    until_within(what, within, every, done).await
 }
 
 fn generation(worker: &WorkerHandle) -> Option<i32> {
@@ -81,10 +73,7 @@ fn generation(worker: &WorkerHandle) -> Option<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_follow_the_task_store() {
-    let coordinator = EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts");
+    let coordinator = embedded().await;
     let bootstrap = coordinator.bootstrap();
     let a = worker(&bootstrap, "a").await;
     let b = worker(&bootstrap, "b").await;
@@ -251,10 +240,7 @@ fn assigned(worker: &WorkerHandle) -> std::collections::BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_laggard_starts_a_task_assigned_from_further_in_the_store_once_its_view_gets_there() {
-    let coordinator = EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts");
+    let coordinator = embedded().await;
     laggard(&coordinator.bootstrap(), "store-laggard").await;
 }
 
@@ -262,21 +248,10 @@ async fn a_laggard_starts_a_task_assigned_from_further_in_the_store_once_its_vie
 /// skipped with a printed line without one, unless `CI` says a broker is required.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_laggard_on_kafka_starts_its_task_once_its_view_gets_there() {
-    let Some(bootstrap) = std::env::var("KROUPIER_KAFKA_BOOTSTRAP")
-        .ok()
-        .filter(|b| !b.trim().is_empty())
-    else {
-        assert!(
-            std::env::var("CI").map_or(true, |ci| ci != "true"),
-            "CI=true but KROUPIER_KAFKA_BOOTSTRAP is not set"
-        );
-        eprintln!("SKIP a_laggard_on_kafka: KROUPIER_KAFKA_BOOTSTRAP is not set");
+    let Some(bootstrap) = kafka_or_skip("a_laggard_on_kafka") else {
         return;
     };
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    laggard(bootstrap.trim(), &format!("store-laggard-{unique}")).await;
+    laggard(&bootstrap, &format!("store-laggard-{}", unique())).await;
 }
 
 /// Two workers of `group` on `bootstrap` share the group's task store; the second one's view of

@@ -7,12 +7,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kroupier_coordinator::membership::MemberState;
-use kroupier_embedded::EmbeddedCoordinator;
 
 use crate::protocol::Assignment;
-use crate::{
-    Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerEvent, WorkerHandle,
-};
+use crate::{Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerEvent, WorkerHandle};
+use test_support::{config, embedded};
 
 #[derive(serde::Deserialize)]
 struct Idle {}
@@ -47,18 +45,6 @@ impl Task for SlowStop {
     }
 }
 
-fn config(bootstrap: &str, group: &str, id: &str) -> WorkerConfig {
-    let mut config = WorkerConfig::new(group);
-    config.member.cluster.bootstrap_servers = vec![bootstrap.to_owned()];
-    config.worker_id = id.to_owned();
-    id.clone_into(&mut config.member.cluster.connection.client_id);
-    config.member.membership.session_timeout = Duration::from_secs(3);
-    config.member.membership.heartbeat_interval = Duration::from_millis(500);
-    config.tasks.abort_timeout = Some(Duration::from_millis(200));
-    config.status.addr = None;
-    config
-}
-
 async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
     let config = config(bootstrap, "assign-context", id);
     let mut builder = WorkerBuilder::new(config).register::<Idle>("idle");
@@ -70,14 +56,6 @@ async fn worker(bootstrap: &str, id: &str) -> WorkerHandle {
         ));
     }
     builder.spawn().await.expect("the worker starts")
-}
-
-/// An embedded coordinator on a free local port.
-async fn embedded() -> kroupier_embedded::CoordinatorHandle {
-    EmbeddedCoordinator::builder()
-        .bind("127.0.0.1:0")
-        .await
-        .expect("the embedded coordinator starts")
 }
 
 /// Waits (up to 20 s of real time) until the worker's member is stable; returns its
@@ -182,6 +160,10 @@ async fn the_status_port_stays_bound_while_the_loop_holds_it() {
     let refused = std::net::TcpStream::connect(addr).unwrap_err();
     assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
 }
+
+#[cfg(test)]
+#[path = "test_support.rs"]
+mod test_support;
 
 #[cfg(test)]
 #[path = "store_tests.rs"]
