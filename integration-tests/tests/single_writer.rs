@@ -459,6 +459,21 @@ fn with_fast_failover_a_killed_writer_is_replaced_in_milliseconds_a_paused_one_i
                 "a paused writer was replaced after {waited} ms, before its session"
             );
             r.processes[second].signal(Signal::Cont);
+            // A write sent to the resumed writer at once never lands as its own: its token
+            // is stale, and the store refuses it (or it forwards to the new writer).
+            let right_after = put(&r.urls[second], "late-fast", "from-the-paused-writer");
+            println!("late-fast: {right_after:?}");
+            if let Some((status, body)) = &right_after {
+                assert!(
+                    *status != 200 || body["writer"] != r.ids[second],
+                    "the resumed writer applied a write itself: {body}"
+                );
+            }
+            let (status, entry) = get(&r.urls[others[0]], "late-fast");
+            assert!(
+                status == 404 || entry["writer"] != r.ids[second],
+                "a write landed from the paused writer: {entry}"
+            );
             r.lines.wait_until(
                 Duration::from_secs(15),
                 "the resumed writer reports lost",
