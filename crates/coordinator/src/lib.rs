@@ -42,26 +42,25 @@
 //! - [`log`]: a single-partition compacted topic as a log (Produce, Fetch, ListOffsets,
 //!   CreateTopics), for state kept in Kafka such as a task store.
 
-// Shared with kroupier's other crates, not promised to users: public only with the `unstable`
-// feature (which kroupier-worker and kroupier-embedded turn on), and hidden from the docs.
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod backoff;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unreachable_pub)]
-mod backoff;
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod clock;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unreachable_pub)]
-mod clock;
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod codec;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unreachable_pub)]
-mod codec;
+/// Declares a module shared with kroupier's other crates but not promised to users: public
+/// and hidden from the docs with the `unstable` feature (which kroupier-worker and
+/// kroupier-embedded turn on), `$vis` without it.
+macro_rules! unstable_mod {
+    ($(#[$attr:meta])* $vis:vis $name:ident) => {
+        $(#[$attr])*
+        #[cfg(feature = "unstable")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "unstable"))]
+        #[allow(dead_code, unused_imports, unreachable_pub)]
+        $vis mod $name;
+    };
+}
+
+unstable_mod!(backoff);
+unstable_mod!(clock);
+unstable_mod!(codec);
 pub mod connection;
 pub mod driver;
 pub mod election;
@@ -70,12 +69,9 @@ pub mod failover;
 pub mod log;
 pub mod membership;
 pub mod observer;
-/// Kafka's framing and request/response decoding, both directions. Internal: the embedded
-/// coordinator serves the same wire format through the `unstable` feature, which makes no
-/// promise of stability (the module is hidden from the docs).
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod wire;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unused_imports, unreachable_pub)]
-mod wire;
+unstable_mod!(
+    /// Kafka's framing and request/response decoding, both directions. Internal: the embedded
+    /// coordinator serves the same wire format through the `unstable` feature, which makes no
+    /// promise of stability (the module is hidden from the docs).
+    wire
+);

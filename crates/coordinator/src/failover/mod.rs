@@ -43,27 +43,12 @@
 
 mod advert;
 pub(crate) mod endpoint;
-// The link and the proof are shared with the worker runtime's peer links (its status API's
-// `/watch`), through the `unstable` feature: no stability promise, hidden from the docs.
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod link;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unreachable_pub)]
-pub(crate) mod link;
+// The link, the proof and the removal are shared with the worker runtime's peer links (its
+// status API's `/watch`), through the `unstable` feature.
+unstable_mod!(pub(crate) link);
 mod member;
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod proof;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unreachable_pub)]
-pub(crate) mod proof;
-#[cfg(feature = "unstable")]
-#[doc(hidden)]
-pub mod removal;
-#[cfg(not(feature = "unstable"))]
-#[allow(dead_code, unreachable_pub)]
-pub(crate) mod removal;
+unstable_mod!(pub(crate) proof);
+unstable_mod!(pub(crate) removal);
 mod settings;
 
 pub use advert::{FailoverEndpoint, InvalidFailoverEndpoint};

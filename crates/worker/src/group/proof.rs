@@ -76,18 +76,20 @@ pub(crate) fn provable(advertised: Option<&str>, https: bool) -> Result<(), Stri
     }
 }
 
+/// The socket address a status address (`ip:port`) is dialled at: an unspecified address on
+/// loopback. `None` for a host name, which may resolve elsewhere between a link and a probe.
+pub(crate) fn dial_addr(addr: &str) -> Option<SocketAddr> {
+    let mut addr = addr.parse::<SocketAddr>().ok()?;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    Some(addr)
+}
+
 /// Whether a connection to `addr` is refused (nothing listens there, in this network). An
 /// unspecified address is probed on loopback. Blocks for at most one probe (200 ms).
 pub(crate) fn refused(addr: &str) -> bool {
-    let Ok(addr) = addr.parse::<SocketAddr>() else {
-        return false;
-    };
-    let addr = if addr.ip().is_unspecified() {
-        SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port())
-    } else {
-        addr
-    };
-    shared::refused(addr)
+    dial_addr(addr).is_some_and(shared::refused)
 }
 
 /// Whether `addr` is one that only a prober in the advertiser's own network may dial (its

@@ -18,13 +18,12 @@
 //! `/watch` bodies with [`STOPPED`] first: then its end is no crash. Kafka keeps a static
 //! member's place through a restart, and fast failover must not undo that.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kroupier_coordinator::failover::link::{self, Greeting};
 
 use super::peers::Peer;
-use crate::group::proof::Proofs;
+use crate::group::proof::{self, Proofs};
 
 /// The last line of a `/watch` body when the worker stops in order.
 pub(crate) use kroupier_coordinator::failover::link::STOPPED;
@@ -41,13 +40,10 @@ pub(crate) use kroupier_coordinator::failover::link::Gone;
 /// leaves the watch list). The link, its backoff and the proof are the coordinator crate's
 /// fast failover's (`kroupier_coordinator::failover::link`), spoken to the status API.
 pub(crate) async fn until_gone(peer: &Peer, proofs: &Arc<Proofs>) -> Gone {
-    let Ok(mut addr) = peer.status_addr.parse::<SocketAddr>() else {
+    let Some(addr) = proof::dial_addr(&peer.status_addr) else {
         // A host name may resolve elsewhere between the link and the probe: no proof.
         return std::future::pending().await;
     };
-    if addr.ip().is_unspecified() {
-        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-    }
     let named = format!("{PROCESS_LINE}{}\n", peer.process_id);
     let gone = link::until_gone_with(addr, &named, Greeting::Watch, || {
         proofs.linked(&peer.member_id, &peer.status_addr);
