@@ -12,6 +12,7 @@ pub mod beat;
 pub mod consumer;
 pub mod files;
 pub mod member;
+pub mod numbers;
 pub mod single_writer;
 
 use std::path::Path;

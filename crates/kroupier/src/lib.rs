@@ -40,6 +40,11 @@ pub mod worker {
         AssignedTimes, BuildError, CatalogueError, CatalogueIter, GroupView, InvalidConfig, Lease,
         StatusConfig, SupervisorConfig, TaskConfigError, TaskLease, TaskView, TasksConfig,
     };
+    /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
+    pub use kroupier_coordinator::log::TransactionError;
+    pub use kroupier_worker::{
+        ExactlyOnce, ExactlyOnceError, OutputTopic, TRANSACTION_TIMEOUT, TaskTransaction,
+    };
     pub use kroupier_worker::{checkpoint, config, protocol, store};
 
     #[cfg(feature = "journal")]

@@ -318,6 +318,26 @@ impl TaskContext {
         Box::pin(checkpoints.save(self.task_id(), self.granted(), state)).await
     }
 
+    /// Opens this task's exactly-once output (see [`ExactlyOnce`](crate::ExactlyOnce)):
+    /// starts its transactional producer, which fences every older owner's producer of the
+    /// task. Call it first in `run`, before any output and before
+    /// [`last_checkpoint`](Self::last_checkpoint): once the older owners are fenced, the
+    /// checkpoint read is the last one that can ever commit before this owner's.
+    ///
+    /// # Errors
+    /// [`ExactlyOnceError::Lease`](crate::ExactlyOnceError::Lease) when the lease is already
+    /// lost; [`ExactlyOnceError::Checkpoint`](crate::ExactlyOnceError::Checkpoint) with
+    /// [`CheckpointError::Disabled`] without a task store; the producer's errors (a broker
+    /// without transactions, a missing ACL on the transactional id).
+    pub async fn exactly_once(&self) -> Result<crate::ExactlyOnce, crate::ExactlyOnceError> {
+        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?.clone();
+        Box::pin(crate::ExactlyOnce::open(
+            checkpoints,
+            self.inner.lease.clone(),
+        ))
+        .await
+    }
+
     /// The newest checkpoint of this task, saved by this or any earlier owner; `None` when
     /// none was saved. It reads the checkpoint topic up to its current end first, so a
     /// checkpoint saved anywhere before the call is seen.

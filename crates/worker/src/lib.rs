@@ -80,6 +80,7 @@ mod catalogue;
 pub mod checkpoint;
 pub mod config;
 mod context;
+mod exactly_once;
 mod generator;
 mod group;
 // Public with the `journal` feature: the demo, the examples and the tests write and check
@@ -102,6 +103,9 @@ pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
 pub use config::{StatusConfig, TasksConfig, WorkerConfig};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
+pub use exactly_once::{
+    ExactlyOnce, ExactlyOnceError, OutputTopic, TRANSACTION_TIMEOUT, TaskTransaction,
+};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};

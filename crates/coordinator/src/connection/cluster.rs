@@ -194,7 +194,7 @@ impl Cluster {
         loop {
             let attempt = async {
                 let connection = self.any_broker().await?;
-                lookup(&connection, group).await
+                lookup(&connection, group, GROUP_KEY).await
             };
             let last = match attempt.await {
                 Ok(node) => return Ok(node),
@@ -293,11 +293,21 @@ fn is_retriable_lookup(error: &ConnectionError) -> bool {
     }
 }
 
-/// One FindCoordinator exchange on `connection`.
-async fn lookup(connection: &BrokerConnection, group: &str) -> Result<BrokerNode, ConnectionError> {
+/// FindCoordinator's key type for a group.
+pub(crate) const GROUP_KEY: i8 = 0;
+/// FindCoordinator's key type for a transactional id.
+pub(crate) const TRANSACTION_KEY: i8 = 1;
+
+/// One FindCoordinator exchange on `connection` for `group`, a group id or, with key type
+/// [`TRANSACTION_KEY`], a transactional id.
+pub(crate) async fn lookup(
+    connection: &BrokerConnection,
+    group: &str,
+    key_type: i8,
+) -> Result<BrokerNode, ConnectionError> {
     let version = connection.version(ApiKey::FindCoordinator)?;
     let key = StrBytes::from_string(group.to_owned());
-    let mut request = FindCoordinatorRequest::default().with_key_type(0);
+    let mut request = FindCoordinatorRequest::default().with_key_type(key_type);
     if version >= 4 {
         request.coordinator_keys = vec![key];
     } else {
@@ -313,7 +323,7 @@ async fn lookup(connection: &BrokerConnection, group: &str) -> Result<BrokerNode
                 api_key: FindCoordinatorRequest::API_KEY,
                 code: -1,
                 error: ResponseError::UnknownServerError,
-                message: Some(format!("the answer has no entry for group `{group}`")),
+                message: Some(format!("the answer has no entry for `{group}`")),
             })?;
         let node = BrokerNode {
             node_id: entry.node_id.0,

@@ -48,6 +48,7 @@ mod versions;
 
 pub use broker::BrokerConnection;
 pub use cluster::{BrokerNode, Cluster};
+pub(crate) use cluster::{TRANSACTION_KEY, lookup};
 pub use config::{ClusterConfig, ConnectionConfig};
 pub use error::ConnectionError;
 pub use security::{

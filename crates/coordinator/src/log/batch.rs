@@ -29,24 +29,54 @@ const LAST_OFFSET_DELTA_AT: usize = 23;
 /// The size of a v2 batch header, records excluded.
 const HEADER: usize = 61;
 
+/// Who writes a batch: nobody in particular (a plain producer), or a transactional producer
+/// with its id, epoch and the batch's first sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Writer {
+    /// No producer id, no sequence: a plain, non-idempotent producer.
+    Plain,
+    /// A transactional (and so idempotent) producer.
+    Transactional {
+        /// The producer id InitProducerId gave.
+        producer_id: i64,
+        /// Its epoch.
+        epoch: i16,
+        /// The sequence number of the batch's first record in its partition.
+        sequence: i32,
+    },
+}
+
 /// One uncompressed v2 batch holding `records`, offsets 0.. relative to the batch, stamped
-/// `timestamp_ms`, without producer id or sequence (a plain, non-idempotent producer).
-pub(super) fn encode(records: &[LogRecord], timestamp_ms: i64) -> Result<Bytes, LogError> {
+/// `timestamp_ms`, written by `writer`.
+pub(super) fn encode(
+    records: &[LogRecord],
+    timestamp_ms: i64,
+    writer: Writer,
+) -> Result<Bytes, LogError> {
+    let (transactional, producer_id, producer_epoch, base_sequence) = match writer {
+        // -1: "no sequence".
+        Writer::Plain => (false, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, -1),
+        Writer::Transactional {
+            producer_id,
+            epoch,
+            sequence,
+        } => (true, producer_id, epoch, sequence),
+    };
     let records: Vec<Record> = records
         .iter()
         .zip(0i64..)
         .map(|(r, offset)| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset,
             // The encoder keeps records in one batch while offset − sequence is constant, and
-            // writes the first record's sequence as the batch's: -1, "no sequence".
-            sequence: (offset as i32).wrapping_sub(1),
+            // writes the first record's sequence as the batch's.
+            sequence: base_sequence.wrapping_add(offset as i32),
             timestamp: timestamp_ms,
             key: Some(r.key.clone()),
             value: r.value.clone(),
@@ -74,11 +104,31 @@ pub(super) struct Decoded {
     pub(super) next_offset: Option<i64>,
 }
 
+/// An aborted transaction a read-committed Fetch answer lists: the records of `producer_id`
+/// in transactional batches from `first_offset` up to its next transaction marker are not
+/// to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Aborted {
+    pub(super) producer_id: i64,
+    pub(super) first_offset: i64,
+}
+
 /// Decodes the complete batches of `records` (a Fetch answer's `records` field), keeping the
-/// records at offset `from` or later.
-pub(super) fn decode(topic: &str, mut records: Bytes, from: i64) -> Result<Decoded, LogError> {
+/// records at offset `from` or later, and leaving out the records of the `aborted`
+/// transactions (a read-committed Fetch's list; empty for read-uncommitted), as Kafka's
+/// consumer does: a producer's batches are skipped from its aborted transaction's first
+/// offset to its next transaction marker, which is that transaction's abort marker.
+pub(super) fn decode(
+    topic: &str,
+    mut records: Bytes,
+    from: i64,
+    aborted: &[Aborted],
+) -> Result<Decoded, LogError> {
     let corrupt = |what: String| LogError::Corrupt(format!("topic `{topic}`: {what}"));
     let mut out = Decoded::default();
+    let mut pending: Vec<Aborted> = aborted.to_vec();
+    pending.sort_by_key(|a| std::cmp::Reverse(a.first_offset));
+    let mut aborting: std::collections::HashSet<i64> = std::collections::HashSet::new();
     while let Some(framing) = records.first_chunk::<FRAMING>() {
         let base_offset = i64::from_be_bytes(framing[..8].try_into().expect("8 bytes"));
         let length = i32::from_be_bytes(framing[8..].try_into().expect("4 bytes"));
@@ -120,8 +170,16 @@ pub(super) fn decode(topic: &str, mut records: Bytes, from: i64) -> Result<Decod
             .saturating_add(i64::from(delta))
             .saturating_add(1);
         out.next_offset = Some(out.next_offset.map_or(end, |n| n.max(end)));
+        while pending.last().is_some_and(|a| a.first_offset < end) {
+            aborting.extend(pending.pop().map(|a| a.producer_id));
+        }
         if info.control {
-            continue; // a transaction marker, not data
+            // A transaction marker, not data; it ends its producer's aborted transaction.
+            aborting.remove(&info.producer_id);
+            continue;
+        }
+        if info.transactional && aborting.contains(&info.producer_id) {
+            continue; // part of an aborted transaction
         }
         if info.compression != Compression::None {
             return Err(corrupt(format!(

@@ -49,6 +49,7 @@
 mod batch;
 mod error;
 mod topic;
+mod transaction;
 
 #[cfg(test)]
 mod tests;
@@ -57,6 +58,7 @@ use bytes::Bytes;
 
 pub use error::LogError;
 pub use topic::TopicLog;
+pub use transaction::{Transaction, TransactionError, TransactionalProducer};
 
 /// One record to append: value `None` is a tombstone (deletes the key after compaction).
 #[derive(Debug, Clone, PartialEq, Eq)]

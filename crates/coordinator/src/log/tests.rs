@@ -43,7 +43,7 @@ fn records(n: usize) -> Vec<LogRecord> {
 
 /// A batch of `records` at `base` (offsets rewritten as a broker does).
 fn batch_at(base: i64, records: &[LogRecord]) -> Bytes {
-    let encoded = batch::encode(records, 1_000).unwrap();
+    let encoded = batch::encode(records, 1_000, batch::Writer::Plain).unwrap();
     let mut bytes = BytesMut::from(&encoded[..]);
     bytes[..8].copy_from_slice(&base.to_be_bytes());
     bytes.freeze()
@@ -54,7 +54,7 @@ fn batch_at(base: i64, records: &[LogRecord]) -> Bytes {
 #[test]
 fn a_batch_round_trips_with_tombstones_and_offsets() {
     let written = records(5);
-    let decoded = batch::decode(TOPIC, batch_at(10, &written), 10).unwrap();
+    let decoded = batch::decode(TOPIC, batch_at(10, &written), 10, &[]).unwrap();
     assert_eq!(decoded.next_offset, Some(15));
     let read: Vec<_> = decoded
         .records
@@ -86,7 +86,7 @@ fn records_before_from_are_dropped_and_a_cut_batch_waits() {
     let mut two = BytesMut::from(&batch_at(0, &records(4))[..]);
     let second = batch_at(4, &records(4));
     two.extend_from_slice(&second[..second.len() - 3]);
-    let decoded = batch::decode(TOPIC, two.freeze(), 2).unwrap();
+    let decoded = batch::decode(TOPIC, two.freeze(), 2, &[]).unwrap();
     assert_eq!(
         decoded.records.iter().map(|r| r.offset).collect::<Vec<_>>(),
         [2, 3]
@@ -95,7 +95,7 @@ fn records_before_from_are_dropped_and_a_cut_batch_waits() {
     assert_eq!(decoded.next_offset, Some(4));
     // Nothing complete at all: no next offset.
     assert_eq!(
-        batch::decode(TOPIC, second.slice(..20), 4).unwrap(),
+        batch::decode(TOPIC, second.slice(..20), 4, &[]).unwrap(),
         Decoded::default()
     );
 }
@@ -123,9 +123,76 @@ fn a_control_batch_is_skipped_but_counted() {
         compression: Compression::None,
     };
     RecordBatchEncoder::encode(&mut bytes, [&marker], &options).unwrap();
-    let decoded = batch::decode(TOPIC, bytes.freeze(), 0).unwrap();
+    let decoded = batch::decode(TOPIC, bytes.freeze(), 0, &[]).unwrap();
     assert_eq!(decoded.records.len(), 3);
     assert_eq!(decoded.next_offset, Some(4));
+}
+
+/// A batch of `n` records of transactional producer `producer_id` at `base`.
+fn transactional_at(base: i64, n: usize, producer_id: i64) -> Bytes {
+    let writer = batch::Writer::Transactional {
+        producer_id,
+        epoch: 0,
+        sequence: 0,
+    };
+    let encoded = batch::encode(&records(n), 1_000, writer).unwrap();
+    let mut bytes = BytesMut::from(&encoded[..]);
+    bytes[..8].copy_from_slice(&base.to_be_bytes());
+    bytes.freeze()
+}
+
+/// A transaction marker of `producer_id` at `offset`.
+fn marker_at(offset: i64, producer_id: i64) -> Bytes {
+    let marker = Record {
+        transactional: true,
+        control: true,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id,
+        producer_epoch: 0,
+        timestamp_type: TimestampType::Creation,
+        offset,
+        sequence: -1,
+        timestamp: 0,
+        key: Some(Bytes::from_static(&[0, 0, 0, 0])),
+        value: Some(Bytes::from_static(&[0, 0, 0, 0, 0, 0])),
+        headers: Default::default(),
+    };
+    let mut bytes = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut bytes, [&marker], &options).unwrap();
+    bytes.freeze()
+}
+
+#[test]
+fn an_aborted_transaction_is_left_out_up_to_its_marker() {
+    // Producer 7 aborts a transaction at 0-1 (marker at 3), producer 8 commits one at 2
+    // (marker at 4), then producer 7 commits one at 5-6 (marker at 7).
+    let mut bytes = BytesMut::new();
+    for part in [
+        transactional_at(0, 2, 7),
+        transactional_at(2, 1, 8),
+        marker_at(3, 7),
+        marker_at(4, 8),
+        transactional_at(5, 2, 7),
+        marker_at(7, 7),
+    ] {
+        bytes.extend_from_slice(&part);
+    }
+    let aborted = [batch::Aborted {
+        producer_id: 7,
+        first_offset: 0,
+    }];
+    let decoded = batch::decode(TOPIC, bytes.clone().freeze(), 0, &aborted).unwrap();
+    let offsets: Vec<i64> = decoded.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, [2, 5, 6]);
+    assert_eq!(decoded.next_offset, Some(8));
+    // Read uncommitted (no aborted list), every data record is read.
+    let all = batch::decode(TOPIC, bytes.freeze(), 0, &[]).unwrap();
+    assert_eq!(all.records.len(), 5);
 }
 
 /// CRC-32C (Castagnoli), as a v2 batch header carries over its attributes and what follows.
@@ -156,15 +223,15 @@ fn patched(batch: &Bytes, at: usize, patch: &[u8]) -> Bytes {
 #[test]
 fn hostile_counts_are_corrupt_not_an_abort() {
     let good = batch_at(0, &[LogRecord::new("k", "v")]);
-    assert!(batch::decode(TOPIC, patched(&good, 57, &[0; 4]), 0).is_ok());
+    assert!(batch::decode(TOPIC, patched(&good, 57, &[0; 4]), 0, &[]).is_ok());
     // The batch claims i32::MAX records (kafka-protocol would reserve room for them).
-    let err = batch::decode(TOPIC, patched(&good, 57, &i32::MAX.to_be_bytes()), 0).unwrap_err();
+    let err = batch::decode(TOPIC, patched(&good, 57, &i32::MAX.to_be_bytes()), 0, &[]).unwrap_err();
     assert!(
         matches!(&err, LogError::Corrupt(m) if m.contains("records claimed")),
         "{err}"
     );
     // A negative count.
-    let err = batch::decode(TOPIC, patched(&good, 57, &(-1i32).to_be_bytes()), 0).unwrap_err();
+    let err = batch::decode(TOPIC, patched(&good, 57, &(-1i32).to_be_bytes()), 0, &[]).unwrap_err();
     assert!(matches!(err, LogError::Corrupt(_)), "{err}");
     // The record's header count (its last byte, a zigzag varint) claims 2^31 - 1 headers.
     let mut bytes = BytesMut::from(&good[..]);
@@ -174,7 +241,7 @@ fn hostile_counts_are_corrupt_not_an_abort() {
     bytes[8..12].copy_from_slice(&len.to_be_bytes());
     bytes[61] += 8; // the record's length (zigzag): 4 bytes more
     let hostile = patched(&bytes.freeze(), 0, &[0]);
-    let err = batch::decode(TOPIC, hostile, 0).unwrap_err();
+    let err = batch::decode(TOPIC, hostile, 0, &[]).unwrap_err();
     assert!(
         matches!(&err, LogError::Corrupt(m) if m.contains("headers")),
         "{err}"
@@ -183,15 +250,15 @@ fn hostile_counts_are_corrupt_not_an_abort() {
     let mut bad = BytesMut::from(&good[..]);
     bad[30] ^= 1;
     assert!(matches!(
-        batch::decode(TOPIC, bad.freeze(), 0),
+        batch::decode(TOPIC, bad.freeze(), 0, &[]),
         Err(LogError::Corrupt(_))
     ));
-    let err = batch::decode(TOPIC, patched(&good, 16, &[1]), 0).unwrap_err();
+    let err = batch::decode(TOPIC, patched(&good, 16, &[1]), 0, &[]).unwrap_err();
     assert!(err.to_string().contains("message format v1"), "{err}");
     let mut negative = BytesMut::from(&good[..]);
     negative[8..12].copy_from_slice(&(-5i32).to_be_bytes());
     assert!(matches!(
-        batch::decode(TOPIC, negative.freeze(), 0),
+        batch::decode(TOPIC, negative.freeze(), 0, &[]),
         Err(LogError::Corrupt(_))
     ));
 }

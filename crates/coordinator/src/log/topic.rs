@@ -14,12 +14,12 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, FetchRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::batch;
+use super::batch::{self, Aborted, Writer};
 use super::{LogError, LogRecord, ReadBatch, TopicSpec};
 use crate::backoff::Backoff;
 use crate::connection::{BrokerConnection, BrokerNode, Cluster, ConnectionError};
@@ -27,6 +27,8 @@ use crate::connection::{BrokerConnection, BrokerNode, Cluster, ConnectionError};
 /// The highest Produce and Fetch versions a log sends: they name the topic. Later versions
 /// (Kafka 4.1's Produce v13, Fetch v13 and later) name it by topic id instead.
 const MAX_VERSION_BY_NAME: i16 = 12;
+/// The highest Produce version a transactional append sends (see [`TopicLog::produce`]).
+const MAX_TRANSACTIONAL_PRODUCE: i16 = 11;
 /// The most one Fetch asks for. A first batch larger than this still comes whole (KIP-74).
 const FETCH_MAX_BYTES: i32 = 8 << 20;
 /// The config every created log topic gets.
@@ -66,6 +68,15 @@ struct Leader {
     node: Option<BrokerNode>,
     reader: Option<BrokerConnection>,
     writer: Option<BrokerConnection>,
+}
+
+/// A Fetch's isolation level, as Kafka numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// Every record up to the high watermark, including open and aborted transactions'.
+    ReadUncommitted = 0,
+    /// Up to the last stable offset, without aborted transactions' records.
+    ReadCommitted = 1,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -214,10 +225,23 @@ impl TopicLog {
         if records.is_empty() {
             return self.end_offset().await;
         }
+        self.append_as(&records, Writer::Plain, None).await
+    }
+
+    /// Appends `records` (at least one) as `writer`, in one batch, inside the transaction of
+    /// `transactional_id` when there is one; the offset of the first record. The batch is
+    /// encoded once, so a retry after a lost answer sends the same sequence numbers and a
+    /// transactional producer's copy is not written twice.
+    pub(super) async fn append_as(
+        &self,
+        records: &[LogRecord],
+        writer: Writer,
+        transactional_id: Option<&str>,
+    ) -> Result<i64, LogError> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let batch = batch::encode(&records, now)?;
+        let batch = batch::encode(records, now, writer)?;
         let max = self.inner.max_message_bytes.load(Ordering::Relaxed);
         if max > 0 && batch.len() > max {
             return Err(LogError::RecordTooLarge {
@@ -227,7 +251,7 @@ impl TopicLog {
         }
         let mut retry = Retry::new(&self.inner.cluster);
         loop {
-            match self.produce(&batch).await {
+            match self.produce(&batch, transactional_id).await {
                 Ok(offset) => return Ok(offset),
                 Err(Step::Retry(e)) => {
                     self.forget_leader();
@@ -250,10 +274,39 @@ impl TopicLog {
     /// records kroupier cannot read; [`LogError::Kafka`] for other refusals or when retriable
     /// errors outlast the retry time.
     pub async fn read(&self, from: i64, max_wait: Duration) -> Result<ReadBatch, LogError> {
+        self.read_at(from, max_wait, Isolation::ReadUncommitted)
+            .await
+    }
+
+    /// [`read`](Self::read) with read-committed isolation, as Kafka's consumers with
+    /// `isolation.level=read_committed`: only records of committed transactions (and records
+    /// written outside transactions), none of an aborted one. The broker answers up to the
+    /// last stable offset, below which every transaction is decided, so an open transaction
+    /// holds back what follows it until it ends. `end_offset` stays the high watermark: a
+    /// reader that reads until `next_offset == end_offset` has then seen every transaction
+    /// written before it began, decided, as Kafka Connect's read-committed readers do.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub async fn read_committed(
+        &self,
+        from: i64,
+        max_wait: Duration,
+    ) -> Result<ReadBatch, LogError> {
+        self.read_at(from, max_wait, Isolation::ReadCommitted)
+            .await
+    }
+
+    async fn read_at(
+        &self,
+        from: i64,
+        max_wait: Duration,
+        isolation: Isolation,
+    ) -> Result<ReadBatch, LogError> {
         let mut from = from;
         let mut retry = Retry::new(&self.inner.cluster);
         loop {
-            let step = match self.fetch(from, max_wait).await {
+            let step = match self.fetch(from, max_wait, isolation).await {
                 Ok(Some(batch)) => return Ok(batch),
                 Ok(None) => match self.list_offset(EARLIEST).await {
                     Ok(start) if start != from => {
@@ -591,14 +644,24 @@ impl TopicLog {
         }
     }
 
-    /// Produce `batch` to partition 0; its base offset.
-    async fn produce(&self, batch: &Bytes) -> Result<i64, Step> {
+    /// Produce `batch` to partition 0, in the transaction of `transactional_id` if any; its
+    /// base offset.
+    async fn produce(&self, batch: &Bytes, transactional_id: Option<&str>) -> Result<i64, Step> {
         let connection = self.connection(Role::Write).await?;
-        let version = connection
+        let mut version = connection
             .version(ApiKey::Produce)?
             .min(MAX_VERSION_BY_NAME);
+        if transactional_id.is_some() {
+            // Produce v12 tells a Kafka 4 broker that the producer uses transaction version 2
+            // (KIP-890), which ends transactions differently; kroupier's producer adds its
+            // partitions with AddPartitionsToTxn and ends them with EndTxn v4 or older.
+            version = version.min(MAX_TRANSACTIONAL_PRODUCE);
+        }
         let timeout = self.request_timeout();
         let request = ProduceRequest::default()
+            .with_transactional_id(
+                transactional_id.map(|id| TransactionalId(StrBytes::from_string(id.to_owned()))),
+            )
             .with_acks(-1)
             .with_timeout_ms(millis(timeout))
             .with_topic_data(vec![
@@ -641,7 +704,12 @@ impl TopicLog {
     }
 
     /// One Fetch from `from`: the batch, or `None` for OFFSET_OUT_OF_RANGE.
-    async fn fetch(&self, from: i64, max_wait: Duration) -> Result<Option<ReadBatch>, Step> {
+    async fn fetch(
+        &self,
+        from: i64,
+        max_wait: Duration,
+        isolation: Isolation,
+    ) -> Result<Option<ReadBatch>, Step> {
         let connection = self.connection(Role::Read).await?;
         let version = connection.version(ApiKey::Fetch)?.min(MAX_VERSION_BY_NAME);
         let request = FetchRequest::default()
@@ -649,8 +717,7 @@ impl TopicLog {
             .with_max_wait_ms(millis(max_wait))
             .with_min_bytes(1)
             .with_max_bytes(FETCH_MAX_BYTES)
-            // READ_UNCOMMITTED: a log topic holds no transactions.
-            .with_isolation_level(0)
+            .with_isolation_level(isolation as i8)
             // No fetch session: session id 0, epoch -1 (FINAL_EPOCH).
             .with_session_id(0)
             .with_session_epoch(-1)
@@ -690,10 +757,20 @@ impl TopicLog {
             1 => return Ok(None),
             code => return Err(self.refusal(ApiKey::Fetch, code, None, "read")),
         }
+        let aborted: Vec<Aborted> = partition
+            .aborted_transactions
+            .iter()
+            .flatten()
+            .map(|a| Aborted {
+                producer_id: a.producer_id.0,
+                first_offset: a.first_offset,
+            })
+            .collect();
         let decoded = batch::decode(
             &self.inner.topic,
             partition.records.unwrap_or_default(),
             from,
+            &aborted,
         )
         .map_err(Step::Fail)?;
         Ok(Some(ReadBatch {

@@ -78,6 +78,10 @@ type Pending = (LogRecord, oneshot::Sender<Result<i64, String>>);
 #[derive(Debug)]
 pub struct Checkpoints {
     pub(super) log: TopicLog,
+    /// The cluster, for exactly-once tasks' transactional producers.
+    pub(crate) cluster: Arc<Cluster>,
+    /// What exactly-once tasks' transactional ids start with.
+    pub(crate) transactional_prefix: String,
     pub(super) view: Arc<Mutex<CheckpointView>>,
     read_to: watch::Receiver<i64>,
     writes: mpsc::Sender<Pending>,
@@ -107,11 +111,11 @@ impl Checkpoints {
             name: topic.into(),
             replication_factor: None,
         };
-        let log = TopicLog::open(cluster, spec, true).await?;
+        let log = TopicLog::open(cluster.clone(), spec, true).await?;
         let mut view = CheckpointView::default();
         let end = log.end_offset().await?;
         while view.offset < end {
-            let batch = log.read(view.offset, TAIL_WAIT).await?;
+            let batch = log.read_committed(view.offset, TAIL_WAIT).await?;
             for record in &batch.records {
                 view.apply(record);
             }
@@ -124,8 +128,11 @@ impl Checkpoints {
             tokio::spawn(tail(log.clone(), view.clone(), read_to_tx)),
             tokio::spawn(append(log.clone(), queue)),
         ];
+        let transactional_prefix = format!("{}-", log.topic());
         Ok(Checkpoints {
             log,
+            cluster,
+            transactional_prefix,
             view,
             read_to,
             writes,
@@ -138,20 +145,21 @@ impl Checkpoints {
         self.log.topic()
     }
 
-    /// Saves `state` as `task_id`'s newest checkpoint, written under `token` (the generation
-    /// in which this worker was granted the task), and returns the offset it landed at. Then
-    /// deletes the keys of older generations of the task.
-    ///
-    /// Callers check the task's lease just before (see `TaskContext::save_checkpoint`).
-    ///
-    /// # Errors
-    /// [`CheckpointError::Serde`], [`CheckpointError::TooLarge`], [`CheckpointError::Log`].
-    pub async fn save<T: Serialize>(
+    /// The same client, giving exactly-once tasks transactional ids that start with `prefix`
+    /// (by default, the topic's name and a dash).
+    pub(crate) fn with_transactional_prefix(mut self, prefix: String) -> Self {
+        self.transactional_prefix = prefix;
+        self
+    }
+
+    /// The checkpoint record of `state` for `task_id` under `token`, and the tombstones of the
+    /// task's older generations this worker has read: what a save appends.
+    pub(crate) fn records<T: Serialize>(
         &self,
         task_id: &str,
         token: &FencingToken,
         state: &T,
-    ) -> Result<i64, CheckpointError> {
+    ) -> Result<(LogRecord, Vec<LogRecord>), CheckpointError> {
         let serde_error = |e: serde_json::Error| CheckpointError::Serde {
             task: task_id.to_owned(),
             message: e.to_string(),
@@ -169,27 +177,49 @@ impl Checkpoints {
                 max: MAX_CHECKPOINT_BYTES,
             });
         }
-        let offset = self
-            .write(LogRecord {
-                key: key(task_id, token.generation_id),
-                value: Some(bytes.into()),
-            })
-            .await?;
-        // Older owners' records are deleted once this one has landed; a record of theirs
-        // that lands later still loses to this one, and is deleted when seen.
-        let stale: Vec<i32> = {
+        let record = LogRecord {
+            key: key(task_id, token.generation_id),
+            value: Some(bytes.into()),
+        };
+        let stale = {
             let view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
             view.stale_generations(task_id)
                 .into_iter()
                 .filter(|g| *g < token.generation_id)
+                .map(|generation| LogRecord {
+                    key: key(task_id, generation),
+                    value: None,
+                })
                 .collect()
         };
-        for generation in stale {
-            self.write(LogRecord {
-                key: key(task_id, generation),
-                value: None,
-            })
-            .await?;
+        Ok((record, stale))
+    }
+
+    /// The checkpoint topic as a log, for an exactly-once task's transaction.
+    pub(crate) fn log(&self) -> &TopicLog {
+        &self.log
+    }
+
+    /// Saves `state` as `task_id`'s newest checkpoint, written under `token` (the generation
+    /// in which this worker was granted the task), and returns the offset it landed at. Then
+    /// deletes the keys of older generations of the task.
+    ///
+    /// Callers check the task's lease just before (see `TaskContext::save_checkpoint`).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Serde`], [`CheckpointError::TooLarge`], [`CheckpointError::Log`].
+    pub async fn save<T: Serialize>(
+        &self,
+        task_id: &str,
+        token: &FencingToken,
+        state: &T,
+    ) -> Result<i64, CheckpointError> {
+        let (record, stale) = self.records(task_id, token, state)?;
+        let offset = self.write(record).await?;
+        // Older owners' records are deleted once this one has landed; a record of theirs
+        // that lands later still loses to this one, and is deleted when seen.
+        for tombstone in stale {
+            self.write(tombstone).await?;
         }
         Ok(offset)
     }
@@ -259,7 +289,9 @@ async fn tail(log: TopicLog, view: Arc<Mutex<CheckpointView>>, read_to: watch::S
     let mut backoff = Duration::from_millis(100);
     loop {
         let from = *read_to.borrow();
-        match log.read(from, TAIL_WAIT).await {
+        // Read committed: a checkpoint an exactly-once task saved in a transaction counts
+        // once the transaction commits, and never if it aborts.
+        match log.read_committed(from, TAIL_WAIT).await {
             Ok(batch) => {
                 backoff = Duration::from_millis(100);
                 let offset = {

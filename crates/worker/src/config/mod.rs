@@ -36,6 +36,7 @@
 //! | `tasks.store.enabled` | `tasks.store.enabled` (`true`/`false`) |
 //! | `tasks.store.topic` | `tasks.store.topic` |
 //! | `tasks.store.checkpoint_topic` | `tasks.checkpoint.topic` |
+//! | `tasks.store.transactional_id_prefix` | `tasks.transactional.id.prefix` |
 //! | `kroupier.worker.id` | `worker_id` |
 //! | `kroupier.capacity` | `capacity` |
 //! | `kroupier.task.abort.timeout.ms` | `tasks.abort_timeout` |
@@ -183,6 +184,13 @@ pub struct TaskStoreConfig {
     /// [`checkpoint`](crate::checkpoint)). Default `None`: `kroupier-checkpoints-<group id>`
     /// ([`checkpoints_topic`](crate::store::checkpoints_topic)).
     pub checkpoint_topic: Option<String>,
+    /// What the transactional ids of exactly-once tasks start with
+    /// (`tasks.transactional.id.prefix`); a task's id is this prefix and its task id (see
+    /// [`TaskContext::exactly_once`](crate::TaskContext::exactly_once)). Default `None`:
+    /// `kroupier-<group id>-`, so that the same task of the same group always has the same
+    /// id, whichever worker runs it, and two groups never share one. Set it to grant ACLs by
+    /// prefix.
+    pub transactional_id_prefix: Option<String>,
 }
 
 /// Where the status API listens, and who may use it.

@@ -237,6 +237,10 @@ impl WorkerConfig {
             "tasks.checkpoint.topic" => {
                 self.tasks.store.checkpoint_topic = (!value.is_empty()).then(|| value.to_owned());
             }
+            "tasks.transactional.id.prefix" => {
+                self.tasks.store.transactional_id_prefix =
+                    (!value.is_empty()).then(|| value.to_owned());
+            }
             "kroupier.worker.id" => value.clone_into(&mut self.worker_id),
             "kroupier.capacity" => {
                 self.capacity = Some(parse_as(key, value, "a whole number of weight units")?);

@@ -599,9 +599,14 @@ async fn open_store(
     };
     let cluster = kroupier_coordinator::connection::Cluster::new(config.member.cluster.clone())
         .map_err(|e| failed(&e))?;
+    let transactional_prefix = match &config.tasks.store.transactional_id_prefix {
+        Some(prefix) => prefix.clone(),
+        None => format!("kroupier-{}-", config.member.membership.group_id),
+    };
     let checkpoints = crate::checkpoint::Checkpoints::open(Arc::new(cluster), checkpoint_topic)
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|e| failed(&e))?
+        .with_transactional_prefix(transactional_prefix);
     runtime.supervisor().set_checkpoints(Arc::new(checkpoints));
     let tail = tailed.tail(view);
     runtime
