@@ -37,7 +37,10 @@ const fn need(api_key: ApiKey, min: i16, required: bool, kafka: &'static str) ->
 /// need Produce v3 and Fetch v4 (Kafka 0.11), ListOffsets v1 answers one offset per partition
 /// (0.10.1), CreateTopics v2 is Kafka 1.0's, DescribeConfigs v1 (config sources) Kafka 1.1's.
 /// ConsumerGroupDescribe (KIP-848 `consumer` groups, Kafka 4.0) is the observer's, optional too.
-pub const REQUIREMENTS: [ApiRequirement; 17] = [
+/// So are the transaction APIs a transactional producer sends, InitProducerId, AddPartitionsToTxn
+/// and EndTxn, all from v0 (KIP-98, Kafka 0.11). The version negotiated for AddPartitionsToTxn
+/// can be one only brokers send (v4 and later batch transactions): a producer sends at most v3.
+pub const REQUIREMENTS: [ApiRequirement; 20] = [
     need(ApiKey::ApiVersions, 0, true, "0.10.0"),
     need(ApiKey::FindCoordinator, 3, true, "2.4"),
     need(ApiKey::JoinGroup, 5, true, "2.3"),
@@ -55,6 +58,9 @@ pub const REQUIREMENTS: [ApiRequirement; 17] = [
     need(ApiKey::CreateTopics, 2, false, "1.0"),
     need(ApiKey::DescribeConfigs, 1, false, "1.1"),
     need(ApiKey::ConsumerGroupDescribe, 0, false, "4.0"),
+    need(ApiKey::InitProducerId, 0, false, "0.11"),
+    need(ApiKey::AddPartitionsToTxn, 0, false, "0.11"),
+    need(ApiKey::EndTxn, 0, false, "0.11"),
 ];
 
 /// The version to use for each API on one connection.
@@ -158,7 +164,7 @@ mod tests {
         )
     }
 
-    const KAFKA_4_1: [(ApiKey, i16, i16); 17] = [
+    const KAFKA_4_1: [(ApiKey, i16, i16); 20] = [
         (ApiKey::ApiVersions, 0, 4),
         (ApiKey::Metadata, 0, 13),
         (ApiKey::FindCoordinator, 0, 6),
@@ -176,6 +182,9 @@ mod tests {
         (ApiKey::CreateTopics, 2, 7),
         (ApiKey::DescribeConfigs, 1, 4),
         (ApiKey::ConsumerGroupDescribe, 0, 1),
+        (ApiKey::InitProducerId, 0, 5),
+        (ApiKey::AddPartitionsToTxn, 0, 5),
+        (ApiKey::EndTxn, 0, 5),
     ];
 
     #[test]
@@ -194,6 +203,9 @@ mod tests {
         assert_eq!(v.get(ApiKey::CreateTopics), Some(7));
         assert_eq!(v.get(ApiKey::DescribeConfigs), Some(4));
         assert_eq!(v.get(ApiKey::ConsumerGroupDescribe), Some(1));
+        assert_eq!(v.get(ApiKey::InitProducerId), Some(5));
+        assert_eq!(v.get(ApiKey::AddPartitionsToTxn), Some(5));
+        assert_eq!(v.get(ApiKey::EndTxn), Some(5));
         assert_eq!(v.get(ApiKey::OffsetCommit), None);
         assert_eq!(v, NegotiatedVersions::latest());
     }
@@ -265,6 +277,15 @@ mod tests {
         let v = NegotiatedVersions::negotiate("b:9092", &offer(&groups_only)).unwrap();
         assert_eq!((v.get(ApiKey::Produce), v.get(ApiKey::Fetch)), (None, None));
         assert_eq!(v.get(ApiKey::JoinGroup), Some(9));
+        // Nor does one without transactions.
+        let without_transactions: Vec<_> = KAFKA_4_1
+            .iter()
+            .copied()
+            .filter(|r| !wire::TRANSACTION_APIS.contains(&r.0))
+            .collect();
+        let v = NegotiatedVersions::negotiate("b:9092", &offer(&without_transactions)).unwrap();
+        assert_eq!(v.get(ApiKey::InitProducerId), None);
+        assert_eq!(v.get(ApiKey::Produce), Some(13));
     }
 
     #[test]

@@ -5,15 +5,17 @@ use std::fmt::Debug;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest,
-    HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
-    ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
-    ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
-    SaslHandshakeResponse, SyncGroupRequest, SyncGroupResponse,
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest,
+    ApiVersionsResponse, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, EndTxnRequest, EndTxnResponse, FetchRequest,
+    FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest,
+    HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, SyncGroupRequest,
+    SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
@@ -23,7 +25,8 @@ use super::schema::{self, Schema};
 
 /// A request kroupier sends: one of the nine group APIs (which its embedded coordinator also
 /// serves), one of the log APIs (Produce, Fetch, ListOffsets, CreateTopics, DescribeConfigs),
-/// SaslHandshake and SaslAuthenticate, or the observer's ConsumerGroupDescribe (KIP-848 groups).
+/// SaslHandshake and SaslAuthenticate, the observer's ConsumerGroupDescribe (KIP-848 groups), or
+/// one of the transaction APIs (InitProducerId, AddPartitionsToTxn, EndTxn).
 pub trait WireRequest:
     Encodable + Decodable + HeaderVersion + Message + Clone + PartialEq + Debug + Send + Sync + 'static
 {
@@ -119,6 +122,17 @@ wire_api!(
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse
 );
+wire_api!(
+    InitProducerId,
+    InitProducerIdRequest,
+    InitProducerIdResponse
+);
+wire_api!(
+    AddPartitionsToTxn,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse
+);
+wire_api!(EndTxn, EndTxnRequest, EndTxnResponse);
 
 /// Encodes `request` at `version` behind a request header, as one frame without its length
 /// prefix (the frame codec adds that).

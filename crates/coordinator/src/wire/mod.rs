@@ -13,8 +13,10 @@
 //! past the end of the frame. Only then does kafka-protocol decode it. Trailing bytes are an
 //! error too. The messages covered are the requests and responses of ApiVersions, Metadata,
 //! FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups,
-//! and of the log APIs Produce, Fetch, ListOffsets, CreateTopics and DescribeConfigs, in every
-//! version kafka-protocol knows (Kafka 4.1's schemas). A record batch set (Produce's and Fetch's
+//! and of the log APIs Produce, Fetch, ListOffsets, CreateTopics and DescribeConfigs, and of the
+//! transaction APIs InitProducerId, AddPartitionsToTxn and EndTxn (which only kroupier's clients
+//! send: `decode_request` refuses them as unsupported), in every version kafka-protocol knows
+//! (Kafka 4.1's schemas). A record batch set (Produce's and Fetch's
 //! `records`) is walked as one length-prefixed blob; its own format is checked where it is
 //! decoded (the log client guards kafka-protocol's `records` decoder).
 //!
@@ -36,7 +38,7 @@ pub use error::{Problem, WireError};
 pub use message::{
     WireRequest, WireResponse, decode_response, encode_request, peek_correlation_id,
 };
-pub use schema::{LOG_APIS, SUPPORTED_APIS};
+pub use schema::{LOG_APIS, SUPPORTED_APIS, TRANSACTION_APIS};
 
 /// The versions of `api_key` kroupier can encode and decode (kafka-protocol 0.18, Kafka 4.1's
 /// schemas), or `None` for an API kroupier does not speak.

@@ -147,6 +147,12 @@ pub(crate) fn body(api_key: ApiKey, direction: Direction) -> Option<&'static Sch
         ApiKey::ListOffsets => (&LIST_OFFSETS_REQUEST, &LIST_OFFSETS_RESPONSE),
         ApiKey::CreateTopics => (&CREATE_TOPICS_REQUEST, &CREATE_TOPICS_RESPONSE),
         ApiKey::DescribeConfigs => (&DESCRIBE_CONFIGS_REQUEST, &DESCRIBE_CONFIGS_RESPONSE),
+        ApiKey::InitProducerId => (&INIT_PRODUCER_ID_REQUEST, &INIT_PRODUCER_ID_RESPONSE),
+        ApiKey::AddPartitionsToTxn => (
+            &ADD_PARTITIONS_TO_TXN_REQUEST,
+            &ADD_PARTITIONS_TO_TXN_RESPONSE,
+        ),
+        ApiKey::EndTxn => (&END_TXN_REQUEST, &END_TXN_RESPONSE),
         ApiKey::ConsumerGroupDescribe => (
             &consumer::CONSUMER_GROUP_DESCRIBE_REQUEST,
             &consumer::CONSUMER_GROUP_DESCRIBE_RESPONSE,
@@ -189,4 +195,13 @@ pub const LOG_APIS: [ApiKey; 4] = [
     ApiKey::Fetch,
     ApiKey::ListOffsets,
     ApiKey::CreateTopics,
+];
+
+/// The APIs of Kafka's transactions that a transactional producer sends (InitProducerId,
+/// AddPartitionsToTxn, EndTxn), in API key order; the embedded coordinator serves none of them.
+/// A producer sends AddPartitionsToTxn v0-3 only: v4 and later are for brokers.
+pub const TRANSACTION_APIS: [ApiKey; 3] = [
+    ApiKey::InitProducerId,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::EndTxn,
 ];

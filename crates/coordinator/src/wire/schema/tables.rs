@@ -900,3 +900,141 @@ pub(super) const DESCRIBE_CONFIGS_RESPONSE: Schema = Schema {
         ),
     ],
 };
+
+// The transaction APIs: a transactional producer sends these (to its transaction coordinator);
+// the embedded coordinator serves none of them.
+
+// InitProducerId (22): 0-6, flexible 2+. v6 (KIP-939's two-phase commit: the request's
+// `Enable2Pc` and `KeepPreparedTxn`) is unstable in Kafka 4.1, and kafka-protocol 0.18 leaves it
+// out of the request (0-5) but not of the response (0-6, with the `OngoingTxn` fields).
+pub(super) const INIT_PRODUCER_ID_REQUEST: Schema = Schema {
+    name: "InitProducerIdRequest",
+    versions: between(0, 5),
+    flexible_from: 2,
+    fields: &[
+        field("TransactionalId", since(0), STR),
+        field("TransactionTimeoutMs", since(0), I32),
+        field("ProducerId", since(3), I64),
+        field("ProducerEpoch", since(3), I16),
+    ],
+};
+
+pub(super) const INIT_PRODUCER_ID_RESPONSE: Schema = Schema {
+    name: "InitProducerIdResponse",
+    versions: between(0, 6),
+    flexible_from: 2,
+    fields: &[
+        field("ThrottleTimeMs", since(0), I32),
+        field("ErrorCode", since(0), I16),
+        field("ProducerId", since(0), I64),
+        field("ProducerEpoch", since(0), I16),
+        field("OngoingTxnProducerId", since(6), I64),
+        field("OngoingTxnProducerEpoch", since(6), I16),
+    ],
+};
+
+// AddPartitionsToTxn (24): 0-5, flexible 3+; v4 batches transactions (`Transactions`, with
+// `VerifyOnly`) and is for brokers only: a producer sends v0-3 and their `V3AndBelow` fields.
+const ADD_PARTITIONS_TO_TXN_TOPIC: [Field; 2] = [
+    field("Name", since(0), STR),
+    field("Partitions", since(0), INT32S),
+];
+const ADD_PARTITIONS_TO_TXN_TRANSACTION: [Field; 5] = [
+    field("TransactionalId", since(4), STR),
+    field("ProducerId", since(4), I64),
+    field("ProducerEpoch", since(4), I16),
+    field("VerifyOnly", since(4), I8),
+    field(
+        "Topics",
+        since(4),
+        Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TOPIC)),
+    ),
+];
+
+pub(super) const ADD_PARTITIONS_TO_TXN_REQUEST: Schema = Schema {
+    name: "AddPartitionsToTxnRequest",
+    versions: between(0, 5),
+    flexible_from: 3,
+    fields: &[
+        field(
+            "Transactions",
+            since(4),
+            Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TRANSACTION)),
+        ),
+        field("V3AndBelowTransactionalId", between(0, 3), STR),
+        field("V3AndBelowProducerId", between(0, 3), I64),
+        field("V3AndBelowProducerEpoch", between(0, 3), I16),
+        field(
+            "V3AndBelowTopics",
+            between(0, 3),
+            Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TOPIC)),
+        ),
+    ],
+};
+
+const ADD_PARTITIONS_TO_TXN_PARTITION_RESULT: [Field; 2] = [
+    field("PartitionIndex", since(0), I32),
+    field("PartitionErrorCode", since(0), I16),
+];
+const ADD_PARTITIONS_TO_TXN_TOPIC_RESULT: [Field; 2] = [
+    field("Name", since(0), STR),
+    field(
+        "ResultsByPartition",
+        since(0),
+        Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_PARTITION_RESULT)),
+    ),
+];
+const ADD_PARTITIONS_TO_TXN_RESULT: [Field; 2] = [
+    field("TransactionalId", since(4), STR),
+    field(
+        "TopicResults",
+        since(4),
+        Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TOPIC_RESULT)),
+    ),
+];
+
+pub(super) const ADD_PARTITIONS_TO_TXN_RESPONSE: Schema = Schema {
+    name: "AddPartitionsToTxnResponse",
+    versions: between(0, 5),
+    flexible_from: 3,
+    fields: &[
+        field("ThrottleTimeMs", since(0), I32),
+        field("ErrorCode", since(4), I16),
+        field(
+            "ResultsByTransaction",
+            since(4),
+            Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_RESULT)),
+        ),
+        field(
+            "ResultsByTopicV3AndBelow",
+            between(0, 3),
+            Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TOPIC_RESULT)),
+        ),
+    ],
+};
+
+// EndTxn (26): 0-5, flexible 3+; v5 (KIP-890's epoch bump) answers with the producer id and
+// epoch to use next.
+pub(super) const END_TXN_REQUEST: Schema = Schema {
+    name: "EndTxnRequest",
+    versions: between(0, 5),
+    flexible_from: 3,
+    fields: &[
+        field("TransactionalId", since(0), STR),
+        field("ProducerId", since(0), I64),
+        field("ProducerEpoch", since(0), I16),
+        field("Committed", since(0), I8),
+    ],
+};
+
+pub(super) const END_TXN_RESPONSE: Schema = Schema {
+    name: "EndTxnResponse",
+    versions: between(0, 5),
+    flexible_from: 3,
+    fields: &[
+        field("ThrottleTimeMs", since(0), I32),
+        field("ErrorCode", since(0), I16),
+        field("ProducerId", since(5), I64),
+        field("ProducerEpoch", since(5), I16),
+    ],
+};

@@ -6,28 +6,42 @@ mod samples;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
+use kafka_protocol::protocol::Message;
 
 use super::error::{Problem, WireError};
 use super::guard::{LengthPrefix, Width, walk, walk_traced};
+use super::message::{check_version, decode_whole, guarded_decode};
 use super::schema::{self, Direction};
 use super::*;
 
-/// Wraps a typed request in [`RequestBody`], to compare with what `decode_request` returns.
-pub(super) trait IntoBody: WireRequest {
-    fn into_body(self) -> RequestBody;
+/// What the broker side makes of a sample's request.
+pub(super) trait SampleRequest: WireRequest {
+    /// The [`RequestBody`] `decode_request` returns, or `None` for an API only kroupier's
+    /// clients send (the transaction APIs), which `decode_request` refuses as unsupported.
+    fn into_body(self) -> Option<RequestBody>;
 }
 
-macro_rules! into_body {
+macro_rules! served {
     ($($variant:ident: $req:ty),*) => {$(
-        impl IntoBody for $req {
-            fn into_body(self) -> RequestBody {
-                RequestBody::$variant(self)
+        impl SampleRequest for $req {
+            fn into_body(self) -> Option<RequestBody> {
+                Some(RequestBody::$variant(self))
             }
         }
     )*};
 }
 
-into_body!(
+macro_rules! sent_only {
+    ($($req:ty),*) => {$(
+        impl SampleRequest for $req {
+            fn into_body(self) -> Option<RequestBody> {
+                None
+            }
+        }
+    )*};
+}
+
+served!(
     ApiVersions: ApiVersionsRequest,
     Metadata: MetadataRequest,
     FindCoordinator: FindCoordinatorRequest,
@@ -43,14 +57,48 @@ into_body!(
     CreateTopics: CreateTopicsRequest,
     DescribeConfigs: DescribeConfigsRequest
 );
+sent_only!(
+    InitProducerIdRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest
+);
 
-/// Calls `check` with the sample pair of every API at every version it has.
+/// Decodes a request frame as `decode_request` would if it served `R`'s API: the header, the
+/// version check, then the guarded body. For the APIs only kroupier's clients send, so that the
+/// guard's walk of their requests is tested too.
+pub(super) fn decode_request_as<R: WireRequest>(
+    frame: Bytes,
+) -> Result<(RequestHeader, R), WireError> {
+    let Some(fixed) = frame.first_chunk::<8>() else {
+        return Err(WireError::ShortFrame {
+            what: "request",
+            len: frame.len(),
+            min: 8,
+        });
+    };
+    let version = i16::from_be_bytes([fixed[2], fixed[3]]);
+    let correlation_id = i32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+    let mut rest = frame;
+    let header: RequestHeader = guarded_decode(
+        &schema::REQUEST_HEADER,
+        R::API_KEY.request_header_version(version),
+        &mut rest,
+    )?;
+    let body_schema = schema::body(R::API_KEY, Direction::Request).expect("a request schema");
+    let v = body_schema.versions;
+    check_version(R::API_KEY, v.min, v.max, version, correlation_id)?;
+    Ok((header, decode_whole(body_schema, version, rest)?))
+}
+
+/// Calls `check` with the sample pair of every API at every version its request or its
+/// response has.
 pub(super) fn for_every_sample(mut check: impl FnMut(&dyn Fn() -> SampleFrames)) {
-    fn each<R: IntoBody>(
+    fn each<R: SampleRequest>(
         build: fn(i16) -> (R, R::Response),
         check: &mut dyn FnMut(&dyn Fn() -> SampleFrames),
     ) {
-        for v in R::VERSIONS.min..=R::VERSIONS.max {
+        let response = <R::Response as Message>::VERSIONS;
+        for v in R::VERSIONS.min.min(response.min)..=R::VERSIONS.max.max(response.max) {
             check(&|| frames(build, v));
         }
     }
@@ -68,39 +116,78 @@ pub(super) fn for_every_sample(mut check: impl FnMut(&dyn Fn() -> SampleFrames))
     each(samples::list_offsets, &mut check);
     each(samples::create_topics, &mut check);
     each(samples::describe_configs, &mut check);
+    each(samples::init_producer_id, &mut check);
+    each(samples::add_partitions_to_txn, &mut check);
+    each(samples::end_txn, &mut check);
 }
 
 /// One sample pair, encoded, with type-erased decoders.
 pub(super) struct SampleFrames {
     pub(super) api_key: ApiKey,
     pub(super) version: i16,
-    pub(super) request: Bytes,
+    /// `None` at a version only the response knows (InitProducerId v6).
+    pub(super) request: Option<Bytes>,
     pub(super) response: Bytes,
+    /// The broker side's decoder of the request: `decode_request` for a served API,
+    /// [`decode_request_as`] for one only kroupier's clients send.
+    pub(super) decode_request: fn(Bytes) -> Result<(), WireError>,
     pub(super) decode_response: fn(Bytes, i16) -> Result<(), WireError>,
     /// Checks both round trips; panics with context on a mismatch.
     pub(super) round_trip: Box<dyn Fn()>,
 }
 
-fn frames<R: IntoBody>(build: fn(i16) -> (R, R::Response), v: i16) -> SampleFrames {
+fn frames<R: SampleRequest>(build: fn(i16) -> (R, R::Response), v: i16) -> SampleFrames {
     let (req, resp) = build(v);
-    let request = encode_request(&req, v, 42, Some("kroupier-test"))
-        .unwrap_or_else(|e| panic!("{} v{v}: {e}", R::NAME));
+    let request = (R::VERSIONS.min..=R::VERSIONS.max).contains(&v).then(|| {
+        encode_request(&req, v, 42, Some("kroupier-test"))
+            .unwrap_or_else(|e| panic!("{} v{v}: {e}", R::NAME))
+    });
     let response = encode_response(42, v, &resp)
         .unwrap_or_else(|e| panic!("{} v{v}: {e}", <R::Response as WireResponse>::NAME));
+    let served = req.clone().into_body().is_some();
+    let decode: fn(Bytes) -> Result<(), WireError> = if served {
+        |frame| decode_request(frame).map(drop)
+    } else {
+        |frame| decode_request_as::<R>(frame).map(drop)
+    };
     let (req_frame, resp_frame) = (request.clone(), response.clone());
     SampleFrames {
         api_key: R::API_KEY,
         version: v,
         request,
         response,
-        decode_response: |frame, v| decode_response::<R::Response>(frame, v).map(|_| ()),
+        decode_request: decode,
+        decode_response: |frame, v| decode_response::<R::Response>(frame, v).map(drop),
         round_trip: Box::new(move || {
-            let (header, body) = decode_request(req_frame.clone())
-                .unwrap_or_else(|e| panic!("{} v{v}: {e}", R::NAME));
-            assert_eq!(header.correlation_id, 42);
-            assert_eq!(header.request_api_version, v);
-            assert_eq!(header.client_id.as_deref(), Some("kroupier-test"));
-            assert_eq!(body, req.clone().into_body(), "{} v{v}", R::NAME);
+            if let Some(req_frame) = &req_frame {
+                let header = match req.clone().into_body() {
+                    Some(expected) => {
+                        let (header, body) = decode_request(req_frame.clone())
+                            .unwrap_or_else(|e| panic!("{} v{v}: {e}", R::NAME));
+                        assert_eq!(body, expected, "{} v{v}", R::NAME);
+                        header
+                    }
+                    None => {
+                        let refused = decode_request(req_frame.clone());
+                        assert!(
+                            matches!(
+                                refused,
+                                Err(WireError::UnsupportedApi { api_key, correlation_id: 42 })
+                                    if api_key == R::API_KEY
+                            ),
+                            "{} v{v}: {refused:?}",
+                            R::NAME
+                        );
+                        let (header, body) = decode_request_as::<R>(req_frame.clone())
+                            .unwrap_or_else(|e| panic!("{} v{v}: {e}", R::NAME));
+                        assert_eq!(body, req, "{} v{v}", R::NAME);
+                        header
+                    }
+                };
+                assert_eq!(header.correlation_id, 42);
+                assert_eq!(header.request_api_version, v);
+                assert_eq!(header.client_id.as_deref(), Some("kroupier-test"));
+            }
             let (header, decoded) = decode_response::<R::Response>(resp_frame.clone(), v)
                 .unwrap_or_else(|e| panic!("{} v{v}: {e}", <R::Response as WireResponse>::NAME));
             assert_eq!(header.correlation_id, 42);
@@ -122,8 +209,9 @@ fn every_message_round_trips_at_every_version() {
         pairs += 1;
     });
     // 5 + 14 + 7 + 10 + 6 + 5 + 6 + 7 + 6 versions of the group APIs, then Produce 3-13,
-    // Fetch 4-18, ListOffsets 1-10, CreateTopics 2-7 and DescribeConfigs 1-4.
-    assert_eq!(pairs, 66 + 11 + 15 + 10 + 6 + 4);
+    // Fetch 4-18, ListOffsets 1-10, CreateTopics 2-7 and DescribeConfigs 1-4, then
+    // InitProducerId 0-6 (v6 a response only), AddPartitionsToTxn 0-5 and EndTxn 0-5.
+    assert_eq!(pairs, 66 + 11 + 15 + 10 + 6 + 4 + 7 + 6 + 6);
 }
 
 #[test]
@@ -131,14 +219,16 @@ fn every_truncation_is_an_error() {
     let mut cuts = 0;
     for_every_sample(|sample| {
         let s = sample();
-        for len in 0..s.request.len() {
-            assert!(
-                decode_request(s.request.slice(..len)).is_err(),
-                "{:?} v{} request cut at {len}",
-                s.api_key,
-                s.version
-            );
-            cuts += 1;
+        if let Some(request) = &s.request {
+            for len in 0..request.len() {
+                assert!(
+                    (s.decode_request)(request.slice(..len)).is_err(),
+                    "{:?} v{} request cut at {len}",
+                    s.api_key,
+                    s.version
+                );
+                cuts += 1;
+            }
         }
         for len in 0..s.response.len() {
             assert!(
@@ -190,22 +280,24 @@ fn a_huge_length_at_every_prefix_is_rejected_before_decoding() {
     let (mut arrays, mut total) = (0, 0);
     for_every_sample(|sample| {
         let s = sample();
-        for p in prefixes(&s.request, s.api_key, s.version, Direction::Request) {
-            let err = decode_request(with_huge_length(&s.request, p)).unwrap_err();
-            assert!(
-                matches!(
-                    err,
-                    WireError::Malformed {
-                        problem: Problem::LengthExceedsRemaining { .. },
-                        ..
-                    }
-                ),
-                "{:?} v{} request prefix {p:?}: {err}",
-                s.api_key,
-                s.version
-            );
-            arrays += usize::from(p.is_array);
-            total += 1;
+        if let Some(request) = &s.request {
+            for p in prefixes(request, s.api_key, s.version, Direction::Request) {
+                let err = (s.decode_request)(with_huge_length(request, p)).unwrap_err();
+                assert!(
+                    matches!(
+                        err,
+                        WireError::Malformed {
+                            problem: Problem::LengthExceedsRemaining { .. },
+                            ..
+                        }
+                    ),
+                    "{:?} v{} request prefix {p:?}: {err}",
+                    s.api_key,
+                    s.version
+                );
+                arrays += usize::from(p.is_array);
+                total += 1;
+            }
         }
         for p in prefixes(&s.response, s.api_key, s.version, Direction::Response) {
             let err = (s.decode_response)(with_huge_length(&s.response, p), s.version).unwrap_err();
@@ -476,6 +568,51 @@ fn a_produce_round_trip_and_hostile_log_frames() {
                 message: "FetchResponse",
                 field: "Responses",
                 problem: Problem::LengthExceedsRemaining { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_transaction_apis_are_spoken_but_not_served() {
+    for key in TRANSACTION_APIS {
+        assert!(
+            !SUPPORTED_APIS.contains(&key) && !LOG_APIS.contains(&key),
+            "{key:?}"
+        );
+        assert!(schema::body(key, Direction::Response).is_some(), "{key:?}");
+    }
+    // The request versions kafka-protocol 0.18 encodes: InitProducerId's stop at v5, before the
+    // unstable v6 its response already has.
+    assert_eq!(versions(ApiKey::InitProducerId), Some(0..=5));
+    assert_eq!(versions(ApiKey::AddPartitionsToTxn), Some(0..=5));
+    assert_eq!(versions(ApiKey::EndTxn), Some(0..=5));
+    assert!(matches!(
+        encode_request(&InitProducerIdRequest::default(), 6, 1, None),
+        Err(WireError::UnsupportedVersion {
+            version: 6,
+            max: 5,
+            ..
+        })
+    ));
+
+    // An AddPartitionsToTxn v2 response (header v0: correlation id 1), throttle 0, whose topic
+    // results claim i32::MAX entries.
+    let mut frame = BytesMut::new();
+    frame.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x7F, 0xFF, 0xFF, 0xFF]);
+    let err = decode_response::<AddPartitionsToTxnResponse>(frame.freeze(), 2).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WireError::Malformed {
+                message: "AddPartitionsToTxnResponse",
+                field: "ResultsByTopicV3AndBelow",
+                problem: Problem::LengthExceedsRemaining {
+                    claimed: 2_147_483_647,
+                    remaining: 0
+                },
                 ..
             }
         ),

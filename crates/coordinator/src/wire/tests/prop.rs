@@ -4,24 +4,29 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::ApiKey;
 use proptest::prelude::*;
 
-use super::super::{LOG_APIS, SUPPORTED_APIS, decode_request};
-use super::for_every_sample;
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest};
 
-/// A sample's request and response frames, version and response decoder.
-type Sample = (
-    Bytes,
-    Bytes,
-    i16,
-    fn(Bytes, i16) -> Result<(), super::WireError>,
-);
+use super::super::{LOG_APIS, SUPPORTED_APIS, TRANSACTION_APIS, decode_request};
+use super::{SampleFrames, WireError, decode_request_as, for_every_sample};
 
-fn samples() -> Vec<Sample> {
+fn samples() -> Vec<SampleFrames> {
     let mut out = Vec::new();
-    for_every_sample(|sample| {
-        let s = sample();
-        out.push((s.request, s.response, s.version, s.decode_response));
-    });
+    for_every_sample(|sample| out.push(sample()));
     out
+}
+
+/// Decodes a request frame the way the broker side would if it served `key`: `decode_request`,
+/// and for a transaction API (which `decode_request` refuses) [`decode_request_as`] too.
+fn decode_any_request(key: ApiKey, frame: Bytes) {
+    let _ = decode_request(frame.clone());
+    let _: Result<(), WireError> = match key {
+        ApiKey::InitProducerId => decode_request_as::<InitProducerIdRequest>(frame).map(drop),
+        ApiKey::AddPartitionsToTxn => {
+            decode_request_as::<AddPartitionsToTxnRequest>(frame).map(drop)
+        }
+        ApiKey::EndTxn => decode_request_as::<EndTxnRequest>(frame).map(drop),
+        _ => Ok(()),
+    };
 }
 
 proptest! {
@@ -32,13 +37,14 @@ proptest! {
 
     #[test]
     fn random_bodies_behind_a_valid_header_never_panic(
-        api in 0..SUPPORTED_APIS.len() + LOG_APIS.len() + 1,
+        api in 0..SUPPORTED_APIS.len() + LOG_APIS.len() + TRANSACTION_APIS.len() + 1,
         version in -1i16..20,
         body in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
         let key = SUPPORTED_APIS
             .iter()
             .chain(&LOG_APIS)
+            .chain(&TRANSACTION_APIS)
             .nth(api)
             .copied()
             .unwrap_or(ApiKey::DescribeConfigs);
@@ -50,7 +56,7 @@ proptest! {
             frame.extend_from_slice(&[0]);
         }
         frame.extend_from_slice(&body);
-        let _ = decode_request(frame.freeze());
+        decode_any_request(key, frame.freeze());
     }
 
     #[test]
@@ -59,8 +65,8 @@ proptest! {
         edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
     ) {
         let samples = samples();
-        let (request, response, version, decode_response) = &samples[pick.index(samples.len())];
-        for frame in [request, response] {
+        let s = &samples[pick.index(samples.len())];
+        for frame in s.request.iter().chain([&s.response]) {
             let mut bytes = frame.to_vec();
             for (at, value) in &edits {
                 let i = at.index(bytes.len());
@@ -68,7 +74,8 @@ proptest! {
             }
             let bytes = Bytes::from(bytes);
             let _ = decode_request(bytes.clone());
-            let _ = decode_response(bytes, *version);
+            let _ = (s.decode_request)(bytes.clone());
+            let _ = (s.decode_response)(bytes, s.version);
         }
     }
 
@@ -78,8 +85,8 @@ proptest! {
         bytes in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
         let samples = samples();
-        let (_, _, version, decode_response) = &samples[pick.index(samples.len())];
-        let _ = decode_response(Bytes::from(bytes), *version);
+        let s = &samples[pick.index(samples.len())];
+        let _ = (s.decode_response)(Bytes::from(bytes), s.version);
     }
 }
 
