@@ -26,7 +26,8 @@ pub struct NumbersConfig {
     pub until: Option<u64>,
 }
 
-/// A task that writes `<task id> <n>` for n = 0, 1, 2, ... in transactions.
+/// A task that writes `<task id> <n>` (key `<task id>-<n>`, unique, so that a compacted topic
+/// keeps them all) for n = 0, 1, 2, ... in transactions.
 #[derive(Debug)]
 pub struct Numbers(pub NumbersConfig);
 
@@ -57,7 +58,7 @@ impl Task for Numbers {
             transaction
                 .send(
                     &topic,
-                    (next..end).map(|n| (task.clone(), format!("{task} {n}"))),
+                    (next..end).map(|n| (format!("{task}-{n}"), format!("{task} {n}"))),
                 )
                 .await?;
             // The records and the position the next owner resumes from, in one commit.

@@ -36,7 +36,10 @@ async fn transaction_broker(test: &str) -> Option<Arc<Cluster>> {
     );
     let text = error.to_string();
     assert!(text.contains("Apache Kafka"), "names Kafka: {text}");
-    assert!(text.contains("embedded"), "names the embedded coordinator: {text}");
+    assert!(
+        text.contains("embedded"),
+        "names the embedded coordinator: {text}"
+    );
     eprintln!("{test}: the broker serves no transactions and the producer says so: {text}");
     None
 }
@@ -191,7 +194,10 @@ async fn a_dropped_transaction_is_aborted_by_the_next_begin() {
         t.append(&out, numbered(0, 3)).await.expect("append");
         // Dropped without a commit.
     }
-    let mut t = producer.begin().await.expect("begin aborts the dropped one");
+    let mut t = producer
+        .begin()
+        .await
+        .expect("begin aborts the dropped one");
     t.append(&out, numbered(3, 4)).await.expect("append");
     t.commit().await.expect("commit");
     assert_eq!(values(&all(&out, true).await), ["3"]);

@@ -36,12 +36,12 @@ pub use kroupier_worker::shutdown;
 /// in full, the status model, the task store and checkpoints, the wire format of kroupier's
 /// protocol, and (feature `journal`) the task journal with its checks.
 pub mod worker {
+    /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
+    pub use kroupier_coordinator::log::TransactionError;
     pub use kroupier_worker::{
         AssignedTimes, BuildError, CatalogueError, CatalogueIter, GroupView, InvalidConfig, Lease,
         StatusConfig, SupervisorConfig, TaskConfigError, TaskLease, TaskView, TasksConfig,
     };
-    /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
-    pub use kroupier_coordinator::log::TransactionError;
     pub use kroupier_worker::{
         ExactlyOnce, ExactlyOnceError, OutputTopic, TRANSACTION_TIMEOUT, TaskTransaction,
     };

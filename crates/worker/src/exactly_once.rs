@@ -171,18 +171,17 @@ impl TaskTransaction<'_> {
             return Err(error.into());
         }
         // Keyed by the generation the task was granted in, as every checkpoint is.
-        let (record, stale) = match self.checkpoints.records(
-            self.lease.task_id(),
-            self.lease.granted(),
-            checkpoint,
-        )
-        {
-            Ok(records) => records,
-            Err(error) => {
-                let _ = self.transaction.abort().await;
-                return Err(error.into());
-            }
-        };
+        let (record, stale) =
+            match self
+                .checkpoints
+                .records(self.lease.task_id(), self.lease.granted(), checkpoint)
+            {
+                Ok(records) => records,
+                Err(error) => {
+                    let _ = self.transaction.abort().await;
+                    return Err(error.into());
+                }
+            };
         let mut records = vec![record];
         records.extend(stale);
         self.transaction

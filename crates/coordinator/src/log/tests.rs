@@ -225,7 +225,8 @@ fn hostile_counts_are_corrupt_not_an_abort() {
     let good = batch_at(0, &[LogRecord::new("k", "v")]);
     assert!(batch::decode(TOPIC, patched(&good, 57, &[0; 4]), 0, &[]).is_ok());
     // The batch claims i32::MAX records (kafka-protocol would reserve room for them).
-    let err = batch::decode(TOPIC, patched(&good, 57, &i32::MAX.to_be_bytes()), 0, &[]).unwrap_err();
+    let err =
+        batch::decode(TOPIC, patched(&good, 57, &i32::MAX.to_be_bytes()), 0, &[]).unwrap_err();
     assert!(
         matches!(&err, LogError::Corrupt(m) if m.contains("records claimed")),
         "{err}"

@@ -293,8 +293,7 @@ impl TopicLog {
         from: i64,
         max_wait: Duration,
     ) -> Result<ReadBatch, LogError> {
-        self.read_at(from, max_wait, Isolation::ReadCommitted)
-            .await
+        self.read_at(from, max_wait, Isolation::ReadCommitted).await
     }
 
     async fn read_at(

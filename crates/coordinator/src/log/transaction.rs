@@ -35,8 +35,8 @@ use std::time::Duration;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, ApiKey, EndTxnRequest, InitProducerIdRequest, ProducerId,
-    TopicName, TransactionalId,
+    AddPartitionsToTxnRequest, ApiKey, EndTxnRequest, InitProducerIdRequest, ProducerId, TopicName,
+    TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
