@@ -8,8 +8,8 @@
 
 use std::fmt::Debug;
 
-use kroupier_coordinator::election::{ElectionAssignment, ElectionMetadata};
 use kroupier_coordinator::codec::Versioned;
+use kroupier_coordinator::election::{ElectionAssignment, ElectionMetadata};
 use libfuzzer_sys::fuzz_target;
 
 fn round_trip<T: Versioned + PartialEq + Debug>(data: &[u8]) {

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use kroupier_coordinator::election::{ElectionAssignment, ElectionMetadata};
 use kroupier_coordinator::codec::Versioned;
+use kroupier_coordinator::election::{ElectionAssignment, ElectionMetadata};
 use kroupier_worker::protocol::{Assignment, MemberMetadata};
 
 /// Bytes versions 1 and 2 of the member metadata append to version 0 when their new fields are
