@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod cli;
 pub mod fault;
+pub mod java;
 pub mod journal;
 pub mod netns;
 pub mod process;

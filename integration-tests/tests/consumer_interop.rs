@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -34,8 +33,8 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::protocol::StrBytes;
+use kroupier_integration_tests::java::{Kafka, java_program, real_kafka};
 use kroupier_integration_tests::journal::unix_ms;
-use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::binary;
 use kroupier_integration_tests::wire::Connection;
 use serde_json::Value;
@@ -47,109 +46,6 @@ const HEARTBEAT_MS: u64 = 500;
 /// How long one step may take to settle (JVM start, a join, and with cooperative-sticky two
 /// rebalances).
 const SETTLE: Duration = Duration::from_secs(45);
-
-/// The real Kafka under test.
-struct Kafka {
-    bootstrap: String,
-    /// The broker's jars (`scripts/kafka` keeps their directory in `$STATE/libs`).
-    libs: PathBuf,
-    version: String,
-}
-
-fn real_kafka(test: &str) -> Option<Kafka> {
-    let bootstrap = kafka_bootstrap(test)?;
-    let skip = |why: String| {
-        eprintln!(
-            "SKIP {test}: {why}; these tests need a real Kafka (topics, Metadata, Java clients), \
-             not the embedded coordinator"
-        );
-        None
-    };
-    let Some(state) = std::env::var_os("KROUPIER_KAFKA_STATE").filter(|s| !s.is_empty()) else {
-        return skip("KROUPIER_KAFKA_STATE is not set".into());
-    };
-    let state = PathBuf::from(state);
-    let read = |name: &str| std::fs::read_to_string(state.join(name)).map(|s| s.trim().to_owned());
-    match (read("bootstrap"), read("libs"), read("version")) {
-        (Ok(b), Ok(libs), Ok(version)) if b == bootstrap => Some(Kafka {
-            bootstrap,
-            libs: PathBuf::from(libs),
-            version,
-        }),
-        (Ok(b), Ok(_), Ok(_)) => skip(format!(
-            "KROUPIER_KAFKA_STATE ({}) is the broker at {b}, not {bootstrap}",
-            state.display()
-        )),
-        _ => skip(format!(
-            "{} holds no broker started by scripts/kafka",
-            state.display()
-        )),
-    }
-}
-
-/// Builds the Java program once per test process (Maven, kafka-clients of the broker's
-/// version) and returns its build directory: `classes/` and `lib/`.
-fn java_program(kafka: &Kafka) -> PathBuf {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| build_java(&kafka.version))
-        .clone()
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn build_java(version: &str) -> Result<PathBuf, String> {
-    let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/consumer-interop");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("consumer-interop-{version}"));
-    // Rebuild only when the sources changed: a stamp named after their contents.
-    let mut sources = vec![project.join("pom.xml")];
-    let java = project.join("src/main/java/dev/kroupier/interop");
-    if let Ok(dir) = std::fs::read_dir(&java) {
-        let mut files: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        files.sort();
-        sources.extend(files);
-    }
-    let mut fingerprint: u64 = 0xcbf2_9ce4_8422_2325;
-    for file in &sources {
-        for byte in std::fs::read(file).map_err(|e| format!("read {}: {e}", file.display()))? {
-            fingerprint = (fingerprint ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    let stamp = out.join(format!(".built-{fingerprint:016x}"));
-    if stamp.exists() {
-        return Ok(out);
-    }
-    // One stamp at a time: the build below replaces what an older stamp vouched for.
-    if let Ok(dir) = std::fs::read_dir(&out) {
-        for entry in dir.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(".built-") {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-    let started = Instant::now();
-    let output = Command::new("mvn")
-        .args(["-B", "-q", "-f"])
-        .arg(project.join("pom.xml"))
-        .arg("package")
-        .arg(format!("-Dkafka.version={version}"))
-        .arg(format!("-Dinterop.build.dir={}", out.display()))
-        .output()
-        .map_err(|e| format!("run mvn (Apache Maven 3.6+ must be on PATH): {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "mvn package of {} failed:\n{}\n{}",
-            project.display(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    std::fs::write(&stamp, b"").map_err(|e| format!("write {}: {e}", stamp.display()))?;
-    eprintln!(
-        "built the Java consumer against kafka-clients {version} in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(out)
-}
 
 fn unique(name: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -571,7 +467,7 @@ fn scenario(test: &str, leader_side: Side, assignor: &'static str) {
     let Some(kafka) = real_kafka(test) else {
         return;
     };
-    let java = java_program(&kafka);
+    let java = java_program(&kafka, Path::new(env!("CARGO_TARGET_TMPDIR")));
     let started = Instant::now();
     let topic = unique("interop");
     create_topic(&kafka, &topic, PARTITIONS);
@@ -674,7 +570,7 @@ fn describe_shows_a_kip_848_consumer_group() {
     let Some(kafka) = real_kafka("describe_shows_a_kip_848_consumer_group") else {
         return;
     };
-    let java = java_program(&kafka);
+    let java = java_program(&kafka, Path::new(env!("CARGO_TARGET_TMPDIR")));
     let topic = unique("kip848-topic");
     let group = unique("kip848-group");
     create_topic(&kafka, &topic, 3);

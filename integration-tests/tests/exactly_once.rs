@@ -4,18 +4,24 @@
 //! commit must be fenced), removed from the group by a third party's LeaveGroup, and joined by
 //! a new worker (a rebalance that moves a task while its transaction is open). A
 //! read-committed reader must then see every number of every task exactly once, in order,
-//! with no gap.
+//! with no gap: kroupier's reader and a Java `KafkaConsumer` at
+//! `isolation.level=read_committed` (kafka-clients of the broker's version, built as the
+//! consumer interop tests build theirs; with `KROUPIER_KAFKA_STATE` set, as `scripts/test`
+//! does in its Kafka phases).
 //!
 //! On a broker without transactions (the embedded coordinator) the test checks that the
 //! task fails saying so, naming Apache Kafka.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
 use kroupier_coordinator::log::{TopicLog, TopicSpec};
 use kroupier_integration_tests::admin::{member_id_of, remove_member};
+use kroupier_integration_tests::java::{java_program, real_kafka};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use kroupier_integration_tests::quickstart::unique;
@@ -263,6 +269,44 @@ async fn numbers_are_written_exactly_once_through_kills_pauses_removals_and_move
             "{task}: {} < {}",
             seen.len(),
             counts[task]
+        );
+    }
+    // Kafka's own consumer at isolation.level=read_committed reads the same.
+    if let Some(kafka) = real_kafka(test) {
+        let java = java_program(&kafka, Path::new(env!("CARGO_TARGET_TMPDIR")));
+        let classpath = format!(
+            "{}:{}/*",
+            java.join("classes").display(),
+            java.join("lib").display()
+        );
+        let output = Command::new("java")
+            .args([
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+            ])
+            .arg(classpath)
+            .arg("dev.kroupier.interop.ReadCommitted")
+            .args(["--bootstrap", &bootstrap, "--topic", &topic])
+            .output()
+            .expect("run the Java reader");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let mut java_numbers: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let (task, n) = line.split_once(' ').expect("`<task> <n>`");
+            java_numbers
+                .entry(task.to_owned())
+                .or_default()
+                .push(n.parse().expect("a number"));
+        }
+        assert_eq!(
+            java_numbers, numbers,
+            "a Java KafkaConsumer at read_committed reads what kroupier's reader reads"
         );
     }
     eprintln!(
