@@ -3,6 +3,9 @@
 //! newer producer with the same transactional id fences the older one and aborts what it left
 //! open; a transaction dropped without a commit is aborted by the next `begin`.
 //!
+//! On a 3-node cluster of its own (`KROUPIER_KAFKA_CLUSTER=1`), a transaction goes on and
+//! commits when its transaction coordinator's broker is killed mid-transaction.
+//!
 //! On a broker without transactions (kroupier's embedded coordinator) the producer must refuse
 //! with an error naming Apache Kafka, which is what the tests check there.
 
@@ -14,7 +17,7 @@ use kroupier_coordinator::connection::Cluster;
 use kroupier_coordinator::log::{
     LogRecord, ReadRecord, TopicLog, TopicSpec, TransactionError, TransactionalProducer,
 };
-use kroupier_integration_tests::topics::{self, unique_topic};
+use kroupier_integration_tests::topics::{self, kafka_script, killable_cluster, unique_topic};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -201,4 +204,63 @@ async fn a_dropped_transaction_is_aborted_by_the_next_begin() {
     t.append(&out, numbered(3, 4)).await.expect("append");
     t.commit().await.expect("commit");
     assert_eq!(values(&all(&out, true).await), ["3"]);
+}
+
+/// The node id of the transaction coordinator of `transactional_id` (FindCoordinator v4+, key
+/// type 1).
+async fn coordinator_of(cluster: &Cluster, transactional_id: &str) -> i32 {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(1)
+        .with_coordinator_keys(vec![StrBytes::from_string(transactional_id.to_owned())]);
+    let response = cluster.send_any(&request).await.expect("FindCoordinator");
+    let entry = &response.coordinators[0];
+    assert_eq!(entry.error_code, 0, "{response:?}");
+    entry.node_id.0
+}
+
+#[tokio::test]
+async fn transactions_go_on_when_the_transaction_coordinator_is_killed() {
+    let test = "transactions_go_on_when_the_transaction_coordinator_is_killed";
+    let Some(addr) = killable_cluster(test) else {
+        return;
+    };
+    let cluster = topics::client(&addr);
+    let topic = unique_topic("txn-coordinator-killed");
+    let out = TopicLog::open(
+        cluster.clone(),
+        TopicSpec::new(&topic).with_replication_factor(3),
+        true,
+    )
+    .await
+    .expect("create and open");
+    let id = unique_topic("txn-killed-id");
+    let mut producer = TransactionalProducer::init(cluster.clone(), &id, TIMEOUT)
+        .await
+        .expect("init");
+    let mut t = producer.begin().await.expect("begin");
+    t.append(&out, numbered(0, 10)).await.expect("append");
+    t.commit().await.expect("commit");
+
+    // A transaction open when its coordinator dies commits on the coordinator that takes over.
+    let mut t = producer.begin().await.expect("begin");
+    t.append(&out, numbered(10, 20)).await.expect("append");
+    let node = coordinator_of(&cluster, &id).await;
+    kafka_script(&["kill-node", &node.to_string()]);
+    t.append(&out, numbered(20, 30))
+        .await
+        .expect("append after the kill");
+    t.commit().await.expect("commit after the kill");
+    let moved = coordinator_of(&cluster, &id).await;
+
+    let mut t = producer.begin().await.expect("begin");
+    t.append(&out, numbered(30, 40)).await.expect("append");
+    t.commit().await.expect("commit");
+    let committed = values(&all(&out, true).await);
+    kafka_script(&["start-node", &node.to_string()]);
+
+    assert_ne!(moved, node, "the transaction coordinator moved");
+    let want: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+    assert_eq!(committed, want, "every record once, in order");
 }
