@@ -55,6 +55,8 @@ const MAX_ADD_PARTITIONS: i16 = 3;
 /// The newest EndTxn version the producer sends: v5 ends a transaction under transaction
 /// version 2 (KIP-890, part 2), which bumps the epoch at every commit.
 const MAX_END_TXN: i16 = 4;
+/// The first delay before retrying after CONCURRENT_TRANSACTIONS.
+const CONCURRENT_RETRY: Duration = Duration::from_millis(10);
 
 /// A producer that writes to [`TopicLog`]s in Kafka transactions, under one transactional id.
 ///
@@ -181,7 +183,14 @@ pub enum TransactionError {
 /// What one attempt at a request to the transaction coordinator ended with, when not done.
 enum Attempt {
     /// Transient: look the coordinator up again if `forget`, and retry after a backoff.
-    Retry { forget: bool, why: String },
+    Retry {
+        forget: bool,
+        why: String,
+        /// CONCURRENT_TRANSACTIONS: the previous transaction's markers are being written,
+        /// which takes milliseconds; retry after [`CONCURRENT_RETRY`], as Kafka's producer
+        /// retries its AddPartitionsToTxn after 20 ms, not after the full retry backoff.
+        soon: bool,
+    },
     /// Final.
     Fail(TransactionError),
 }
@@ -353,6 +362,7 @@ impl TransactionalProducer {
         let config = self.cluster.config();
         let deadline = Instant::now() + config.coordinator_lookup_timeout;
         let mut backoff = Backoff::new(config.retry_backoff, config.retry_backoff_max);
+        let mut soon_backoff = Backoff::new(CONCURRENT_RETRY, config.retry_backoff);
         loop {
             let attempt = match self.coordinator().await {
                 Ok(connection) => {
@@ -366,14 +376,19 @@ impl TransactionalProducer {
                 }
                 Err(attempt) => attempt,
             };
-            let (forget, why) = match attempt {
+            let (forget, why, soon) = match attempt {
                 Attempt::Fail(error) => return Err(error),
-                Attempt::Retry { forget, why } => (forget, why),
+                Attempt::Retry { forget, why, soon } => (forget, why, soon),
             };
             if forget {
                 self.coordinator = None;
             }
-            let at = Instant::now() + backoff.next_delay();
+            let delay = if soon {
+                soon_backoff.next_delay()
+            } else {
+                backoff.next_delay()
+            };
+            let at = Instant::now() + delay;
             if at > deadline {
                 return Err(self.kafka(
                     R::API_KEY,
@@ -446,6 +461,7 @@ impl TransactionalProducer {
             Attempt::Retry {
                 forget: true,
                 why: error.to_string(),
+                soon: false,
             }
         } else {
             Attempt::Fail(TransactionError::Connection(error))
@@ -483,12 +499,20 @@ impl TransactionalProducer {
             15 | 16 => Attempt::Retry {
                 forget: true,
                 why: why(),
+                soon: false,
             },
-            // COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS (the previous
-            // transaction's markers are still being written).
-            14 | 51 => Attempt::Retry {
+            // COORDINATOR_LOAD_IN_PROGRESS.
+            14 => Attempt::Retry {
                 forget: false,
                 why: why(),
+                soon: false,
+            },
+            // CONCURRENT_TRANSACTIONS: the previous transaction's markers are still being
+            // written.
+            51 => Attempt::Retry {
+                forget: false,
+                why: why(),
+                soon: true,
             },
             // INVALID_TRANSACTION_TIMEOUT.
             50 => Attempt::Fail(self.kafka(
@@ -504,6 +528,7 @@ impl TransactionalProducer {
             _ if error.is_retriable() => Attempt::Retry {
                 forget: false,
                 why: why(),
+                soon: false,
             },
             _ => Attempt::Fail(self.kafka(api, code, why())),
         }
