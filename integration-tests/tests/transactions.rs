@@ -264,3 +264,31 @@ async fn transactions_go_on_when_the_transaction_coordinator_is_killed() {
     let want: Vec<String> = (0..40).map(|i| i.to_string()).collect();
     assert_eq!(committed, want, "every record once, in order");
 }
+
+#[tokio::test]
+async fn a_dropped_producer_aborts_its_open_transaction() {
+    let test = "a_dropped_producer_aborts_its_open_transaction";
+    let Some(cluster) = transaction_broker(test).await else {
+        return;
+    };
+    let out = open(&cluster, "txn-dropped-producer").await;
+    let mut producer = TransactionalProducer::init(cluster.clone(), unique_topic("txn"), TIMEOUT)
+        .await
+        .expect("init");
+    {
+        let mut t = producer.begin().await.expect("begin");
+        t.append(&out, numbered(0, 3)).await.expect("append");
+    }
+    // The owner stops mid-transaction (a revoked task drops its producer): the producer aborts
+    // in the background, so a read-committed reader gets past the transaction long before the
+    // 60 s transaction timeout would abort it.
+    drop(producer);
+    let read = tokio::time::timeout(Duration::from_secs(20), all(&out, true))
+        .await
+        .expect("the open transaction was aborted, not left to its timeout");
+    assert!(
+        read.is_empty(),
+        "nothing of it is read: {:?}",
+        values(&read)
+    );
+}

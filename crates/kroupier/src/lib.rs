@@ -42,9 +42,7 @@ pub mod worker {
         AssignedTimes, BuildError, CatalogueError, CatalogueIter, GroupView, InvalidConfig, Lease,
         StatusConfig, SupervisorConfig, TaskConfigError, TaskLease, TaskView, TasksConfig,
     };
-    pub use kroupier_worker::{
-        ExactlyOnce, ExactlyOnceError, OutputTopic, TRANSACTION_TIMEOUT, TaskTransaction,
-    };
+    pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     pub use kroupier_worker::{checkpoint, config, protocol, store};
 
     #[cfg(feature = "journal")]

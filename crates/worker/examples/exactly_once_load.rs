@@ -107,8 +107,8 @@ async fn watch(bootstrap: &str, topic: &str) {
         let now = unix_ms();
         let mut grown = BTreeMap::new();
         for record in &batch.records {
-            let value = String::from_utf8_lossy(record.value.as_deref().unwrap_or_default())
-                .into_owned();
+            let value =
+                String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned();
             if let Some((task, _)) = value.split_once(' ') {
                 let count = counts.entry(task.to_owned()).or_default();
                 *count += 1;
@@ -183,7 +183,10 @@ async fn main() {
             .iter()
             .filter(|t| t.status.state == TaskState::Running)
             .count();
-        let committed = latencies.lock().unwrap_or_else(PoisonError::into_inner).len();
+        let committed = latencies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
         if running == tasks && committed >= tasks {
             break;
         }

@@ -15,7 +15,7 @@ use crate::context::{LeaseError, TaskLease};
 /// How long Kafka lets a task's transaction stay open before it aborts it. A new owner's
 /// fencing aborts it sooner; this bounds how long an owner that vanished without a
 /// successor holds back read-committed readers.
-pub const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why exactly-once output failed.
 #[derive(Debug, thiserror::Error)]
@@ -65,17 +65,11 @@ pub struct OutputTopic {
     log: TopicLog,
 }
 
-impl OutputTopic {
-    /// The topic's name.
-    pub fn name(&self) -> &str {
-        self.log.topic()
-    }
-}
-
 /// One transaction of an exactly-once task: records go to output topics with
 /// [`send`](Self::send); [`commit`](Self::commit) saves the checkpoint with them. Dropped
-/// without a commit, it is aborted (by the next [`ExactlyOnce::begin`], by the next owner's
-/// fencing, or by Kafka at the transaction timeout): none of its records is ever read.
+/// without a commit, it is aborted (by the next [`ExactlyOnce::begin`], in the background when
+/// the task's `ExactlyOnce` is dropped, by the next owner's fencing, or by Kafka at the
+/// transaction timeout, 60 s): none of its records is ever read.
 #[derive(Debug)]
 pub struct TaskTransaction<'a> {
     transaction: Transaction<'a>,

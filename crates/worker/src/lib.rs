@@ -103,9 +103,7 @@ pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
 pub use config::{StatusConfig, TasksConfig, WorkerConfig};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
-pub use exactly_once::{
-    ExactlyOnce, ExactlyOnceError, OutputTopic, TRANSACTION_TIMEOUT, TaskTransaction,
-};
+pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};

@@ -9,8 +9,9 @@
 //!   it needs.
 //! - [`security`]: TLS (rustls) and SASL (PLAIN, SCRAM, OAUTHBEARER) between TCP connect and
 //!   the first request, set by [`ClusterConfig::security`].
-//! - [`Cluster`]: a bootstrap connection to "any broker" with failover and
-//!   [`Backoff`](crate::backoff::Backoff), FindCoordinator with retries, and one kept connection per coordinator node.
+//! - [`Cluster`]: a bootstrap connection to "any broker" with failover and a capped, jittered
+//!   exponential backoff, FindCoordinator (for groups and for transactional ids) with retries,
+//!   and one kept connection per coordinator node.
 //!
 //! # Cancel safety
 //! Every async method here is cancel safe: a dropped request either was never sent or is sent
