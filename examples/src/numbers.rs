@@ -8,8 +8,9 @@ use std::time::Duration;
 use kroupier::{Kind, Task, TaskContext, TaskError};
 use serde::{Deserialize, Serialize};
 
-/// The `numbers` kind.
-pub const NUMBERS: Kind<NumbersConfig> = Kind::new("numbers");
+/// The `numbers` kind, exactly-once: before each run of a `numbers` task, the worker fences
+/// every earlier owner of the task (Kafka's InitProducerId for its transactional id).
+pub const NUMBERS: Kind<NumbersConfig> = Kind::new("numbers").exactly_once();
 
 /// One `numbers` task's config, as written in the catalogue.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,7 +34,7 @@ pub struct Numbers(pub NumbersConfig);
 
 impl Task for Numbers {
     async fn run(self, ctx: TaskContext) -> Result<(), TaskError> {
-        // First: fence every earlier owner of this task, then read where it got to.
+        // The producer the worker fenced the earlier owners with; then where they got to.
         let mut output = ctx.exactly_once().await?;
         let topic = output.output(&self.0.topic).await?;
         let mut next = ctx

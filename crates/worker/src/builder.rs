@@ -150,7 +150,10 @@ impl WorkerBuilder {
     /// Registers `kind`, whose tasks are built from their config by serde: the task struct is
     /// its own config. Takes a [`Kind`] constant (or a name: `register::<Copy>("copy")`).
     pub fn register<T: Task + DeserializeOwned>(mut self, kind: impl Into<Kind<T>>) -> Self {
-        self.registry.register::<T>(kind.into().name());
+        let kind = kind.into();
+        self.registry.register::<T>(kind.name());
+        self.registry
+            .set_exactly_once(kind.name(), kind.is_exactly_once());
         self
     }
 
@@ -165,11 +168,14 @@ impl WorkerBuilder {
         F: Fn(C) -> Result<T, E> + Send + Sync + 'static,
         E: fmt::Display,
     {
+        let kind = kind.into();
         self.registry
-            .register_with(kind.into().name(), move |config: &serde_json::Value| {
+            .register_with(kind.name(), move |config: &serde_json::Value| {
                 let config = C::deserialize(config).map_err(|e| e.to_string())?;
                 constructor(config).map_err(|e| e.to_string())
             });
+        self.registry
+            .set_exactly_once(kind.name(), kind.is_exactly_once());
         self
     }
 

@@ -319,8 +319,9 @@ impl TaskContext {
     }
 
     /// Opens this task's exactly-once output (see [`ExactlyOnce`](crate::ExactlyOnce)):
-    /// starts its transactional producer, which fences every older owner's producer of the
-    /// task. Call it first in `run`, before any output and before
+    /// the transactional producer the worker started before this run for a kind declared
+    /// [`exactly_once`](crate::Kind::exactly_once), else a new one. Starting it fences every
+    /// older owner's producer of the task. Call it first in `run`, before any output and before
     /// [`last_checkpoint`](Self::last_checkpoint): once the older owners are fenced, the
     /// checkpoint read is the last one that can ever commit before this owner's.
     ///
@@ -330,6 +331,18 @@ impl TaskContext {
     /// [`CheckpointError::Disabled`] without a task store; the producer's errors (a broker
     /// without transactions, a missing ACL on the transactional id).
     pub async fn exactly_once(&self) -> Result<crate::ExactlyOnce, crate::ExactlyOnceError> {
+        // A kind declared exactly-once was fenced by the worker before this run started.
+        if let Some(progress) = &self.inner.progress {
+            let fenced = progress
+                .shared
+                .fenced
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(self.task_id());
+            if let Some(fenced) = fenced {
+                return Ok(fenced);
+            }
+        }
         let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?.clone();
         Box::pin(crate::ExactlyOnce::open(
             checkpoints,

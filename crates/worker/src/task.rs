@@ -102,6 +102,7 @@ pub trait Task: Send + 'static {
 /// ```
 pub struct Kind<C> {
     name: Cow<'static, str>,
+    exactly_once: bool,
     config: PhantomData<fn() -> C>,
 }
 
@@ -110,6 +111,7 @@ impl<C> Kind<C> {
     pub const fn new(name: &'static str) -> Self {
         Kind {
             name: Cow::Borrowed(name),
+            exactly_once: false,
             config: PhantomData,
         }
     }
@@ -118,13 +120,29 @@ impl<C> Kind<C> {
     pub fn named(name: impl Into<String>) -> Self {
         Kind {
             name: Cow::Owned(name.into()),
+            exactly_once: false,
             config: PhantomData,
         }
+    }
+
+    /// The same kind, declared exactly-once: before each run of one of its tasks, the worker
+    /// starts the task's transactional producer, which fences every older owner's (see
+    /// [`ExactlyOnce`](crate::ExactlyOnce)), and the run gets it from
+    /// [`TaskContext::exactly_once`](crate::TaskContext::exactly_once). A run whose fencing
+    /// fails (a broker without transactions, a missing ACL) fails before it starts.
+    pub const fn exactly_once(mut self) -> Self {
+        self.exactly_once = true;
+        self
     }
 
     /// The kind's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the kind is declared exactly-once.
+    pub(crate) fn is_exactly_once(&self) -> bool {
+        self.exactly_once
     }
 }
 
@@ -132,6 +150,7 @@ impl<C> Clone for Kind<C> {
     fn clone(&self) -> Self {
         Kind {
             name: self.name.clone(),
+            exactly_once: self.exactly_once,
             config: PhantomData,
         }
     }
@@ -246,6 +265,8 @@ type Constructor =
 #[derive(Clone, Default)]
 pub struct Registry {
     kinds: BTreeMap<String, Constructor>,
+    /// The kinds declared exactly-once ([`Kind::exactly_once`]).
+    exactly_once: std::collections::BTreeSet<String>,
 }
 
 impl fmt::Debug for Registry {
@@ -283,6 +304,20 @@ impl Registry {
         });
         self.kinds.insert(kind.into(), constructor);
         self
+    }
+
+    /// Marks `kind` exactly-once, or not (see [`Kind::exactly_once`]).
+    pub(crate) fn set_exactly_once(&mut self, kind: &str, exactly_once: bool) {
+        if exactly_once {
+            self.exactly_once.insert(kind.to_owned());
+        } else {
+            self.exactly_once.remove(kind);
+        }
+    }
+
+    /// Whether the worker fences `kind`'s tasks before each run.
+    pub(crate) fn is_exactly_once(&self, kind: &str) -> bool {
+        self.exactly_once.contains(kind)
     }
 
     /// Whether `kind` is registered.

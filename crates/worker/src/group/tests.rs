@@ -216,3 +216,7 @@ async fn an_assigned_event_says_where_the_rebalance_time_went() {
 #[cfg(test)]
 #[path = "generator_tests.rs"]
 mod generator_tests;
+
+#[cfg(test)]
+#[path = "exactly_once_tests.rs"]
+mod exactly_once_tests;

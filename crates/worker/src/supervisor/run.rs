@@ -21,8 +21,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
-use crate::checkpoint::Checkpoints;
+use crate::checkpoint::{CheckpointError, Checkpoints};
 use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
+use crate::exactly_once::ExactlyOnce;
 use crate::secrets::{ConfigProviders, Secrets};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
@@ -48,6 +49,10 @@ pub(crate) struct RunShared {
     member: watch::Receiver<Lease>,
     /// The checkpoint client the tasks' contexts save and read through (with a task store).
     pub(crate) checkpoints: OnceLock<Arc<Checkpoints>>,
+    /// The transactional producers the worker started, fencing older owners, for the runs of
+    /// exactly-once kinds that are under way and have not taken theirs yet (see
+    /// [`fenced_first`]).
+    pub(crate) fenced: Mutex<BTreeMap<Arc<str>, ExactlyOnce>>,
     /// The task store the tasks' contexts declare children in (with a task store).
     pub(crate) store: OnceLock<crate::generator::StoreAccess>,
     /// The generators of this worker that declared children.
@@ -79,6 +84,7 @@ impl RunShared {
             slots: Mutex::new(BTreeMap::new()),
             member,
             checkpoints: OnceLock::new(),
+            fenced: Mutex::new(BTreeMap::new()),
             store: OnceLock::new(),
             generators: crate::generator::Generators::default(),
             providers: ConfigProviders::default(),
@@ -353,6 +359,11 @@ impl Running {
             attempt_cancel.clone(),
             self.shared.shutdown.clone(),
         );
+        let fence = self
+            .shared
+            .registry
+            .is_exactly_once(&spec.kind)
+            .then(|| lease.clone());
         // When progress was last reported: a channel only when the stall watch reads it.
         let (last, seen) = match stall {
             Some(_) => {
@@ -370,7 +381,10 @@ impl Running {
         self.table()
             .set_state(id, self.incarnation, TaskState::Running);
         tracing::debug!(task = %id, attempt, "task running");
-        let mut run = task.run_boxed(ctx);
+        let mut run = match fence {
+            Some(lease) => Box::pin(fenced_first(self.shared.clone(), lease, task, ctx)),
+            None => task.run_boxed(ctx),
+        };
         if !secrets.is_empty() {
             run = Box::pin(redacting(run, secrets));
         }
@@ -379,6 +393,48 @@ impl Running {
             Some((stall, seen)) => Box::pin(watched(self, run, seen, stall, attempt_cancel)),
         };
         Some(AssertUnwindSafe(run).catch_unwind())
+    }
+}
+
+/// Runs an attempt of an exactly-once kind's task: first its transactional producer's
+/// InitProducerId, which fences every older owner's producer of the task (and aborts what it
+/// left open), then the run, which takes the producer from
+/// [`TaskContext::exactly_once`]. A failed fencing fails the attempt before the run starts.
+async fn fenced_first(
+    shared: Arc<RunShared>,
+    lease: TaskLease,
+    task: Box<dyn crate::task::ErasedTask>,
+    ctx: TaskContext,
+) -> Result<(), TaskError> {
+    let checkpoints = shared
+        .checkpoints
+        .get()
+        .cloned()
+        .ok_or_else(|| TaskError::failed(CheckpointError::Disabled))?;
+    let id: Arc<str> = ctx.task_id().into();
+    let producer = ExactlyOnce::open(checkpoints, lease).await?;
+    let _slot = FencedSlot::put(shared, id, producer);
+    task.run_boxed(ctx).await
+}
+
+/// A fenced producer waiting for its run in [`RunShared::fenced`]; removed (and dropped, which
+/// aborts a transaction it left open) when the run ends, if the run did not take it.
+struct FencedSlot {
+    shared: Arc<RunShared>,
+    id: Arc<str>,
+}
+
+impl FencedSlot {
+    fn put(shared: Arc<RunShared>, id: Arc<str>, producer: ExactlyOnce) -> Self {
+        lock(&shared.fenced).insert(id.clone(), producer);
+        FencedSlot { shared, id }
+    }
+}
+
+impl Drop for FencedSlot {
+    fn drop(&mut self) {
+        let left = lock(&self.shared.fenced).remove(&self.id);
+        drop(left);
     }
 }
 
