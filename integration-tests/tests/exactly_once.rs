@@ -9,6 +9,9 @@
 //! consumer interop tests build theirs; with `KROUPIER_KAFKA_STATE` set, as `scripts/test`
 //! does in its Kafka phases).
 //!
+//! On a 3-node cluster of its own (`KROUPIER_KAFKA_CLUSTER=1`), the same through a restart of
+//! the broker that coordinates a task's transactions.
+//!
 //! On a broker without transactions (the embedded coordinator) the test checks that the
 //! task fails saying so, naming Apache Kafka.
 
@@ -19,13 +22,14 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
+use kroupier_coordinator::connection::Cluster;
 use kroupier_coordinator::log::{TopicLog, TopicSpec};
 use kroupier_integration_tests::admin::{member_id_of, remove_member};
 use kroupier_integration_tests::java::{java_program, real_kafka};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use kroupier_integration_tests::quickstart::unique;
-use kroupier_integration_tests::topics::client;
+use kroupier_integration_tests::topics::{client, kafka_script, killable_cluster};
 use serde_json::Value;
 
 const TASKS: usize = 2;
@@ -163,6 +167,54 @@ async fn progress(
     }
 }
 
+/// Kafka's own consumer at `isolation.level=read_committed` reads `numbers` from `topic` (when
+/// the broker is one `scripts/kafka` started: its kafka-clients are known).
+fn assert_java_reads(
+    test: &str,
+    bootstrap: &str,
+    topic: &str,
+    numbers: &BTreeMap<String, Vec<u64>>,
+) {
+    let Some(kafka) = real_kafka(test) else {
+        return;
+    };
+    let java = java_program(&kafka, Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let classpath = format!(
+        "{}:{}/*",
+        java.join("classes").display(),
+        java.join("lib").display()
+    );
+    let output = Command::new("java")
+        .args([
+            "-Xmx128m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+        ])
+        .arg(classpath)
+        .arg("dev.kroupier.interop.ReadCommitted")
+        .args(["--bootstrap", bootstrap, "--topic", topic])
+        .output()
+        .expect("run the Java reader");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut java_numbers: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let (task, n) = line.split_once(' ').expect("`<task> <n>`");
+        java_numbers
+            .entry(task.to_owned())
+            .or_default()
+            .push(n.parse().expect("a number"));
+    }
+    assert_eq!(
+        &java_numbers, numbers,
+        "a Java KafkaConsumer at read_committed reads what kroupier's reader reads"
+    );
+}
+
 fn holder(workers: &mut [Worker], task: &str) -> Option<usize> {
     for w in workers.iter_mut() {
         w.drain();
@@ -271,44 +323,7 @@ async fn numbers_are_written_exactly_once_through_kills_pauses_removals_and_move
             counts[task]
         );
     }
-    // Kafka's own consumer at isolation.level=read_committed reads the same.
-    if let Some(kafka) = real_kafka(test) {
-        let java = java_program(&kafka, Path::new(env!("CARGO_TARGET_TMPDIR")));
-        let classpath = format!(
-            "{}:{}/*",
-            java.join("classes").display(),
-            java.join("lib").display()
-        );
-        let output = Command::new("java")
-            .args([
-                "-Xmx128m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                "-cp",
-            ])
-            .arg(classpath)
-            .arg("dev.kroupier.interop.ReadCommitted")
-            .args(["--bootstrap", &bootstrap, "--topic", &topic])
-            .output()
-            .expect("run the Java reader");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let mut java_numbers: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
-            let (task, n) = line.split_once(' ').expect("`<task> <n>`");
-            java_numbers
-                .entry(task.to_owned())
-                .or_default()
-                .push(n.parse().expect("a number"));
-        }
-        assert_eq!(
-            java_numbers, numbers,
-            "a Java KafkaConsumer at read_committed reads what kroupier's reader reads"
-        );
-    }
+    assert_java_reads(test, &bootstrap, &topic, &numbers);
     eprintln!(
         "{test}: exactly once through a kill, a join, a pause and a removal: {:?}",
         numbers
@@ -316,4 +331,57 @@ async fn numbers_are_written_exactly_once_through_kills_pauses_removals_and_move
             .map(|(t, n)| (t, n.len()))
             .collect::<Vec<_>>()
     );
+}
+
+/// The node id of the transaction coordinator of `transactional_id`.
+async fn transaction_coordinator(cluster: &Cluster, transactional_id: &str) -> i32 {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(1)
+        .with_coordinator_keys(vec![StrBytes::from_string(transactional_id.to_owned())]);
+    let response = cluster.send_any(&request).await.expect("FindCoordinator");
+    let entry = &response.coordinators[0];
+    assert_eq!(entry.error_code, 0, "{response:?}");
+    entry.node_id.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_are_written_exactly_once_through_a_restart_of_the_transaction_coordinator() {
+    let test = "numbers_are_written_exactly_once_through_a_restart_of_the_transaction_coordinator";
+    let Some(bootstrap) = killable_cluster(test) else {
+        return;
+    };
+    let cluster = client(&bootstrap);
+    let topic = unique("eos-coordinator");
+    let group = unique("eos-coordinator");
+    let log = TopicLog::open(cluster.clone(), TopicSpec::new(&topic), true)
+        .await
+        .expect("the output topic");
+    let workers = vec![
+        Worker::start(&bootstrap, &group, &topic, "w-a"),
+        Worker::start(&bootstrap, &group, &topic, "w-b"),
+    ];
+    let counts = progress(&log, &BTreeMap::new(), 50, "start").await;
+
+    // The broker that coordinates numbers-0's transactions goes down mid-stream, then comes
+    // back.
+    let node = transaction_coordinator(&cluster, &format!("kroupier-{group}-numbers-0")).await;
+    kafka_script(&["kill-node", &node.to_string()]);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    kafka_script(&["start-node", &node.to_string()]);
+    let counts = progress(&log, &counts, 50, "after the coordinator's restart").await;
+
+    for w in &workers {
+        w.process.signal(Signal::Term);
+    }
+    for mut w in workers {
+        w.process.wait();
+    }
+    let numbers = committed(&log).await;
+    assert_exactly_once(&numbers);
+    for (task, seen) in &numbers {
+        assert!(seen.len() >= counts[task], "{task}");
+    }
+    assert_java_reads(test, &bootstrap, &topic, &numbers);
 }
