@@ -411,6 +411,39 @@ async fn a_user_without_acls_on_the_group_gets_an_authorization_error() {
     );
 }
 
+#[tokio::test]
+async fn a_user_without_acls_on_a_transactional_id_is_told_which_acl_to_add() {
+    let Some((bootstrap, config)) = sasl_ssl_broker("a_user_without_acls_on_a_transactional_id")
+    else {
+        return;
+    };
+    let alice = config.with_file_name("client-alice.properties");
+    let mut cluster = ClusterConfig::new(bootstrap.as_str());
+    cluster.security = security_from(&alice);
+    let cluster = Arc::new(Cluster::new(cluster).expect("a cluster client"));
+    let id = unique_group("txn");
+    let error = kroupier_coordinator::log::TransactionalProducer::init(
+        cluster,
+        id.as_str(),
+        Duration::from_secs(60),
+    )
+    .await
+    .expect_err("a user without ACLs on the transactional id must be refused");
+    println!("no ACLs on the transactional id: {error}");
+    assert!(
+        matches!(
+            error,
+            kroupier_coordinator::log::TransactionError::NotAuthorized { .. }
+        ),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("--transactional-id {id}")) && text.contains("kafka-acls.sh"),
+        "the error names the ACL to add: {text}"
+    );
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
