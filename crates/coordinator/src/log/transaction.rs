@@ -263,10 +263,23 @@ impl TransactionalProducer {
             State::Ready => {}
             State::Open(topics) => {
                 if !topics.is_empty() {
-                    self.end(false).await?;
+                    // Until the abort is answered the transaction stays open on the broker: a
+                    // failed abort must not let the next transaction join it.
+                    self.state = State::Open(topics);
+                    if let Err(error) = self.end(false).await {
+                        return Err(self.fail_with(error));
+                    }
                 }
             }
-            State::Failed(_) => self.init_producer_id().await?,
+            State::Failed(reason) => {
+                if let Err(error) = self.init_producer_id().await {
+                    // Still failed (unless fenced): the next begin bumps the epoch again.
+                    if !matches!(self.state, State::Fenced) {
+                        self.state = State::Failed(reason);
+                    }
+                    return Err(error);
+                }
+            }
         }
         self.state = State::Open(BTreeSet::new());
         Ok(Transaction { producer: self })
