@@ -302,7 +302,7 @@ impl WorkerBuilder {
     /// A [`BuildError`] (before anything is bound or joined), or the status API's bind error.
     pub async fn spawn(self) -> Result<WorkerHandle, WorkerError> {
         let built = self.build()?;
-        crate::group::spawn(built.config, built.runtime, built.assignors).await
+        crate::group::spawn(built.config, built.runtime, built.assignors, None).await
     }
 
     /// [`spawn`](Self::spawn), then [`WorkerHandle::run_until`]`(shutdown)`: runs until

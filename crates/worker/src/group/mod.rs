@@ -84,6 +84,7 @@ mod proof;
 mod protocol;
 mod reconciler;
 mod run;
+mod start;
 mod takeover;
 
 #[cfg(test)]
@@ -94,8 +95,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_assignor::Assignor;
-use kroupier_coordinator::driver::{Member, MemberError, MemberHandle};
+use kroupier_coordinator::driver::{MemberError, MemberHandle};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -320,235 +320,6 @@ impl WorkerHandle {
     }
 }
 
-/// Binds the status API, joins the group and starts the worker loop.
-pub(crate) async fn spawn(
-    config: WorkerConfig,
-    runtime: Runtime,
-    assignors: Vec<Arc<dyn Assignor>>,
-) -> Result<WorkerHandle, WorkerError> {
-    spawn_with_store(config, runtime, assignors, None).await
-}
-
-/// [`spawn`], following `store` (the store to write to and the views to follow) instead of
-/// opening the configured one: the tests hold a worker's views back to make it a laggard.
-pub(crate) async fn spawn_with_store(
-    config: WorkerConfig,
-    runtime: Runtime,
-    assignors: Vec<Arc<dyn Assignor>>,
-    store: Option<(crate::store::TaskStore, run::StoreLink)>,
-) -> Result<WorkerHandle, WorkerError> {
-    let runtime = Arc::new(runtime);
-    let shutdown = CancellationToken::new();
-    let listener = match config.status.addr {
-        Some(addr) => Some(
-            crate::status::http::bind(addr)
-                .await
-                .map_err(WorkerError::StatusApi)?,
-        ),
-        None => None,
-    };
-    // A second handle on the status API's socket, held by the worker loop: the port stays bound
-    // for as long as the loop lives, even if the server were to stop early, so a refused
-    // connection there always means the loop has ended (fast failover and the leader's hold
-    // rely on it; see liveness.rs).
-    let (listener, port_guard) = match listener {
-        Some(listener) => {
-            let (listener, guard) = hold_port(listener).map_err(WorkerError::StatusApi)?;
-            (Some(listener), Some(guard))
-        }
-        None => (None, None),
-    };
-    let status_addr = listener
-        .as_ref()
-        .map(|l| l.local_addr())
-        .transpose()
-        .map_err(WorkerError::StatusApi)?;
-    // Certificates load before anything joins: a bad file fails the spawn.
-    let status_tls = match (&config.status.tls_certificate, &config.status.tls_key) {
-        (Some(certificate), Some(key)) if listener.is_some() => {
-            Some(crate::status::tls::acceptor(certificate, key).map_err(WorkerError::StatusApi)?)
-        }
-        _ => None,
-    };
-    if let Some(addr) = status_addr {
-        let scheme = if status_tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        let token = config.status.token.is_some();
-        // Where peers and tools reach it (kroupier.status.advertised.address), if elsewhere.
-        let advertised = config.status.advertised_addr.as_deref();
-        tracing::info!(worker = %config.worker_id, %addr, advertised, scheme, token,
-            "status API listening");
-    }
-
-    // The task store is read to its end before joining: the first metadata already carries
-    // the store offset, and the catalogue has every stored task.
-    let store = match (store, config.tasks.store.enabled) {
-        (Some((store, link)), _) => {
-            let view = link.views.borrow().clone();
-            runtime.set_desired(crate::runtime::desired::Desired::merge(&link.code, &view));
-            Some((store, link))
-        }
-        (None, true) => Some(open_store(&config, &runtime).await?),
-        (None, false) => None,
-    };
-    let protocol = Arc::new(WorkerProtocol::new(
-        runtime.clone(),
-        assignors,
-        config.self_fence_margin(),
-        config.abort_timeout(),
-    ));
-    // A member that Kafka removed while it still runs passes its lease checks for up to one
-    // session; without a proof that its process ended, the new owners of its tasks wait that
-    // long, plus a round trip (see leader::LostHold).
-    protocol.set_lost_hold(leader::LostHold {
-        round_trip: run::LOST_HOLD_ROUND_TRIP,
-        session_timeout: config.member.membership.session_timeout,
-    });
-    protocol.set_heartbeat_interval(config.member.membership.heartbeat_interval);
-    // The status API's address lets peers prove this process's end (see proof.rs): the
-    // configured advertised address when the API is reached elsewhere than where it binds.
-    let advertised_addr = status_addr.map(|bound| {
-        config
-            .status
-            .advertised_addr
-            .clone()
-            .unwrap_or_else(|| bound.to_string())
-    });
-    let provable = proof::provable(advertised_addr.as_deref(), status_tls.is_some());
-    if let Some(addr) = &advertised_addr {
-        protocol.set_status_addr(addr.clone(), provable.is_ok());
-    }
-    // Before joining: a static worker's join may replace a live process (see takeover.rs).
-    let (takeover, description) = takeover::policy(
-        &config.member.cluster,
-        &config.member.membership.group_id,
-        config.member.membership.group_instance_id.as_deref(),
-        |why| runtime.board().set_unreachable(why),
-    )
-    .await;
-    if takeover == reconciler::Takeover::MustWait {
-        // Until it joins, the process it may replace can run for a whole session from now on.
-        protocol.set_takeover_hold(protocol::TakeoverHold::BeforeJoin(
-            config.member.membership.session_timeout,
-        ));
-    }
-    // Fast failover needs a status API whose end its peers can prove: its port is what proves
-    // a process gone. Where no proof is possible, failover waits for the session.
-    let fast_failover = match (&provable, config.status.fast_failover) {
-        (Ok(()), on) => on,
-        (Err(why), true) if advertised_addr.is_some() => {
-            tracing::warn!(reason = %why,
-                "fast failover is off: this worker's peers could not prove its end, so its \
-                 tasks move one session timeout after a crash (see docs/reliability.md)");
-            false
-        }
-        (Err(_), _) => false,
-    };
-    if fast_failover
-        && let Some(addr) = advertised_addr
-            .as_deref()
-            .filter(|a| proof::is_local_only(a))
-        && !addr.starts_with("127.")
-    {
-        tracing::info!(%addr,
-            "the status API is advertised as an unspecified address: only peers in this \
-             network namespace can watch it; set kroupier.status.advertised.address for fast \
-             failover across hosts");
-    }
-    let (failover, failover_inbox) = if fast_failover {
-        let (handle, inbox) = failover::FastFailover::channel();
-        (handle, Some(inbox))
-    } else {
-        (failover::FastFailover::off(), None)
-    };
-    // The members before this worker joins, to tell them to rejoin at once.
-    let members = match fast_failover {
-        true => {
-            failover::members_before_join(
-                &config.member.cluster,
-                &config.member.membership.group_id,
-                description,
-            )
-            .await
-        }
-        false => Vec::new(),
-    };
-    let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;
-    let member_events = member.events();
-    tokio::spawn(driver);
-    if let Some(inbox) = failover_inbox {
-        let settings = failover::Settings {
-            group_id: config.member.membership.group_id.clone(),
-            cluster: config.member.cluster.clone(),
-            token: config.status.token.clone(),
-            own_addr: advertised_addr.clone().unwrap_or_default(),
-            proofs: protocol.proofs(),
-        };
-        tokio::spawn(failover::run(inbox, settings, member.clone()));
-        failover.joining(members);
-    }
-
-    // The status API serves until the worker has ended, shutdown included.
-    let server_stop = CancellationToken::new();
-    let mut server = None;
-    if let Some(listener) = listener {
-        let access = crate::status::access::Access {
-            token: config.status.token.clone(),
-            protect_reads: config.status.protect_reads,
-        };
-        let writes = store
-            .as_ref()
-            .map(|(store, _)| Arc::new(store.clone()) as Arc<dyn crate::status::http::TaskWrites>);
-        let mut router = runtime.status_router(writes);
-        if fast_failover {
-            let routes = crate::status::failover::router(failover.clone(), server_stop.clone());
-            router = router.merge(routes);
-        }
-        let router = crate::status::http::finish(access.protect(router));
-        let stop = server_stop.clone();
-        server = Some(tokio::spawn(async move {
-            let stopped = async move { stop.cancelled().await };
-            let served = crate::status::http::serve(listener, status_tls, router, stopped);
-            if let Err(error) = served.await {
-                tracing::error!(%error, "the status API stopped");
-            }
-        }));
-    }
-
-    let (events, _) = broadcast::channel(64);
-    let worker_loop = run::Loop {
-        runtime: runtime.clone(),
-        protocol,
-        member: member.clone(),
-        takeover,
-        config,
-        events: events.clone(),
-        failover,
-        store: store.map(|(_, link)| link),
-        placement_rejoin: std::sync::Mutex::new(None),
-        catch_up: std::sync::Mutex::new(None),
-    };
-    let loop_shutdown = shutdown.clone();
-    let task = tokio::spawn(async move {
-        let ended = worker_loop.run(member_events, loop_shutdown).await;
-        drop(port_guard);
-        ended
-    });
-    Ok(WorkerHandle {
-        runtime,
-        member,
-        status_addr,
-        events,
-        shutdown,
-        server_stop,
-        server,
-        task,
-    })
-}
-
 /// Opens the task store (creating its topic on first use), reads it to its end, installs the
 /// effective catalogue, and starts following it.
 async fn open_store(
@@ -624,13 +395,4 @@ async fn open_store(
     Ok((store, link))
 }
 
-/// Splits the status API's listener into the one the server accepts on and a second handle on
-/// the same socket (the port stays bound until both are dropped).
-fn hold_port(
-    listener: tokio::net::TcpListener,
-) -> std::io::Result<(tokio::net::TcpListener, std::net::TcpListener)> {
-    let listener = listener.into_std()?;
-    let guard = listener.try_clone()?;
-    listener.set_nonblocking(true)?;
-    Ok((tokio::net::TcpListener::from_std(listener)?, guard))
-}
+pub(crate) use start::spawn;

@@ -214,7 +214,7 @@ async fn gated_worker(
     };
     let assignors: Vec<Arc<dyn kroupier_assignor::Assignor>> =
         vec![Arc::new(kroupier_assignor::Cooperative::default())];
-    super::super::spawn_with_store(config, runtime, assignors, Some((store.clone(), link)))
+    super::super::spawn(config, runtime, assignors, Some((store.clone(), link)))
         .await
         .expect("the worker starts")
 }

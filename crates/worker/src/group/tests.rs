@@ -151,7 +151,7 @@ async fn an_eager_worker_rejoins_only_after_its_revoked_tasks_stopped() {
 async fn the_status_port_stays_bound_while_the_loop_holds_it() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let (served, guard) = super::hold_port(listener).unwrap();
+    let (served, guard) = super::start::hold_port(listener).unwrap();
     drop(served);
     // The server stopped, the loop lives: the port is still bound (nobody accepts, the kernel
     // queues the connection), so nobody takes this process for gone.

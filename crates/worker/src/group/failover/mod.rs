@@ -49,7 +49,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use link::{PROCESS_LINE, STOPPED};
-use peers::Peer;
+pub(crate) use peers::Peer;
 
 use super::proof::{self, Proofs};
 
