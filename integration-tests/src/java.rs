@@ -120,3 +120,23 @@ fn build_java(version: &str, tmp: &Path) -> Result<PathBuf, String> {
     );
     Ok(out)
 }
+
+/// `java` with `heap` (`-Xmx`, e.g. `128m`) and the settings of a short-lived test client, set to
+/// run `class` of the programs [`java_program`] built into `java`; add its arguments.
+pub fn java_class(java: &Path, heap: &str, class: &str) -> Command {
+    let mut command = Command::new("java");
+    command
+        .args([
+            &format!("-Xmx{heap}"),
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+        ])
+        .arg(format!(
+            "{}:{}/*",
+            java.join("classes").display(),
+            java.join("lib").display()
+        ))
+        .arg(class);
+    command
+}

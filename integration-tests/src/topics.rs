@@ -70,3 +70,20 @@ pub fn kafka_script(args: &[&str]) {
         .expect("run scripts/kafka");
     assert!(status.success(), "scripts/kafka {args:?} failed");
 }
+
+/// The node id of the broker that coordinates the transactions of `transactional_id`
+/// (FindCoordinator v4+, key type 1).
+///
+/// # Panics
+/// When no broker answers or the answer is an error.
+pub async fn transaction_coordinator(cluster: &Cluster, transactional_id: &str) -> i32 {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(1)
+        .with_coordinator_keys(vec![StrBytes::from_string(transactional_id.to_owned())]);
+    let response = cluster.send_any(&request).await.expect("FindCoordinator");
+    let entry = &response.coordinators[0];
+    assert_eq!(entry.error_code, 0, "{response:?}");
+    entry.node_id.0
+}

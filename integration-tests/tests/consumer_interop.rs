@@ -33,7 +33,7 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_protocol::protocol::StrBytes;
-use kroupier_integration_tests::java::{Kafka, java_program, real_kafka};
+use kroupier_integration_tests::java::{Kafka, java_class, java_program, real_kafka};
 use kroupier_integration_tests::journal::unix_ms;
 use kroupier_integration_tests::process::binary;
 use kroupier_integration_tests::wire::Connection;
@@ -205,23 +205,7 @@ impl Group {
                 c.args(["--client-rack", "rack-a", "--fast-failover"]);
                 c
             }
-            Side::Java => {
-                let mut c = Command::new("java");
-                let classpath = format!(
-                    "{}:{}/*",
-                    self.java.join("classes").display(),
-                    self.java.join("lib").display()
-                );
-                c.args([
-                    "-Xmx96m",
-                    "-XX:+UseSerialGC",
-                    "-XX:TieredStopAtLevel=1",
-                    "-cp",
-                ])
-                .arg(classpath)
-                .arg("dev.kroupier.interop.ConsumerInterop");
-                c
-            }
+            Side::Java => java_class(&self.java, "96m", "dev.kroupier.interop.ConsumerInterop"),
         };
         let mut child = command
             .args(common)
@@ -574,20 +558,7 @@ fn describe_shows_a_kip_848_consumer_group() {
     let topic = unique("kip848-topic");
     let group = unique("kip848-group");
     create_topic(&kafka, &topic, 3);
-    let classpath = format!(
-        "{}:{}/*",
-        java.join("classes").display(),
-        java.join("lib").display()
-    );
-    let child = Command::new("java")
-        .args([
-            "-Xmx96m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-        ])
-        .arg(classpath)
-        .arg("dev.kroupier.interop.ConsumerInterop")
+    let child = java_class(&java, "96m", "dev.kroupier.interop.ConsumerInterop")
         .args(["--bootstrap", &kafka.bootstrap, "--group", &group])
         .args(["--id", "java-kip848", "--topic", &topic])
         .args(["--assignor", "uniform", "--group-protocol", "consumer"])

@@ -17,19 +17,17 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiKey;
-use kroupier_coordinator::connection::Cluster;
 use kroupier_coordinator::log::{TopicLog, TopicSpec};
 use kroupier_integration_tests::admin::{member_id_of, remove_member};
-use kroupier_integration_tests::java::{java_program, real_kafka};
+use kroupier_integration_tests::java::{java_class, java_program, real_kafka};
 use kroupier_integration_tests::kafka_bootstrap;
 use kroupier_integration_tests::process::{Process, Signal};
 use kroupier_integration_tests::quickstart::unique;
-use kroupier_integration_tests::topics::{client, kafka_script, killable_cluster};
+use kroupier_integration_tests::topics::{self, client, kafka_script, killable_cluster};
 use serde_json::Value;
 
 const TASKS: usize = 2;
@@ -179,20 +177,7 @@ fn assert_java_reads(
         return;
     };
     let java = java_program(&kafka, Path::new(env!("CARGO_TARGET_TMPDIR")));
-    let classpath = format!(
-        "{}:{}/*",
-        java.join("classes").display(),
-        java.join("lib").display()
-    );
-    let output = Command::new("java")
-        .args([
-            "-Xmx128m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-        ])
-        .arg(classpath)
-        .arg("dev.kroupier.interop.ReadCommitted")
+    let output = java_class(&java, "128m", "dev.kroupier.interop.ReadCommitted")
         .args(["--bootstrap", bootstrap, "--topic", topic])
         .output()
         .expect("run the Java reader");
@@ -333,19 +318,6 @@ async fn numbers_are_written_exactly_once_through_kills_pauses_removals_and_move
     );
 }
 
-/// The node id of the transaction coordinator of `transactional_id`.
-async fn transaction_coordinator(cluster: &Cluster, transactional_id: &str) -> i32 {
-    use kafka_protocol::messages::FindCoordinatorRequest;
-    use kafka_protocol::protocol::StrBytes;
-    let request = FindCoordinatorRequest::default()
-        .with_key_type(1)
-        .with_coordinator_keys(vec![StrBytes::from_string(transactional_id.to_owned())]);
-    let response = cluster.send_any(&request).await.expect("FindCoordinator");
-    let entry = &response.coordinators[0];
-    assert_eq!(entry.error_code, 0, "{response:?}");
-    entry.node_id.0
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn numbers_are_written_exactly_once_through_a_restart_of_the_transaction_coordinator() {
     let test = "numbers_are_written_exactly_once_through_a_restart_of_the_transaction_coordinator";
@@ -366,7 +338,8 @@ async fn numbers_are_written_exactly_once_through_a_restart_of_the_transaction_c
 
     // The broker that coordinates numbers-0's transactions goes down mid-stream, then comes
     // back.
-    let node = transaction_coordinator(&cluster, &format!("kroupier-{group}-numbers-0")).await;
+    let node =
+        topics::transaction_coordinator(&cluster, &format!("kroupier-{group}-numbers-0")).await;
     kafka_script(&["kill-node", &node.to_string()]);
     tokio::time::sleep(Duration::from_secs(5)).await;
     kafka_script(&["start-node", &node.to_string()]);

@@ -206,20 +206,6 @@ async fn a_dropped_transaction_is_aborted_by_the_next_begin() {
     assert_eq!(values(&all(&out, true).await), ["3"]);
 }
 
-/// The node id of the transaction coordinator of `transactional_id` (FindCoordinator v4+, key
-/// type 1).
-async fn coordinator_of(cluster: &Cluster, transactional_id: &str) -> i32 {
-    use kafka_protocol::messages::FindCoordinatorRequest;
-    use kafka_protocol::protocol::StrBytes;
-    let request = FindCoordinatorRequest::default()
-        .with_key_type(1)
-        .with_coordinator_keys(vec![StrBytes::from_string(transactional_id.to_owned())]);
-    let response = cluster.send_any(&request).await.expect("FindCoordinator");
-    let entry = &response.coordinators[0];
-    assert_eq!(entry.error_code, 0, "{response:?}");
-    entry.node_id.0
-}
-
 #[tokio::test]
 async fn transactions_go_on_when_the_transaction_coordinator_is_killed() {
     let test = "transactions_go_on_when_the_transaction_coordinator_is_killed";
@@ -246,13 +232,13 @@ async fn transactions_go_on_when_the_transaction_coordinator_is_killed() {
     // A transaction open when its coordinator dies commits on the coordinator that takes over.
     let mut t = producer.begin().await.expect("begin");
     t.append(&out, numbered(10, 20)).await.expect("append");
-    let node = coordinator_of(&cluster, &id).await;
+    let node = topics::transaction_coordinator(&cluster, &id).await;
     kafka_script(&["kill-node", &node.to_string()]);
     t.append(&out, numbered(20, 30))
         .await
         .expect("append after the kill");
     t.commit().await.expect("commit after the kill");
-    let moved = coordinator_of(&cluster, &id).await;
+    let moved = topics::transaction_coordinator(&cluster, &id).await;
 
     let mut t = producer.begin().await.expect("begin");
     t.append(&out, numbered(30, 40)).await.expect("append");

@@ -96,11 +96,6 @@ impl ExactlyOnce {
         })
     }
 
-    /// The task's transactional id.
-    pub fn transactional_id(&self) -> &str {
-        self.producer.transactional_id()
-    }
-
     /// Opens the topic `name` to write to, creating it (one partition, compacted) when
     /// missing. Records are written to partition 0, in the order sent.
     ///

@@ -243,11 +243,6 @@ impl TransactionalProducer {
         Ok(producer)
     }
 
-    /// The transactional id.
-    pub fn transactional_id(&self) -> &str {
-        &self.id
-    }
-
     /// Begins a transaction. A transaction left open by a dropped [`Transaction`] is aborted
     /// first; after a failed one, the epoch is bumped first (which aborts it).
     ///
@@ -265,19 +260,15 @@ impl TransactionalProducer {
                 if !topics.is_empty() {
                     // Until the abort is answered the transaction stays open on the broker: a
                     // failed abort must not let the next transaction join it.
-                    self.state = State::Open(topics);
                     if let Err(error) = self.end(false).await {
                         return Err(self.fail_with(error));
                     }
                 }
             }
-            State::Failed(reason) => {
+            // Still failed (unless fenced) if the bump fails: the next begin bumps again.
+            State::Failed(_) => {
                 if let Err(error) = self.init_producer_id().await {
-                    // Still failed (unless fenced): the next begin bumps the epoch again.
-                    if !matches!(self.state, State::Fenced) {
-                        self.state = State::Failed(reason);
-                    }
-                    return Err(error);
+                    return Err(self.fail_with(error));
                 }
             }
         }
@@ -294,10 +285,9 @@ impl TransactionalProducer {
             .with_transaction_timeout_ms(millis(self.timeout))
             .with_producer_id(ProducerId(self.producer_id))
             .with_producer_epoch(self.epoch);
-        let result = self
+        let response = self
             .call(&request, i16::MAX, |r| (r.error_code, None))
-            .await;
-        let response = self.settle(result)?;
+            .await?;
         self.producer_id = response.producer_id.0;
         self.epoch = response.producer_epoch;
         self.sequences.clear();
@@ -313,17 +303,20 @@ impl TransactionalProducer {
 
     /// EndTxn, committing or aborting; the state is Ready after it.
     async fn end(&mut self, commit: bool) -> Result<(), TransactionError> {
-        let request = EndTxnRequest::default()
+        let request = self.end_request(commit);
+        self.call(&request, MAX_END_TXN, |r| (r.error_code, None))
+            .await?;
+        self.state = State::Ready;
+        Ok(())
+    }
+
+    /// The EndTxn request that commits or aborts the open transaction.
+    fn end_request(&self, commit: bool) -> EndTxnRequest {
+        EndTxnRequest::default()
             .with_transactional_id(self.txn_id())
             .with_producer_id(ProducerId(self.producer_id))
             .with_producer_epoch(self.epoch)
-            .with_committed(commit);
-        let result = self
-            .call(&request, MAX_END_TXN, |r| (r.error_code, None))
-            .await;
-        self.settle(result)?;
-        self.state = State::Ready;
-        Ok(())
+            .with_committed(commit)
     }
 
     /// AddPartitionsToTxn for partition 0 of `topic`.
@@ -337,29 +330,20 @@ impl TransactionalProducer {
                     .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
                     .with_partitions(vec![0]),
             ]);
-        let result = self
-            .call(&request, MAX_ADD_PARTITIONS, |r| {
-                // The first partition error; OPERATION_NOT_ATTEMPTED (55) only says another
-                // partition of the same request failed.
-                let code = r
-                    .results_by_topic_v3_and_below
-                    .iter()
-                    .flat_map(|t| &t.results_by_partition)
-                    .map(|p| p.partition_error_code)
-                    .find(|&c| c != 0 && c != 55)
-                    .unwrap_or(0);
-                (code, Some(format!("topic `{topic}`")))
-            })
-            .await;
-        self.settle(result).map(|_| ())
-    }
-
-    /// The outcome of a call: a fencing ends the producer for good.
-    fn settle<T>(&mut self, result: Result<T, TransactionError>) -> Result<T, TransactionError> {
-        if let Err(TransactionError::Fenced { .. }) = &result {
-            self.state = State::Fenced;
-        }
-        result
+        self.call(&request, MAX_ADD_PARTITIONS, |r| {
+            // The first partition error; OPERATION_NOT_ATTEMPTED (55) only says another
+            // partition of the same request failed.
+            let code = r
+                .results_by_topic_v3_and_below
+                .iter()
+                .flat_map(|t| &t.results_by_partition)
+                .map(|p| p.partition_error_code)
+                .find(|&c| c != 0 && c != 55)
+                .unwrap_or(0);
+            (code, Some(format!("topic `{topic}`")))
+        })
+        .await
+        .map(drop)
     }
 
     /// Sends `request` to the transaction coordinator at the negotiated version (at most
@@ -630,7 +614,6 @@ impl Transaction<'_> {
                     Attempt::Fail(error) => error,
                     Attempt::Retry { why, .. } => producer.failed(why),
                 };
-                let error = producer.settle::<()>(Err(error)).unwrap_err();
                 Err(producer.fail_with(error))
             }
             Err(error) => Err(producer.fail_with(TransactionError::Log(error))),
@@ -703,11 +686,7 @@ impl Drop for TransactionalProducer {
         ) else {
             return;
         };
-        let request = EndTxnRequest::default()
-            .with_transactional_id(self.txn_id())
-            .with_producer_id(ProducerId(self.producer_id))
-            .with_producer_epoch(self.epoch)
-            .with_committed(false);
+        let request = self.end_request(false);
         let timeout = self.cluster.config().connection.request_timeout;
         let id = self.id.clone();
         runtime.spawn(async move {
@@ -722,9 +701,12 @@ impl Drop for TransactionalProducer {
 }
 
 impl TransactionalProducer {
-    /// Marks the open transaction failed by `error` (unless it was a fencing), and returns it.
+    /// Marks the producer fenced by a fencing `error`, else its transaction failed by `error`
+    /// (a fenced producer stays fenced), and returns the error.
     fn fail_with(&mut self, error: TransactionError) -> TransactionError {
-        if !matches!(self.state, State::Fenced) {
+        if matches!(error, TransactionError::Fenced { .. }) {
+            self.state = State::Fenced;
+        } else if !matches!(self.state, State::Fenced) {
             self.state = State::Failed(error.to_string());
         }
         error

@@ -200,7 +200,8 @@ pub const LOG_APIS: [ApiKey; 4] = [
 /// The APIs of Kafka's transactions that a transactional producer sends (InitProducerId,
 /// AddPartitionsToTxn, EndTxn), in API key order; the embedded coordinator serves none of them.
 /// A producer sends AddPartitionsToTxn v0-3 only: v4 and later are for brokers.
-pub const TRANSACTION_APIS: [ApiKey; 3] = [
+#[cfg(test)]
+pub(crate) const TRANSACTION_APIS: [ApiKey; 3] = [
     ApiKey::InitProducerId,
     ApiKey::AddPartitionsToTxn,
     ApiKey::EndTxn,
