@@ -38,9 +38,9 @@ pub use error::{Problem, WireError};
 pub use message::{
     WireRequest, WireResponse, decode_response, encode_request, peek_correlation_id,
 };
-pub use schema::{LOG_APIS, SUPPORTED_APIS};
 #[cfg(test)]
 pub(crate) use schema::TRANSACTION_APIS;
+pub use schema::{LOG_APIS, SUPPORTED_APIS};
 
 /// The versions of `api_key` kroupier can encode and decode (kafka-protocol 0.18, Kafka 4.1's
 /// schemas), or `None` for an API kroupier does not speak.
