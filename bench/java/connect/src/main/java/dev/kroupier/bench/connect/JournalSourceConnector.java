@@ -1,13 +1,7 @@
 package dev.kroupier.bench.connect;
 
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
-
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.connect.connector.Task;
-import org.apache.kafka.connect.source.SourceConnector;
 
 /**
  * A source connector that needs no outside system: {@code tasks.max} tasks, each of which, while
@@ -19,13 +13,11 @@ import org.apache.kafka.connect.source.SourceConnector;
  * {@code --beat-ms}). The worker id comes from the worker JVM's system property
  * {@code kroupier.bench.worker} (Connect tells a task nothing about its worker).
  */
-public class JournalSourceConnector extends SourceConnector {
+public class JournalSourceConnector extends IndexedSourceConnector {
     /** Where the task journals go; every worker must see the same directory. */
     public static final String JOURNAL_DIR = "journal.dir";
     /** How often a running task beats, in milliseconds. */
     public static final String BEAT_MS = "beat.ms";
-    /** The task's index N (its journal is task-N.log); set by {@link #taskConfigs}. */
-    public static final String TASK_INDEX = "task.index";
 
     static final ConfigDef CONFIG = new ConfigDef()
             .define(JOURNAL_DIR, ConfigDef.Type.STRING, ConfigDef.Importance.HIGH,
@@ -33,37 +25,9 @@ public class JournalSourceConnector extends SourceConnector {
             .define(BEAT_MS, ConfigDef.Type.LONG, 100L, ConfigDef.Range.atLeast(1),
                     ConfigDef.Importance.MEDIUM, "How often a running task beats, in ms");
 
-    private Map<String, String> props;
-
-    @Override
-    public String version() {
-        return "1";
-    }
-
-    @Override
-    public void start(Map<String, String> props) {
-        CONFIG.parse(props); // bad config fails the connector with Connect's own message
-        this.props = new HashMap<>(props);
-    }
-
     @Override
     public Class<? extends Task> taskClass() {
         return JournalSourceTask.class;
-    }
-
-    @Override
-    public List<Map<String, String>> taskConfigs(int maxTasks) {
-        List<Map<String, String>> configs = new ArrayList<>(maxTasks);
-        for (int i = 0; i < maxTasks; i++) {
-            Map<String, String> config = new HashMap<>(props);
-            config.put(TASK_INDEX, Integer.toString(i));
-            configs.add(config);
-        }
-        return configs;
-    }
-
-    @Override
-    public void stop() {
     }
 
     @Override

@@ -1,14 +1,10 @@
 package dev.kroupier.bench.connect;
 
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.source.ExactlyOnceSupport;
-import org.apache.kafka.connect.source.SourceConnector;
 
 /**
  * The counterpart of kroupier's {@code exactly_once} example for Kafka Connect's exactly-once
@@ -21,15 +17,13 @@ import org.apache.kafka.connect.source.SourceConnector;
  * <p>Config: {@code topic} (required), {@code every.ms} (default 100), {@code per.poll}
  * (default 10).
  */
-public class NumbersSourceConnector extends SourceConnector {
+public class NumbersSourceConnector extends IndexedSourceConnector {
     /** The topic the numbers go to. */
     public static final String TOPIC = "topic";
     /** How often a task returns records, in milliseconds. */
     public static final String EVERY_MS = "every.ms";
     /** How many records one poll returns. */
     public static final String PER_POLL = "per.poll";
-    /** The task's index N; set by {@link #taskConfigs}. */
-    public static final String TASK_INDEX = "task.index";
 
     static final ConfigDef CONFIG = new ConfigDef()
             .define(TOPIC, ConfigDef.Type.STRING, ConfigDef.Importance.HIGH,
@@ -39,42 +33,14 @@ public class NumbersSourceConnector extends SourceConnector {
             .define(PER_POLL, ConfigDef.Type.LONG, 10L, ConfigDef.Range.atLeast(1),
                     ConfigDef.Importance.MEDIUM, "Records per poll");
 
-    private Map<String, String> props;
-
-    @Override
-    public String version() {
-        return "1";
-    }
-
-    @Override
-    public void start(Map<String, String> props) {
-        CONFIG.parse(props);
-        this.props = new HashMap<>(props);
-    }
-
     @Override
     public Class<? extends Task> taskClass() {
         return NumbersSourceTask.class;
     }
 
     @Override
-    public List<Map<String, String>> taskConfigs(int maxTasks) {
-        List<Map<String, String>> configs = new ArrayList<>(maxTasks);
-        for (int i = 0; i < maxTasks; i++) {
-            Map<String, String> config = new HashMap<>(props);
-            config.put(TASK_INDEX, Integer.toString(i));
-            configs.add(config);
-        }
-        return configs;
-    }
-
-    @Override
     public ExactlyOnceSupport exactlyOnceSupport(Map<String, String> props) {
         return ExactlyOnceSupport.SUPPORTED;
-    }
-
-    @Override
-    public void stop() {
     }
 
     @Override
