@@ -22,7 +22,7 @@ use crate::http::client;
 const HINT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The hint's request (no body): `POST /rebalance` with its query, and the token.
-pub(crate) fn request(
+fn request(
     addr: &str,
     generation: Option<i32>,
     from: &str,
