@@ -9,9 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use kroupier_worker::http::client;
 use serde::Deserialize;
-
-use crate::console::http;
 
 /// One task as its worker reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +50,7 @@ pub(crate) async fn ask(
     let asks = workers.iter().filter_map(|worker| {
         let addr = addrs.get(*worker)?;
         Some(async move {
-            let answer = http::request(addr, "GET", "/status", None, timeout).await;
+            let answer = client::get(addr, "/status", timeout).await;
             let reports = match answer {
                 Ok(answer) if answer.code == 200 => parse(&answer.body),
                 _ => None,

@@ -83,6 +83,10 @@ mod context;
 mod exactly_once;
 mod generator;
 mod group;
+// The status API's server, and the one HTTP client the workers and the console share: hidden,
+// only `http::client` is public, for kroupier's command line.
+#[doc(hidden)]
+pub mod http;
 // Public with the `journal` feature: the demo, the examples and the tests write and check
 // journals; a worker needs none of it.
 #[cfg(feature = "journal")]

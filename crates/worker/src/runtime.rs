@@ -257,16 +257,6 @@ impl Runtime {
         &self.board
     }
 
-    /// The status API over this runtime's board, with restart requests enabled and, with a
-    /// task store, `/tasks` writes (the routes: [`status`](crate::status)); serve it with
-    /// `axum::serve`.
-    pub(crate) fn status_router(
-        &self,
-        writes: Option<Arc<dyn crate::status::http::TaskWrites>>,
-    ) -> axum::Router {
-        crate::status::http::router(self.board.clone(), Some(self.supervisor.clone()), writes)
-    }
-
     /// A rebalance started: status shows `rebalancing: true` over the last stable view.
     pub(crate) fn rebalance_started(&self) {
         self.board.rebalance_started();

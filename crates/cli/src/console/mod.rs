@@ -11,12 +11,12 @@
 //! workers' status APIs (guarded by their bearer token when they have one): restarting a task,
 //! and, when the group keeps its tasks in Kafka (docs/tasks.md), adding, changing, pausing,
 //! resuming and deleting them; without a task store the workers refuse those with 404 and the
-//! page shows why.
+//! page shows why. Every request to a worker goes through the worker crate's one HTTP client
+//! (`kroupier_worker::http::client`), the one workers use to reach each other.
 //!
 //! `kroupier demo` serves the same page (see [`spawn`]).
 
 pub(crate) mod board;
-pub(crate) mod http;
 pub(crate) mod poll;
 pub(crate) mod server;
 

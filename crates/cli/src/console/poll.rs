@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use kroupier_coordinator::observer::{GroupDescription, Observer};
+use kroupier_worker::http::client::{self, Failure};
 use kroupier_worker::journal::unix_ms;
 use tokio::sync::watch;
 
 use super::board::{Board, Probe};
-use super::http::{self, Failure};
 use crate::describe::{self, KroupierDecoder};
 
 /// How often each worker's status API is asked for `/status`.
@@ -103,7 +103,7 @@ pub(crate) async fn probe_loop(shared: Shared) {
         ticks.tick().await;
         let addrs = shared.with(|b| b.status_addrs().clone());
         let probes = addrs.into_iter().map(|(worker, addr)| async move {
-            let probe = match http::request(&addr, "GET", "/status", None, PROBE_TIMEOUT).await {
+            let probe = match client::get(&addr, "/status", PROBE_TIMEOUT).await {
                 Ok(answer) if answer.code == 200 => match serde_json::from_str(&answer.body) {
                     Ok(status) => Probe::Status(status),
                     Err(e) => Probe::Failed(format!("/status is not JSON: {e}")),
@@ -128,7 +128,7 @@ pub(crate) async fn probe_loop(shared: Shared) {
         // Which tasks generators declared: from one worker that answered (all follow the
         // same task store; a worker without one lists no generated tasks).
         if let Some(addr) = answered
-            && let Ok(answer) = http::request(&addr, "GET", "/tasks", None, PROBE_TIMEOUT).await
+            && let Ok(answer) = client::get(&addr, "/tasks", PROBE_TIMEOUT).await
             && answer.code == 200
             && let Ok(tasks) = serde_json::from_str::<serde_json::Value>(&answer.body)
         {

@@ -38,7 +38,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 
-use super::http::{self, Failure};
+use kroupier_worker::http::client::{self, Failure};
+
 use super::poll::Shared;
 
 /// The page; `/*SNAPSHOT*/null` is replaced by the current snapshot.
@@ -218,8 +219,8 @@ async fn restart(
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let path = format!("/tasks/{}/restart", http::segment(&id));
-    match http::request(&addr, "POST", &path, authorization, Duration::from_secs(5)).await {
+    let path = format!("/tasks/{}/restart", client::segment(&id));
+    match to_worker(&addr, Method::POST, &path, authorization, None).await {
         Ok(answer) => json_response(
             StatusCode::from_u16(answer.code).unwrap_or(StatusCode::BAD_GATEWAY),
             answer.body,
@@ -241,8 +242,8 @@ async fn put_task(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let path = format!("/tasks/{}", http::segment(&id));
-    to_any_worker(&shared, &headers, "PUT", &path, Some(&body)).await
+    let path = format!("/tasks/{}", client::segment(&id));
+    to_any_worker(&shared, &headers, Method::PUT, &path, Some(&body)).await
 }
 
 async fn delete_task(
@@ -250,8 +251,8 @@ async fn delete_task(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let path = format!("/tasks/{}", http::segment(&id));
-    to_any_worker(&shared, &headers, "DELETE", &path, None).await
+    let path = format!("/tasks/{}", client::segment(&id));
+    to_any_worker(&shared, &headers, Method::DELETE, &path, None).await
 }
 
 async fn task_action(
@@ -265,8 +266,8 @@ async fn task_action(
             format!("no task action `{action}`: use pause, resume or restart"),
         );
     }
-    let path = format!("/tasks/{}/{action}", http::segment(&id));
-    to_any_worker(&shared, &headers, "POST", &path, None).await
+    let path = format!("/tasks/{}/{action}", client::segment(&id));
+    to_any_worker(&shared, &headers, Method::POST, &path, None).await
 }
 
 /// Sends a task write to the status API of the first worker that answers (in name order);
@@ -274,7 +275,7 @@ async fn task_action(
 async fn to_any_worker(
     shared: &Shared,
     headers: &HeaderMap,
-    method: &str,
+    method: Method,
     path: &str,
     json: Option<&[u8]>,
 ) -> Response {
@@ -302,16 +303,7 @@ async fn to_any_worker(
         .and_then(|v| v.to_str().ok());
     let mut failures = Vec::new();
     for (name, addr) in addrs {
-        match http::send(
-            &addr,
-            method,
-            path,
-            authorization,
-            json,
-            Duration::from_secs(5),
-        )
-        .await
-        {
+        match to_worker(&addr, method.clone(), path, authorization, json).await {
             Ok(answer) => {
                 return json_response(
                     StatusCode::from_u16(answer.code).unwrap_or(StatusCode::BAD_GATEWAY),
@@ -326,6 +318,26 @@ async fn to_any_worker(
         StatusCode::BAD_GATEWAY,
         format!("no worker answered: {}", failures.join("; ")),
     )
+}
+
+/// Sends `method path` to the status API at `addr` through the worker's HTTP client, with the
+/// page's `Authorization` passed on and an optional JSON body; 5 s at most.
+async fn to_worker(
+    addr: &str,
+    method: Method,
+    path: &str,
+    authorization: Option<&str>,
+    json: Option<&[u8]>,
+) -> Result<client::Answer, Failure> {
+    let mut request = client::request(addr, method, path);
+    if let Some(value) = authorization {
+        request = request.header(header::AUTHORIZATION, value);
+    }
+    if json.is_some() {
+        request = request.header(header::CONTENT_TYPE, "application/json");
+    }
+    let body = json.map(Bytes::copy_from_slice).unwrap_or_default();
+    client::send(addr, request.body(body), Duration::from_secs(5)).await
 }
 
 fn json_response(code: StatusCode, json: String) -> Response {
@@ -358,7 +370,7 @@ mod tests {
     }
 
     /// Asserts an answer in the one error shape with `code`; its body.
-    fn shape(answer: &http::Answer, code: u16) -> serde_json::Value {
+    fn shape(answer: &client::Answer, code: u16) -> serde_json::Value {
         assert_eq!(answer.code, code, "{}", answer.body);
         let body: serde_json::Value =
             serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body));
@@ -376,20 +388,15 @@ mod tests {
         let ask = |method: &'static str, path: &'static str, console: bool| {
             let addr = addr.clone();
             async move {
-                use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-                let header = if console {
-                    "X-Kroupier-Console: 1\r\n"
-                } else {
-                    ""
-                };
-                let head = format!(
-                    "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{header}Content-Length: 0\r\n\r\n"
-                );
-                stream.write_all(head.as_bytes()).await.unwrap();
-                let mut raw = Vec::new();
-                stream.read_to_end(&mut raw).await.unwrap();
-                http::parse(&raw).expect("an HTTP answer")
+                let method = Method::from_bytes(method.as_bytes()).unwrap();
+                let mut request = client::request(&addr, method, path);
+                if console {
+                    request = request.header("X-Kroupier-Console", "1");
+                }
+                let request = request.body(Bytes::new());
+                client::send(&addr, request, Duration::from_secs(5))
+                    .await
+                    .expect("an HTTP answer")
             }
         };
         let body = shape(&ask("GET", "/nope", false).await, 404);

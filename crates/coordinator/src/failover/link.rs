@@ -12,10 +12,11 @@
 //! refusal before any link reached the endpoint, is no end; the link is opened again, with
 //! backoff, and the session timeout stays the only way such a member leaves the group.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use super::endpoint::PROCESS_LINE;
@@ -48,14 +49,13 @@ pub struct Gone {
     pub orderly: bool,
 }
 
-/// What a link says when it opens, and where the watched process names itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Greeting {
-    /// A fast-failover endpoint: the link says nothing, and the first line names the process.
-    Endpoint,
-    /// A worker's status API: the link asks `GET /watch`, and the body names the process
-    /// after the response head.
-    Watch,
+/// What one link learned before it ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// It read the watched process's identity: the link reached that very process.
+    pub reached: bool,
+    /// After that, the process said it stopped in order ([`STOPPED`]).
+    pub orderly: bool,
 }
 
 /// Keeps a link to the endpoint at `addr` whose identity is `process` until its owner
@@ -63,24 +63,34 @@ pub enum Greeting {
 /// for one no link ever reached (the caller drops the future when it stops watching).
 pub(crate) async fn until_gone(addr: SocketAddr, process: &str) -> Gone {
     let named = format!("{PROCESS_LINE}{process}\n");
-    until_gone_with(addr, &named, Greeting::Endpoint, || {}).await
+    until_gone_with(
+        addr,
+        |stream| read_endpoint(stream, named.as_bytes()),
+        || {},
+    )
+    .await
 }
 
-/// `until_gone` for any watched process: one that answers a link opened with `greeting` with
-/// the line `named` (its identity line, `\n` included). `reached` is called when a link first
-/// reads it.
-pub async fn until_gone_with(
+/// `until_gone` for any watched process: `speak` holds one link over a connection this
+/// function opened (a worker's status API asks `GET /watch` and reads the body that names the
+/// process) and says what it learned when the link ends. The connect, the backoff and the
+/// proof stay here, the same for every watched process. `reached_first` is called when a link
+/// first reaches the process.
+pub async fn until_gone_with<F, Fut>(
     addr: SocketAddr,
-    named: &str,
-    greeting: Greeting,
+    mut speak: F,
     mut reached_first: impl FnMut(),
-) -> Gone {
+) -> Gone
+where
+    F: FnMut(TcpStream) -> Fut,
+    Fut: Future<Output = Held>,
+{
     let mut backoff = MIN_BACKOFF;
     let mut orderly = false;
     let mut reached = false;
     loop {
         let opened = tokio::time::Instant::now();
-        let held = hold(addr, named.as_bytes(), greeting).await;
+        let held = hold(addr, &mut speak).await;
         if held.reached {
             if !reached {
                 tracing::debug!(%addr, "a fast-failover link reached the watched process");
@@ -102,40 +112,23 @@ pub async fn until_gone_with(
     }
 }
 
-/// How one link ended.
-struct Held {
-    /// The first line named the endpoint's identity.
-    reached: bool,
-    /// The endpoint said it stopped in order.
-    orderly: bool,
-}
-
 /// Opens the link and returns when it ends (or cannot be opened).
-async fn hold(addr: SocketAddr, named: &[u8], greeting: Greeting) -> Held {
-    let mut held = Held {
-        reached: false,
-        orderly: false,
-    };
+async fn hold<F, Fut>(addr: SocketAddr, speak: &mut F) -> Held
+where
+    F: FnMut(TcpStream) -> Fut,
+    Fut: Future<Output = Held>,
+{
     let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr));
-    let Ok(Ok(mut stream)) = connected.await else {
-        return held;
+    let Ok(Ok(stream)) = connected.await else {
+        return Held::default();
     };
-    match greeting {
-        Greeting::Endpoint => read_endpoint(&mut stream, named, &mut held).await,
-        Greeting::Watch => {
-            let request =
-                format!("GET /watch HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: kroupier\r\n\r\n");
-            if stream.write_all(request.as_bytes()).await.is_ok() {
-                read_watch(&mut stream, named, &mut held).await;
-            }
-        }
-    }
-    held
+    speak(stream).await
 }
 
 /// An endpoint's link: the identity line, then (at an orderly stop) STOPPED; EOF or an error
 /// ends it. Only the first line may name the identity: the endpoint writes nothing else first.
-async fn read_endpoint(stream: &mut TcpStream, named: &[u8], held: &mut Held) {
+async fn read_endpoint(mut stream: TcpStream, named: &[u8]) -> Held {
+    let mut held = Held::default();
     let mut seen: Vec<u8> = Vec::new();
     let mut buffer = [0u8; 256];
     while let Ok(read) = stream.read(&mut buffer).await {
@@ -153,28 +146,7 @@ async fn read_endpoint(stream: &mut TcpStream, named: &[u8], held: &mut Held) {
             break;
         }
     }
-}
-
-/// A `/watch` link: the response head, the identity line, then (at an orderly stop) STOPPED;
-/// EOF or an error ends it. Only the tail is kept: each line is looked for as it arrives.
-async fn read_watch(stream: &mut TcpStream, named: &[u8], held: &mut Held) {
-    let mut seen: Vec<u8> = Vec::new();
-    let mut buffer = [0u8; 512];
-    while let Ok(read) = stream.read(&mut buffer).await {
-        if read == 0 {
-            break;
-        }
-        seen.extend_from_slice(&buffer[..read]);
-        held.reached |= contains(&seen, named);
-        held.orderly |= held.reached && contains(&seen, STOPPED.as_bytes());
-        if seen.len() > 4096 {
-            seen.drain(..seen.len() - 128);
-        }
-    }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    held
 }
 
 /// Whether a new connection to `addr` is refused, now or within a few milliseconds: a process
@@ -296,81 +268,6 @@ mod tests {
             drop(answer(&listener, "p-1").await);
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!link.is_finished());
-        link.abort();
-    }
-
-    /// A `/watch` link to a worker whose process is `process`: `GET /watch`, then its identity
-    /// line after the response head.
-    fn watch_worker(addr: SocketAddr, process: &str) -> JoinHandle<Gone> {
-        let named = format!("kroupier-process: {process}\n");
-        tokio::spawn(async move { until_gone_with(addr, &named, Greeting::Watch, || {}).await })
-    }
-
-    /// Accepts a `/watch` link (a probe sends nothing: it is dropped) and answers it as a
-    /// worker whose process is `process` does; `None` for a probe.
-    async fn answer_watch(listener: &TcpListener, process: &str) -> Option<TcpStream> {
-        let (mut accepted, _) = listener.accept().await.unwrap();
-        let mut head = [0u8; 128];
-        let read = accepted.read(&mut head).await.unwrap_or(0);
-        if read == 0 {
-            return None;
-        }
-        assert!(head[..read].starts_with(b"GET /watch HTTP/1.1\r\n"));
-        let answer = format!("HTTP/1.1 200 OK\r\n\r\nkroupier-process: {process}\n");
-        accepted.write_all(answer.as_bytes()).await.unwrap();
-        Some(accepted)
-    }
-
-    #[tokio::test]
-    async fn a_watch_link_that_reached_the_worker_then_a_refusal_is_a_death() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
-        let accepted = answer_watch(&listener, "p-1").await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(!link.is_finished(), "an open link is a live worker");
-        drop(listener);
-        drop(accepted);
-        let gone = ends_within(link, Duration::from_secs(2)).await;
-        assert_eq!(gone, Gone { orderly: false });
-    }
-
-    #[tokio::test]
-    async fn a_watch_body_that_says_stopped_is_an_orderly_end() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
-        let mut accepted = answer_watch(&listener, "p-1").await.expect("the link");
-        accepted.write_all(STOPPED.as_bytes()).await.unwrap();
-        drop(listener);
-        drop(accepted);
-        let gone = ends_within(link, Duration::from_secs(2)).await;
-        assert_eq!(gone, Gone { orderly: true });
-    }
-
-    #[tokio::test]
-    async fn a_watch_answered_by_another_worker_is_never_a_death() {
-        // A namesake: this host's own worker on the same loopback port answers; then it ends.
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
-        let accepted = answer_watch(&listener, "p-other").await;
-        drop(listener);
-        drop(accepted);
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert!(!link.is_finished(), "the link never reached that worker");
-        link.abort();
-    }
-
-    #[tokio::test]
-    async fn a_watch_link_that_ends_while_the_worker_listens_is_no_death() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let link = watch_worker(listener.local_addr().unwrap(), "p-1");
-        // The worker drops every link it answers, yet keeps listening.
-        let mut links = 0;
-        while links < 3 {
-            if answer_watch(&listener, "p-1").await.is_some() {
-                links += 1;
-            }
-        }
         assert!(!link.is_finished());
         link.abort();
     }

@@ -157,15 +157,15 @@ impl StatusSocket {
         let Some(addr) = config.status.addr else {
             return Ok(None);
         };
-        let listener = crate::status::http::bind(addr)
+        let listener = crate::http::bind(addr)
             .await
             .map_err(WorkerError::StatusApi)?;
         let (listener, port_guard) = hold_port(listener).map_err(WorkerError::StatusApi)?;
         let addr = listener.local_addr().map_err(WorkerError::StatusApi)?;
         let tls = match (&config.status.tls_certificate, &config.status.tls_key) {
-            (Some(certificate), Some(key)) => Some(
-                crate::status::tls::acceptor(certificate, key).map_err(WorkerError::StatusApi)?,
-            ),
+            (Some(certificate), Some(key)) => {
+                Some(crate::http::tls::acceptor(certificate, key).map_err(WorkerError::StatusApi)?)
+            }
             _ => None,
         };
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -295,8 +295,8 @@ impl FastFailoverStart {
     }
 }
 
-/// Serves the status API on `listener` until `stop`: the runtime's routes, the task store's
-/// writes (with a store), and `failover`'s routes (when fast failover is on).
+/// Serves the status API ([`crate::http`]) on `listener` until `stop`: the runtime's routes,
+/// the task store's writes (with a store), and `failover`'s routes (when fast failover is on).
 fn serve_status(
     config: &WorkerConfig,
     runtime: &Runtime,
@@ -306,21 +306,21 @@ fn serve_status(
     tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) -> JoinHandle<()> {
-    let access = crate::status::access::Access {
+    let access = crate::http::access::Access {
         token: config.status.token.clone(),
         protect_reads: config.status.protect_reads,
     };
-    let writes =
-        store.map(|store| Arc::new(store.clone()) as Arc<dyn crate::status::http::TaskWrites>);
-    let mut router = runtime.status_router(writes);
+    let writes = store.map(|store| Arc::new(store.clone()) as Arc<dyn crate::http::TaskWrites>);
+    let mut router = crate::http::routes(runtime, writes);
     if let Some(failover) = failover {
-        let routes = crate::status::failover::router(failover.clone(), stop.clone());
+        let hints = Arc::new(failover.clone());
+        let routes = crate::http::failover::router(hints, super::own_process_id(), stop.clone());
         router = router.merge(routes);
     }
-    let router = crate::status::http::finish(access.protect(router));
+    let router = crate::http::finish(access.protect(router));
     tokio::spawn(async move {
         let stopped = async move { stop.cancelled().await };
-        let served = crate::status::http::serve(listener, tls, router, stopped);
+        let served = crate::http::serve(listener, tls, router, stopped);
         if let Err(error) = served.await {
             tracing::error!(%error, "the status API stopped");
         }

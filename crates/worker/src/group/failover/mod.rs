@@ -30,6 +30,10 @@
 //! The same hint makes every rebalance that a worker starts quick: a worker that joins, leaves
 //! (SIGTERM) or rejoins for a cooperative follow-up round tells its peers, which rejoin at once
 //! if they are still stable in the generation the hint names.
+//!
+//! Links and hints speak HTTP through the worker's one client ([`crate::http::client`]) to the
+//! routes of [`crate::http::failover`]; that module owns the `/watch` body's format, and hands
+//! hints back here through [`FastFailover`]'s `Hints` implementation.
 
 mod hint;
 mod link;
@@ -48,7 +52,6 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use link::{PROCESS_LINE, STOPPED};
 pub(crate) use peers::Peer;
 
 use super::proof::{self, Proofs};
@@ -61,8 +64,9 @@ const JOIN_WATCH: Duration = Duration::from_secs(3);
 /// How often it looks at the group's state meanwhile.
 const JOIN_POLL: Duration = Duration::from_millis(20);
 /// How long a stopping worker waits for its status API to end, so that its peers' links read
-/// [`STOPPED`] before the process exits (a link whose peer does not read still gets the line
-/// into its socket's buffer at once; this bounds a connection that will not close).
+/// [`STOPPED`](link::STOPPED) before the process exits (a link whose peer does not read still
+/// gets the line into its socket's buffer at once; this bounds a connection that will not
+/// close).
 const LINKS_END: Duration = Duration::from_secs(1);
 
 /// What the worker tells fast failover.
@@ -138,6 +142,13 @@ impl FastFailover {
         if !peers.is_empty() {
             self.send(Input::Joining(peers));
         }
+    }
+}
+
+/// The status API's `POST /rebalance` hands a peer's hint to fast failover.
+impl crate::http::failover::Hints for FastFailover {
+    fn hinted(&self, generation: Option<i32>, from: Option<String>) {
+        FastFailover::hinted(self, generation, from);
     }
 }
 
@@ -503,8 +514,8 @@ pub(crate) async fn members_before_join(
 }
 
 /// Ends this worker's status API, and with it the links its peers keep (`stop` is the API's
-/// stop token, `server` its task): every open `/watch` body gets its last line, [`STOPPED`],
-/// and this waits (at most [`LINKS_END`]) until the server has written it and ended.
+/// stop token, `server` its task): every open `/watch` body gets its last line,
+/// [`STOPPED`](link::STOPPED), and this waits (at most [`LINKS_END`]) until the server has written it and ended.
 ///
 /// The process exits as soon as the worker has ended. Cancelling alone only *asks* the
 /// connections to write their last line: if the process exits first, the links end without
@@ -549,6 +560,7 @@ mod tests {
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+    use super::link::STOPPED;
     use super::*;
 
     /// A static worker that stops in order keeps its place only if its peers read [`STOPPED`]
@@ -562,14 +574,16 @@ mod tests {
             .unwrap();
         let stop = CancellationToken::new();
         let link = process.block_on(async {
-            let listener = crate::status::http::bind("127.0.0.1:0".parse().unwrap())
+            let listener = crate::http::bind("127.0.0.1:0".parse().unwrap())
                 .await
                 .unwrap();
             let addr = listener.local_addr().unwrap();
-            let router = crate::status::failover::router(FastFailover::off(), stop.clone());
+            let hints = Arc::new(FastFailover::off());
+            let process = crate::group::own_process_id();
+            let router = crate::http::failover::router(hints, process, stop.clone());
             let stopped = stop.clone().cancelled_owned();
             let server = tokio::spawn(async move {
-                let _ = crate::status::http::serve(listener, None, router, stopped).await;
+                let _ = crate::http::serve(listener, None, router, stopped).await;
             });
             let mut link = tokio::net::TcpStream::connect(addr).await.unwrap();
             link.write_all(b"GET /watch HTTP/1.1\r\nHost: peer\r\n\r\n")

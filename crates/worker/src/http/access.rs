@@ -63,7 +63,7 @@ async fn check(State(access): State<Arc<Access>>, request: Request, next: Next) 
                 token_given = given.is_some(),
                 "status API request refused: no valid bearer token"
             );
-            let mut answer = super::http::error(
+            let mut answer = super::error::error(
                 StatusCode::UNAUTHORIZED,
                 "this request needs `Authorization: Bearer <token>` with the worker's \
                  kroupier.status.token",

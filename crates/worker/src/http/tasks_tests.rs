@@ -107,7 +107,7 @@ fn api() -> (Router, Arc<FakeStore>, Arc<crate::runtime::Runtime>) {
     .unwrap();
     let runtime = Arc::new(runtime);
     let store = Arc::new(FakeStore::default());
-    let router = runtime.status_router(Some(store.clone() as Arc<dyn TaskWrites>));
+    let router = crate::http::routes(&runtime, Some(store.clone() as Arc<dyn TaskWrites>));
     (router, store, runtime)
 }
 
@@ -346,7 +346,7 @@ async fn without_a_store_writes_say_how_to_enable_it_and_the_list_shows_code_tas
         .task(TaskSpec::new("code-0", "beat", json!({"every_ms": 100})))
         .build_runtime()
         .unwrap();
-    let router = runtime.status_router(None);
+    let router = crate::http::routes(&runtime, None);
     let (status, body) = call(
         &router,
         Method::PUT,
@@ -392,7 +392,7 @@ async fn unplaced_tasks_show_with_the_reason() {
 #[tokio::test]
 async fn writes_need_the_token_and_reads_do_not_unless_protected() {
     let (router, store, _runtime) = api();
-    let access = crate::status::access::Access {
+    let access = crate::http::access::Access {
         token: Some(kroupier_coordinator::connection::Secret::new("s3cret")),
         protect_reads: false,
     };

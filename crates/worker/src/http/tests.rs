@@ -378,7 +378,7 @@ async fn call_with_token(router: &Router, path: &str, token: Option<&str>) -> St
 
 #[tokio::test(start_paused = true)]
 async fn with_a_token_a_write_without_it_is_refused_and_with_it_accepted() {
-    use crate::status::access::Access;
+    use crate::http::access::Access;
     use kroupier_coordinator::connection::Secret;
 
     let (supervisor, builds) = failed_task().await;

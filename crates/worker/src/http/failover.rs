@@ -1,7 +1,12 @@
 //! The routes of fast failover (`crate::group::failover`): `GET /watch`, the link a peer keeps
 //! open for as long as this process lives, and `POST /rebalance`, a peer's "rejoin now".
+//!
+//! This module owns the `/watch` body's format ([`PROCESS_LINE`], [`STOPPED`]); the link that
+//! reads it (`group/failover/link.rs`) takes both from here. What a hint does is fast
+//! failover's: the routes hand it to [`Hints`], so this module never reaches into the group.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -13,21 +18,40 @@ use tokio_util::sync::CancellationToken;
 
 use futures::StreamExt;
 
-use super::http::error;
-use crate::group::failover::{FastFailover, PROCESS_LINE, STOPPED};
+use super::error::error;
+
+/// The last line of a `/watch` body when the worker stops in order (a crash ends it without).
+pub(crate) use kroupier_coordinator::failover::link::STOPPED;
+
+/// The start of a `/watch` body's first line, followed by the process identity and `\n`.
+pub(crate) const PROCESS_LINE: &str = "kroupier-process: ";
+
+/// Where a peer's "rejoin now" goes (fast failover's handle).
+pub(crate) trait Hints: Send + Sync + 'static {
+    /// A peer (whose status API is `from`) asked this worker to rejoin, if it is stable in
+    /// `generation` or older.
+    fn hinted(&self, generation: Option<i32>, from: Option<String>);
+}
 
 #[derive(Clone)]
 struct FailoverState {
-    failover: FastFailover,
+    hints: Arc<dyn Hints>,
+    /// This process's identity, named by every `/watch` body.
+    process: Arc<str>,
     stop: CancellationToken,
 }
 
-/// The routes; `stop` ends every open `/watch` (the status API is stopping).
-pub(crate) fn router(failover: FastFailover, stop: CancellationToken) -> Router {
+/// The routes: hints go to `hints`, `/watch` names `process`; `stop` ends every open `/watch`
+/// (the status API is stopping).
+pub(crate) fn router(hints: Arc<dyn Hints>, process: &str, stop: CancellationToken) -> Router {
     Router::new()
         .route("/watch", get(watch))
         .route("/rebalance", post(rebalance))
-        .with_state(FailoverState { failover, stop })
+        .with_state(FailoverState {
+            hints,
+            process: process.into(),
+            stop,
+        })
 }
 
 /// A response whose body never ends while this process serves: its end is the peer's cue to
@@ -38,7 +62,7 @@ pub(crate) fn router(failover: FastFailover, stop: CancellationToken) -> Router 
 /// without.
 async fn watch(State(state): State<FailoverState>) -> Response {
     let stop = state.stop.cancelled_owned();
-    let first = format!("{PROCESS_LINE}{}\n", crate::group::own_process_id());
+    let first = format!("{PROCESS_LINE}{}\n", state.process);
     let last = futures::stream::once(async move {
         stop.await;
         Ok::<_, Infallible>(Bytes::from_static(STOPPED.as_bytes()))
@@ -71,7 +95,7 @@ async fn rebalance(
         Ok(hint) => hint,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    state.failover.hinted(generation, from);
+    state.hints.hinted(generation, from);
     (
         StatusCode::ACCEPTED,
         Json(serde_json::json!({"rebalance": "rejoining if still in that generation or older"})),
@@ -105,6 +129,16 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+    use crate::group::failover::FastFailover;
+
+    /// The routes as a worker serves them, over a fast failover that is off.
+    fn router(stop: CancellationToken) -> Router {
+        super::router(
+            Arc::new(FastFailover::off()),
+            crate::group::own_process_id(),
+            stop,
+        )
+    }
 
     #[test]
     fn the_generation_and_sender_come_from_the_query() {
@@ -120,7 +154,7 @@ mod tests {
     #[tokio::test]
     async fn a_hint_is_accepted_and_a_bad_one_refused() {
         let stop = CancellationToken::new();
-        let app = router(FastFailover::off(), stop);
+        let app = router(stop);
         let post = |uri: &str| Request::post(uri.to_owned()).body(Body::empty()).unwrap();
         let accepted = app
             .clone()
@@ -135,7 +169,7 @@ mod tests {
     #[tokio::test]
     async fn a_watch_lasts_until_the_api_stops() {
         let stop = CancellationToken::new();
-        let app = router(FastFailover::off(), stop.clone());
+        let app = router(stop.clone());
         let response = app
             .oneshot(Request::get("/watch").body(Body::empty()).unwrap())
             .await

@@ -13,8 +13,8 @@ use tower::ServiceExt;
 use super::error::ROUTES;
 use super::*;
 use crate::group::failover::FastFailover;
+use crate::http::access::Access;
 use crate::status::TaskTable;
-use crate::status::access::Access;
 
 /// The API as served: the routes, fast failover's, the access rule (with `token`), one shape.
 fn api(token: Option<&str>, supervisor: Option<Arc<Supervisor>>) -> Router {
@@ -22,8 +22,9 @@ fn api(token: Option<&str>, supervisor: Option<Arc<Supervisor>>) -> Router {
         .as_ref()
         .map_or_else(TaskTable::new, |s| s.table().clone());
     let board = StatusBoard::new("w1", "g", 0, table);
-    let routes = router(board, supervisor, None).merge(crate::status::failover::router(
-        FastFailover::off(),
+    let routes = router(board, supervisor, None).merge(crate::http::failover::router(
+        Arc::new(FastFailover::off()),
+        crate::group::own_process_id(),
         CancellationToken::new(),
     ));
     let access = Access {
@@ -238,12 +239,9 @@ async fn an_unknown_task_is_404_and_a_path_that_does_not_decode_is_400() {
 
 #[test]
 fn the_route_tables_list_every_route_and_nothing_else() {
-    const OPERATIONS: &str = include_str!("../../../../../docs/operations.md");
-    const MODULE: &str = include_str!("../mod.rs");
-    for (name, text) in [
-        ("docs/operations.md", OPERATIONS),
-        ("status/mod.rs", MODULE),
-    ] {
+    const OPERATIONS: &str = include_str!("../../../../docs/operations.md");
+    const MODULE: &str = include_str!("mod.rs");
+    for (name, text) in [("docs/operations.md", OPERATIONS), ("http/mod.rs", MODULE)] {
         let rows: Vec<&str> = text
             .lines()
             .map(|line| line.trim_start_matches("//! "))

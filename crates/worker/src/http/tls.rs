@@ -142,8 +142,8 @@ mod tests {
     use tokio_rustls::TlsConnector;
 
     use super::*;
-    use crate::status::access::Access;
-    use crate::status::http::{bind, router, serve};
+    use crate::http::access::Access;
+    use crate::http::{bind, router, serve};
     use crate::status::{StatusBoard, TaskTable};
     use kroupier_coordinator::connection::Secret;
 
