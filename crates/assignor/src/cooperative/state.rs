@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::AssignError;
+use crate::error::Repr;
 
 /// Configuration of the [`Cooperative`](crate::Cooperative) assignor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,14 +40,15 @@ impl CooperativeConfig {
     /// Checks the values are consistent.
     pub fn validate(&self) -> Result<(), AssignError> {
         if self.revocation_backoff_multiplier == 0 {
-            return Err(AssignError::InvalidConfig(
-                "revocation_backoff_multiplier must be at least 1",
-            ));
+            return Err(
+                Repr::InvalidConfig("revocation_backoff_multiplier must be at least 1").into(),
+            );
         }
         if self.revocation_backoff > self.revocation_backoff_max {
-            return Err(AssignError::InvalidConfig(
+            return Err(Repr::InvalidConfig(
                 "revocation_backoff must not exceed revocation_backoff_max",
-            ));
+            )
+            .into());
         }
         Ok(())
     }

@@ -103,7 +103,7 @@ impl fmt::Debug for SecurityProperties {
 
 impl WorkerConfig {
     /// The defaults, changed by Kafka client `properties` (see the
-    /// [table](crate::config#kafka-client-properties) of keys).
+    /// [table](WorkerConfig#kafka-client-properties) of keys).
     ///
     /// # Errors
     /// [`PropertiesError::UnknownKey`] or [`PropertiesError::InvalidValue`], naming the key.

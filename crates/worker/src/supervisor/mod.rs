@@ -32,7 +32,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
+pub use policy::{InvalidConfig, RestartPolicy};
+pub(crate) use policy::SupervisorConfig;
 
 use crate::catalogue::Catalogue;
 use crate::checkpoint::Checkpoints;
