@@ -11,7 +11,7 @@
 //! * two balancing rounds in a row start an exponential **backoff**: revocations pause, and
 //!   the plan asks for a rebalance when the pause ends.
 //!
-//! Every plan is checked with [`check::cooperative`](crate::check::cooperative) before it is
+//! Every plan is checked with `check::cooperative` (feature `testing`) before it is
 //! returned (unless [`CooperativeConfig::validate_plans`] is off).
 
 mod state;

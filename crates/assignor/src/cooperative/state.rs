@@ -19,7 +19,7 @@ pub struct CooperativeConfig {
     pub revocation_backoff_multiplier: u32,
     /// The longest pause. Default 5 min. Longer bounds storms harder but delays balancing.
     pub revocation_backoff_max: Duration,
-    /// Check every plan with [`check::cooperative`](crate::check::cooperative) before returning it.
+    /// Check every plan with `check::cooperative` (feature `testing`) before returning it.
     /// Default true; costs one pass over the tasks.
     pub validate_plans: bool,
 }

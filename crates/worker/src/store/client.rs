@@ -238,7 +238,7 @@ impl TaskStore {
     }
 
     /// Starts reading on from `from` in the background (a tokio task, long polls of
-    /// [`TAIL_WAIT`]); the returned [`StoreTail`] sees a new view each time the offset
+    /// 500 ms); the returned [`StoreTail`] sees a new view each time the offset
     /// advances. Read errors are logged and retried with backoff. The task ends when the
     /// [`StoreTail`] is dropped.
     ///
