@@ -62,7 +62,8 @@ pub mod worker {
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     /// The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.
     pub use kroupier_worker::{
-        InvalidConfig, PropertiesError, StatusConfig, TaskStoreConfig, TasksConfig,
+        InvalidConfig, PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig,
+        TasksConfig,
     };
     /// The task store (a group's tasks in a compacted topic) and checkpoints (a task's saved
     /// state, which follows it when it moves).

@@ -109,7 +109,9 @@ mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
-pub use config::{PropertiesError, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig};
+pub use config::{
+    PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
+};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};

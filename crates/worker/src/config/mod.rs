@@ -14,8 +14,8 @@ use kroupier_coordinator::connection::Secret;
 use kroupier_coordinator::driver::{MemberConfig, MemberError};
 use kroupier_coordinator::membership::ConfigError as MembershipError;
 
-pub use properties::PropertiesError;
 pub(crate) use properties::SecurityProperties;
+pub use properties::{PropertiesError, PropertiesErrorKind};
 
 use crate::supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 
