@@ -102,7 +102,7 @@ impl RestartPolicy {
     }
 
     /// The delay before restart number `restart` (1-based), jitter included.
-    pub fn backoff(&self, restart: u32) -> Duration {
+    pub(crate) fn backoff(&self, restart: u32) -> Duration {
         Backoff::new(self.initial_backoff, self.max_backoff)
             .with_jitter(self.jitter)
             .delay(restart.saturating_sub(1))
