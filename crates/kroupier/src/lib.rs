@@ -55,18 +55,18 @@ pub use kroupier_worker::shutdown;
 pub mod worker {
     /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
     pub use kroupier_coordinator::log::TransactionError;
-    /// Details of the status model and the task catalogue.
+    // Details of the status model and the task catalogue.
     pub use kroupier_worker::{
         AssignedTimes, CatalogueError, CatalogueIter, GroupView, Lease, TaskConfigError, TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
-    /// The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.
+    // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.
     pub use kroupier_worker::{
         InvalidConfig, PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig,
         TasksConfig,
     };
-    /// The task store (a group's tasks in a compacted topic) and checkpoints (a task's saved
-    /// state, which follows it when it moves).
+    // The task store (a group's tasks in a compacted topic) and checkpoints (a task's saved
+    // state, which follows it when it moves).
     pub use kroupier_worker::{checkpoint, store};
 
     #[cfg(feature = "journal")]
@@ -140,11 +140,11 @@ pub mod connection {
 /// syncs, heartbeats, fences itself when it may have lost its generation, and reports what
 /// happens as [`MemberEvent`](protocol::MemberEvent)s.
 pub mod protocol {
-    /// The member, its settings, its handle and what it reports.
+    // The member, its settings, its handle and what it reports.
     pub use kroupier_coordinator::driver::{
         Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
     };
-    /// What a protocol implements, and the types of its methods.
+    // What a protocol implements, and the types of its methods.
     pub use kroupier_coordinator::membership::{
         AssignContext, AssignError, FatalError, Generation, GroupMember, GroupProtocol, LostReason,
         MemberAssignment, MemberState, MembershipConfig, ProtocolMetadata,
