@@ -46,7 +46,7 @@ pub struct SessionArgs {
 impl SessionArgs {
     /// The worker configuration: the examples' session defaults, then the keys of the
     /// `--command-config` file at `path` (any key of
-    /// [`kroupier::worker::config`](kroupier::worker::config#kafka-client-properties)), then
+    /// [`kroupier::WorkerConfig`](kroupier::WorkerConfig#kafka-client-properties)), then
     /// the session flags that were given.
     ///
     /// # Errors

@@ -1,5 +1,6 @@
 //! The [`Assignor`] trait and lookup by name.
 
+use crate::error::Repr;
 use crate::{AssignError, AssignmentInput, Cooperative, Plan, RoundRobin, Sticky};
 
 /// Whether members stop everything at each rebalance, or only what they are told to revoke.
@@ -71,6 +72,6 @@ pub fn by_name(name: &str) -> Result<Box<dyn Assignor>, AssignError> {
         "round-robin" => Ok(Box::new(RoundRobin)),
         "sticky" => Ok(Box::new(Sticky)),
         "cooperative" => Ok(Box::new(Cooperative::default())),
-        _ => Err(AssignError::UnknownAssignor { name: name.into() }),
+        _ => Err(Repr::UnknownAssignor { name: name.into() }.into()),
     }
 }

@@ -5,10 +5,74 @@ use std::sync::Arc;
 use crate::MemberId;
 use crate::check::Violation;
 
-/// Why an assignor (or the task set) refused its input. Each says what to fix.
+/// Why an assignor (or the task set) refused its input. Each message says what to fix;
+/// [`kind`](Self::kind) tells the cases apart.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct AssignError(pub(crate) Repr);
+
+impl AssignError {
+    /// Which rule the input broke.
+    pub fn kind(&self) -> AssignErrorKind {
+        match &self.0 {
+            Repr::MembersNotSorted { .. } => AssignErrorKind::MembersNotSorted,
+            Repr::TaskOutOfRange { .. } => AssignErrorKind::TaskOutOfRange,
+            Repr::KindOutOfRange { .. } => AssignErrorKind::KindOutOfRange,
+            Repr::DuplicateTask { .. } => AssignErrorKind::DuplicateTask,
+            Repr::ZeroWeight { .. } => AssignErrorKind::ZeroWeight,
+            Repr::TooManyTasks => AssignErrorKind::TooManyTasks,
+            Repr::TooManyKinds => AssignErrorKind::TooManyKinds,
+            Repr::TooManyMembers => AssignErrorKind::TooManyMembers,
+            Repr::UnknownAssignor { .. } => AssignErrorKind::UnknownAssignor,
+            Repr::InvalidConfig(_) => AssignErrorKind::InvalidConfig,
+            Repr::InvalidPlan(_) => AssignErrorKind::InvalidPlan,
+        }
+    }
+
+    /// A configuration value out of range, for an assignor of your own to refuse its config
+    /// with: `reason` names the value and the range.
+    pub fn invalid_config(reason: &'static str) -> Self {
+        AssignError(Repr::InvalidConfig(reason))
+    }
+}
+
+impl From<Repr> for AssignError {
+    fn from(repr: Repr) -> Self {
+        AssignError(repr)
+    }
+}
+
+/// What an [`AssignError`] is about: the rule the input broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum AssignError {
+pub enum AssignErrorKind {
+    /// Members must be sorted by member id, without duplicates.
+    MembersNotSorted,
+    /// A member claims a task index the task set does not have.
+    TaskOutOfRange,
+    /// A member names a kind index the task set does not have.
+    KindOutOfRange,
+    /// Two tasks have the same id.
+    DuplicateTask,
+    /// A task has weight 0.
+    ZeroWeight,
+    /// More than about 4 billion tasks.
+    TooManyTasks,
+    /// More than 65536 kinds.
+    TooManyKinds,
+    /// More than about 4 billion members.
+    TooManyMembers,
+    /// No assignor has this name.
+    UnknownAssignor,
+    /// A configuration value is out of range.
+    InvalidConfig,
+    /// The plan broke a rule the assignor checks before returning it (a bug: report it).
+    InvalidPlan,
+}
+
+/// The cases of [`AssignError`], with what their messages name.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Repr {
     /// Members must be sorted by member id, without duplicates.
     #[error(
         "members are not sorted by member id ({previous} comes before {next}): sort them and remove duplicates before assigning"

@@ -47,15 +47,23 @@
 //!   movement), [`Cooperative`] (`cooperative`, Kafka Connect's KIP-415 semantics). The state
 //!   the cooperative assignor needs across rounds is explicit: [`CooperativeState`] goes out in
 //!   the plan and back in with the next input.
-//! * [`check`]: reusable invariant checkers.
+//! * `check` (feature `testing`): reusable invariant checkers, for tests and benchmarks.
 //!
 //! No IO, no clock, no async: `now` is an input. See `docs/assignors.md` for the algorithms,
 //! worked examples and measured timings.
 
+#![warn(unreachable_pub)]
+
 mod assemble;
 mod assignor;
 mod balance;
+// The invariant checkers: public with the `testing` feature (tests, benchmarks, the CLI's
+// `assign`); the cooperative assignor checks its own plans with them either way.
+#[cfg(feature = "testing")]
 pub mod check;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unreachable_pub)]
+mod check;
 mod cooperative;
 mod error;
 mod input;
@@ -69,7 +77,7 @@ mod task;
 
 pub use assignor::{ASSIGNOR_NAMES, Assignor, RebalanceProtocol, by_name};
 pub use cooperative::{Cooperative, CooperativeConfig, CooperativeState};
-pub use error::AssignError;
+pub use error::{AssignError, AssignErrorKind};
 pub use input::AssignmentInput;
 pub use member::{Kinds, Member, MemberId, PreviousAssignment, PreviousOwner};
 pub use plan::{HeldBack, HoldReason, MemberPlan, Plan, Unplaced, UnplacedReason};

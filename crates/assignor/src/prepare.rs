@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::Repr;
 use crate::runs::{LANES, all_equal, consecutive};
 use crate::{AssignError, AssignmentInput, KindIndex, Kinds};
 
@@ -55,14 +56,15 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
     let members = input.members;
     let tasks = input.tasks;
     if u32::try_from(members.len()).map_or(true, |n| n >= FIRST_MARKER) {
-        return Err(AssignError::TooManyMembers);
+        return Err(Repr::TooManyMembers.into());
     }
     for pair in members.windows(2) {
         if pair[0].id >= pair[1].id {
-            return Err(AssignError::MembersNotSorted {
+            return Err(Repr::MembersNotSorted {
                 previous: pair[0].id.clone(),
                 next: pair[1].id.clone(),
-            });
+            }
+            .into());
         }
     }
     let kind_count = tasks.kind_count();
@@ -76,11 +78,12 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
                     match table.get_mut(kind.get()) {
                         Some(slot) => *slot = true,
                         None => {
-                            return Err(AssignError::KindOutOfRange {
+                            return Err(Repr::KindOutOfRange {
                                 member: member.id.clone(),
                                 index: kind.0,
                                 kinds: kind_count,
-                            });
+                            }
+                            .into());
                         }
                     }
                 }
@@ -92,11 +95,12 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
     if !resolve {
         for member in members {
             if let Some(task) = member.owned.iter().find(|t| t.get() >= tasks.len()) {
-                return Err(AssignError::TaskOutOfRange {
+                return Err(Repr::TaskOutOfRange {
                     member: member.id.clone(),
                     index: task.0,
                     tasks: tasks.len(),
-                });
+                }
+                .into());
             }
         }
     }
@@ -122,11 +126,12 @@ fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, 
             for task in block {
                 let t = task.get();
                 let Some(slot) = owner.get_mut(t) else {
-                    return Err(AssignError::TaskOutOfRange {
+                    return Err(Repr::TaskOutOfRange {
                         member: member.id.clone(),
                         index: task.0,
                         tasks: tasks.len(),
-                    });
+                    }
+                    .into());
                 };
                 // The common case first: a member that runs every kind claims a free task.
                 if all_kinds && *slot == NONE {
@@ -298,13 +303,13 @@ mod tests {
         let tasks = TaskSet::uniform(1, "k");
         let unsorted = vec![Member::new("b"), Member::new("a")];
         assert!(matches!(
-            prepare(&AssignmentInput::new(&tasks, &unsorted)),
-            Err(AssignError::MembersNotSorted { .. })
+            prepare(&AssignmentInput::new(&tasks, &unsorted)).map_err(|e| e.0),
+            Err(Repr::MembersNotSorted { .. })
         ));
         let bad = vec![Member::new("a").with_owned(1, vec![TaskIndex(7)])];
         assert!(matches!(
-            prepare(&AssignmentInput::new(&tasks, &bad)),
-            Err(AssignError::TaskOutOfRange { index: 7, .. })
+            prepare(&AssignmentInput::new(&tasks, &bad)).map_err(|e| e.0),
+            Err(Repr::TaskOutOfRange { index: 7, .. })
         ));
     }
 

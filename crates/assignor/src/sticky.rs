@@ -10,7 +10,7 @@ use crate::{AssignError, AssignmentInput, Assignor, Plan, RebalanceProtocol};
 ///
 /// Double claims are resolved by generation (the same generation: neither keeps the task).
 /// With unit weights and no capacities the number of moves is the lower bound
-/// ([`check::lower_bound_moves`](crate::check::lower_bound_moves)).
+/// (`check::lower_bound_moves`, feature `testing`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sticky;
 

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::AssignError;
+use crate::error::Repr;
 
 /// A task's dense index in its [`TaskSet`] (`0..tasks.len()`), in the order the tasks were pushed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -117,15 +118,15 @@ impl TaskSet {
     ) -> Result<TaskIndex, AssignError> {
         let id: Arc<str> = id.into();
         if weight == 0 {
-            return Err(AssignError::ZeroWeight { task: id });
+            return Err(Repr::ZeroWeight { task: id }.into());
         }
         if self.index.contains_key(&id) {
-            return Err(AssignError::DuplicateTask { task: id });
+            return Err(Repr::DuplicateTask { task: id }.into());
         }
         let index = u32::try_from(self.ids.len())
             .ok()
             .filter(|i| *i < u32::MAX - 8)
-            .ok_or(AssignError::TooManyTasks)?;
+            .ok_or(AssignError(Repr::TooManyTasks))?;
         let kind = self.intern_kind(kind)?;
         let task = TaskIndex(index);
         self.unsorted |= self.ids.last().is_some_and(|last| **last >= *id);
@@ -145,7 +146,8 @@ impl TaskSet {
         if let Some(kind) = self.kind_index(name) {
             return Ok(kind);
         }
-        let index = u16::try_from(self.kind_names.len()).map_err(|_| AssignError::TooManyKinds)?;
+        let index =
+            u16::try_from(self.kind_names.len()).map_err(|_| AssignError(Repr::TooManyKinds))?;
         self.kind_names.push(name.into());
         self.by_kind.push(Vec::new());
         self.max_weight_by_kind.push(0);
@@ -267,12 +269,12 @@ mod tests {
         let mut set = TaskSet::new();
         set.push("a", "k", 1).unwrap();
         assert!(matches!(
-            set.push("a", "k", 1),
-            Err(AssignError::DuplicateTask { .. })
+            set.push("a", "k", 1).map_err(|e| e.0),
+            Err(Repr::DuplicateTask { .. })
         ));
         assert!(matches!(
-            set.push("b", "k", 0),
-            Err(AssignError::ZeroWeight { .. })
+            set.push("b", "k", 0).map_err(|e| e.0),
+            Err(Repr::ZeroWeight { .. })
         ));
         assert_eq!(set.len(), 1);
     }

@@ -5,9 +5,10 @@
 //! stays the engine for multi-machine deployments.
 //!
 //! - Kafka's classic group state machine, sans-IO, on virtual time (a private module: its
-//!   settings are [`GroupConfig`]).
-//! - [`EmbeddedCoordinator`]: the TCP server in front of it, with fault injection
-//!   ([`Faults`]) and stop/restart on the same port; TLS and mutual TLS with [`ServerTls`].
+//!   settings are [`Builder`]'s).
+//! - [`EmbeddedCoordinator`]: the TCP server in front of it, with fault injection (`Faults`,
+//!   feature `testing`) and stop/restart on the same port; TLS and mutual TLS with
+//!   [`ServerTls`].
 //! - Single-partition topics for kroupier's task store and checkpoints (CreateTopics, Produce,
 //!   Fetch with long polling, ListOffsets, and Metadata listing them), in memory or, with
 //!   [`Builder::data_dir`], in checksummed append-only files that survive a restart. No
@@ -27,6 +28,8 @@
 //! # }
 //! ```
 
+#![warn(unreachable_pub)]
+
 mod group;
 mod log;
 mod server;
@@ -34,8 +37,10 @@ mod server;
 #[doc(hidden)]
 pub use server::fuzzing;
 
-pub use group::{GroupConfig, GroupConfigError, GroupDescription, GroupState, MemberDescription};
+pub use group::{GroupDescription, GroupState, MemberDescription};
 pub use server::{
-    Builder, Config, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault,
-    Faults, SUPPORTED_VERSIONS, ServerTls,
+    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError,
+    SUPPORTED_VERSIONS, ServerTls,
 };
+#[cfg(any(test, feature = "testing"))]
+pub use server::{Fault, Faults};

@@ -2,22 +2,39 @@
 //!
 //! # The crate
 //!
-//! The everyday API is at the root: the [`Task`] trait and its [`TaskContext`], the
-//! [`WorkerBuilder`] and its [`WorkerConfig`], the running [`WorkerHandle`], and the
-//! [`FencingToken`] a task writes with. The rest is grouped by what it is for:
+//! Everything is named here, once; each item has one path. The everyday API is at the root,
+//! the rest is grouped by what it is for.
+//!
+//! **At the root: a worker and its tasks.**
+//!
+//! | Item | For |
+//! |---|---|
+//! | [`Task`], [`Kind`], [`Registry`] | a task is a struct; its kind is the name workers agree on and its config type |
+//! | [`TaskSpec`], [`Catalogue`] | task instances (id, kind, config, weight) given in code |
+//! | [`TaskContext`] | what a running task holds: cancellation, progress, checkpoints, exactly-once output |
+//! | [`FencingToken`], [`TaskLease`], [`LeaseError`] | whether this worker still owns the task; the token to write with |
+//! | [`TaskError`] | how a task run ends in failure |
+//! | [`WorkerBuilder`], [`WorkerConfig`], [`BuildError`] | build a worker: config, task kinds, tasks, assignors |
+//! | [`WorkerHandle`], [`WorkerEvent`], [`WorkerExit`], [`WorkerError`] | the running worker: its events, how it ended, why it failed |
+//! | [`TaskState`], [`TaskStatus`], [`WorkerStatus`] | what the worker runs, as its status API shows it |
+//! | [`RestartPolicy`] | how failed tasks restart |
+//! | [`ConfigProvider`] | secrets in task configs, resolved when a task starts |
+//! | [`shutdown`] | the two-signal rule for programs: the first signal stops gracefully, a second exits |
+//!
+//! **Modules.**
 //!
 //! | Module | For |
 //! |---|---|
-//! | [`worker`] | the rest of the worker runtime: config, status, task store, checkpoints, secrets |
-//! | [`shutdown`] | the two-signal rule for programs: the first signal stops gracefully, a second exits |
+//! | [`worker`] | the rest of the worker runtime: config parts, the task store, checkpoints, exactly-once output, status details |
+//! | [`assignor`] | who runs what: the [`Assignor`](assignor::Assignor) trait, round-robin, sticky and incremental cooperative, the input and plan types of an assignor of your own |
 //! | [`election`] | one leader among N replicas, with a fencing token (Schema Registry style) |
-//! | [`assignor`] | who runs what: round-robin, sticky, incremental cooperative, or your own |
-//! | [`observer`] | see a group (members, leader, generation, tasks) without joining it |
-//! | [`protocol`] | the Kafka group member itself, for protocols of your own |
-//! | [`connection`] | how to reach Kafka: bootstrap servers, TLS, SASL |
+//! | [`failover`] | fast failover for any protocol: a member whose process ended is removed in milliseconds |
+//! | [`protocol`] | the generic Kafka group member, for protocols of your own |
+//! | [`connection`] | how to reach Kafka: bootstrap servers, timeouts, TLS, SASL |
 //! | `testing` (feature `testing`) | the embedded coordinator, to test workers with no Kafka |
 //! | [`guide`] | "Write your first task", step by step |
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(unreachable_pub)]
 
 pub mod guide;
 #[cfg(feature = "testing")]
@@ -25,36 +42,54 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, Registry, RestartPolicy, Task,
-    TaskContext, TaskError, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig,
-    WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
+    BuildError, Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, Registry, RestartPolicy,
+    Task, TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
+    WorkerConfig, WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
 pub use kroupier_worker::shutdown;
 
-/// The worker runtime beyond the root's everyday items (each item is in one place): its config
-/// in full, the status model, the task store and checkpoints, the wire format of kroupier's
-/// protocol, and (feature `journal`) the task journal with its checks.
+/// The worker runtime beyond the root's everyday items: the parts of [`WorkerConfig`], the
+/// task store and checkpoints, exactly-once output, the status details, and (feature
+/// `journal`) the task journal with its checks.
 pub mod worker {
     /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
     pub use kroupier_coordinator::log::TransactionError;
+    // Details of the status model and the task catalogue.
     pub use kroupier_worker::{
-        AssignedTimes, BuildError, CatalogueError, CatalogueIter, GroupView, InvalidConfig, Lease,
-        StatusConfig, SupervisorConfig, TaskConfigError, TaskLease, TaskView, TasksConfig,
+        AssignedTimes, CatalogueError, CatalogueIter, GroupView, Lease, TaskConfigError, TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
-    pub use kroupier_worker::{checkpoint, config, protocol, store};
+    // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.
+    pub use kroupier_worker::{
+        InvalidConfig, PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig,
+        TasksConfig,
+    };
+    // The task store (a group's tasks in a compacted topic) and checkpoints (a task's saved
+    // state, which follows it when it moves).
+    pub use kroupier_worker::{checkpoint, store};
 
     #[cfg(feature = "journal")]
     #[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
     pub use kroupier_worker::journal;
 }
 
+/// Assignors: pure, deterministic functions from the group's members and the tasks to who runs
+/// what: [`RoundRobin`](assignor::RoundRobin), [`Sticky`](assignor::Sticky) and
+/// [`Cooperative`](assignor::Cooperative), or your own: implement
+/// [`Assignor`](assignor::Assignor) over an [`AssignmentInput`](assignor::AssignmentInput) and
+/// return a [`Plan`](assignor::Plan). This is the `kroupier-assignor` crate, whose root is
+/// already the assignor's API and nothing else.
+#[doc(inline)]
+pub use kroupier_assignor as assignor;
+
 /// Leader election: one eligible replica leads, leadership is sticky, and a leader that may
-/// have lost its generation knows it before anyone else leads.
+/// have lost its generation knows it before anyone else leads. Its member's settings are
+/// [`MemberConfig`](crate::protocol::MemberConfig).
 ///
 /// ```no_run
-/// use kroupier::election::{ElectionEvent, Elector, MemberConfig};
+/// use kroupier::election::{ElectionEvent, Elector};
+/// use kroupier::protocol::MemberConfig;
 ///
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let config = MemberConfig::new("127.0.0.1:9092", "registry-leader");
@@ -70,10 +105,8 @@ pub mod worker {
 /// # Ok(()) }
 /// ```
 pub mod election {
-    pub use kroupier_coordinator::driver::{MemberConfig, MemberError};
     pub use kroupier_coordinator::election::{
-        ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionAssignment, ElectionEvent,
-        ElectionMetadata, Elector, ElectorHandle, LeaderElection, choose_leader,
+        ElectionEvent, Elector, ElectorHandle, LeaderElection,
     };
 }
 
@@ -90,31 +123,9 @@ pub mod failover {
     };
 }
 
-/// Assignors: pure, deterministic functions from the group's members and the tasks to who runs
-/// what. Implement [`Assignor`](assignor::Assignor) to plug in your own.
-pub mod assignor {
-    pub use kroupier_assignor::{
-        ASSIGNOR_NAMES, AssignError, AssignmentInput, Assignor, Cooperative, CooperativeConfig,
-        CooperativeState, HeldBack, HoldReason, Member, MemberId, MemberPlan, Plan,
-        PreviousAssignment, PreviousOwner, RebalanceProtocol, RoundRobin, Sticky, TaskSet,
-        Unplaced, UnplacedReason, by_name, check,
-    };
-}
-
-/// See groups without joining them: ListGroups and DescribeGroups, decoded; and remove a
-/// member as Kafka's admin client does.
-pub mod observer {
-    pub use kroupier_coordinator::connection::{Cluster, ClusterConfig, ConnectionError};
-    pub use kroupier_coordinator::observer::{
-        AssignmentDecoder, ConsumerGroupDescription, ConsumerMember, DecodedGroup,
-        GroupDescription, GroupListing, GroupState, MemberDescription, Observer, Removal,
-        TopicPartitions,
-    };
-}
-
 /// How to reach Kafka: bootstrap servers and timeouts ([`ClusterConfig`](connection::ClusterConfig)),
 /// TLS and SASL ([`Security`](connection::Security), from Kafka client properties), and the
-/// [`Cluster`](connection::Cluster) a task store or an observer opens.
+/// [`Cluster`](connection::Cluster) a task store opens.
 pub mod connection {
     pub use kroupier_coordinator::connection::{
         ClientIdentity, Cluster, ClusterConfig, ConnectionConfig, ConnectionError,
@@ -129,12 +140,13 @@ pub mod connection {
 /// syncs, heartbeats, fences itself when it may have lost its generation, and reports what
 /// happens as [`MemberEvent`](protocol::MemberEvent)s.
 pub mod protocol {
+    // The member, its settings, its handle and what it reports.
     pub use kroupier_coordinator::driver::{
         Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
     };
+    // What a protocol implements, and the types of its methods.
     pub use kroupier_coordinator::membership::{
-        AssignContext, AssignError, FatalError, FencingToken, Generation, GroupMember,
-        GroupProtocol, Lease, LostReason, MemberAssignment, MemberState, MembershipConfig,
-        ProtocolMetadata,
+        AssignContext, AssignError, FatalError, Generation, GroupMember, GroupProtocol, LostReason,
+        MemberAssignment, MemberState, MembershipConfig, ProtocolMetadata,
     };
 }

@@ -59,8 +59,7 @@
 //! [`EmbeddedCoordinator::builder`] injects faults ([`Faults`]) for the unhappy paths.
 
 pub use kroupier_embedded::{
-    Builder, Config, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault,
-    Faults,
+    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault, Faults,
 };
 
 use std::time::Duration;

@@ -278,7 +278,7 @@ impl Catalogue {
     ///
     /// Deterministic across processes, platforms and versions: JSON objects are hashed with
     /// their keys sorted, whatever the map's own order, and no seeded hasher is involved.
-    pub fn fingerprint(&self) -> u64 {
+    pub(crate) fn fingerprint(&self) -> u64 {
         *self.fingerprint.get_or_init(|| self.compute_fingerprint())
     }
 
@@ -297,7 +297,7 @@ impl Catalogue {
     /// A 64-bit FNV-1a hash of what placement depends on: the sorted `(id, kind, weight)`
     /// entries, configs apart. Two catalogues with the same placement fingerprint are assigned
     /// alike, so a change that keeps it (a new config) needs no rebalance.
-    pub fn placement_fingerprint(&self) -> u64 {
+    pub(crate) fn placement_fingerprint(&self) -> u64 {
         *self
             .placement
             .get_or_init(|| self.compute_placement_fingerprint())

@@ -22,7 +22,8 @@
 //!
 //! [`TaskContext::cancelled`] and [`TaskLease::lost`] are cancel safe: dropping them loses nothing.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -37,8 +38,9 @@ use crate::store::StoreError;
 
 pub use kroupier_coordinator::membership::{FencingToken, Lease};
 
-use crate::status::model::unix_ms;
-use crate::supervisor::RunShared;
+use crate::exactly_once::ExactlyOnce;
+use crate::generator::{Generators, StoreAccess};
+use crate::status::model::{TaskTable, unix_ms};
 
 /// The lease before the first assignment: generation -1, no member id, already expired.
 pub(crate) fn no_lease() -> Lease {
@@ -199,12 +201,40 @@ fn to_monotonic(until: std::time::Instant) -> Instant {
     Instant::from_std(kroupier_coordinator::clock::to_monotonic(until))
 }
 
-/// Where progress reports go, and what else of the supervisor's a task reaches (the task
-/// table, the checkpoint client): one pointer to what all its runs share, not one per part, in
-/// every task's context.
+/// What a task's context reaches of its worker beyond its lease: the status table its progress
+/// goes to, the checkpoint client, the producers fenced for it, the task store its children are
+/// declared in. The supervisor makes one and shares it with all its runs; the context knows
+/// nothing of the supervisor.
+#[derive(Debug, Default)]
+pub(crate) struct TaskServices {
+    /// The task statuses, where progress notes go.
+    pub(crate) table: TaskTable,
+    /// The checkpoint client the tasks' contexts save and read through (with a task store).
+    pub(crate) checkpoints: OnceLock<Arc<Checkpoints>>,
+    /// The transactional producers the worker started, fencing older owners, for the runs of
+    /// exactly-once kinds that are under way and have not taken theirs yet.
+    pub(crate) fenced: Mutex<BTreeMap<Arc<str>, ExactlyOnce>>,
+    /// The task store the tasks' contexts declare children in (with a task store).
+    pub(crate) store: OnceLock<StoreAccess>,
+    /// The generators of this worker that declared children.
+    pub(crate) generators: Generators,
+}
+
+impl TaskServices {
+    /// Services over `table`, without checkpoints or a task store until they are set.
+    pub(crate) fn new(table: TaskTable) -> Self {
+        TaskServices {
+            table,
+            ..TaskServices::default()
+        }
+    }
+}
+
+/// Where progress reports go, and what else of the worker's a task reaches: one pointer to
+/// what all its runs share ([`TaskServices`]), not one per part, in every task's context.
 #[derive(Debug, Clone)]
 pub(crate) struct ProgressSink {
-    pub(crate) shared: Arc<RunShared>,
+    pub(crate) services: Arc<TaskServices>,
     pub(crate) incarnation: u64,
     /// When progress was last reported, for the supervisor's stall watch (`None` without
     /// one: a channel per task would cost more than the rest of an idle task).
@@ -243,7 +273,7 @@ impl TaskContext {
 
     /// The checkpoint client, with a task store.
     fn checkpoints(&self) -> Option<&Arc<Checkpoints>> {
-        self.inner.progress.as_ref()?.shared.checkpoints.get()
+        self.inner.progress.as_ref()?.services.checkpoints.get()
     }
 
     /// A context outside any worker, for testing a task on its own: the lease is valid until
@@ -334,7 +364,7 @@ impl TaskContext {
         // A kind declared exactly-once was fenced by the worker before this run started.
         if let Some(progress) = &self.inner.progress {
             let fenced = progress
-                .shared
+                .services
                 .fenced
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -397,10 +427,10 @@ impl TaskContext {
         let Some(sink) = &self.inner.progress else {
             return Err(StoreError::Disabled);
         };
-        let shared = &sink.shared;
+        let services = &sink.services;
         let declare = crate::generator::declare(
-            &shared.generators,
-            shared.store.get(),
+            &services.generators,
+            services.store.get(),
             &self.inner.lease,
             children,
         );
@@ -432,7 +462,7 @@ impl TaskContext {
             if let Some(last) = &sink.last {
                 last.send_replace(Instant::now());
             }
-            sink.shared
+            sink.services
                 .table
                 .update(self.task_id(), sink.incarnation, |status| {
                     let notes = status.notes_mut();

@@ -64,8 +64,7 @@
 //!   ([`TaskLease`]), cancellation; [`RestartPolicy`] says how failed tasks are restarted;
 //! - [`checkpoint`]: task state saved in a compacted Kafka topic, which follows a task when it
 //!   moves ([`TaskContext::save_checkpoint`], [`TaskContext::last_checkpoint`]);
-//! - [`protocol`]: the kroupier wire format (member metadata, assignments);
-//! - [`WorkerConfig`] ([`config`]: nested settings, derived defaults, Kafka client properties)
+//! - [`WorkerConfig`] (nested settings, derived defaults, Kafka client properties)
 //!   and [`WorkerBuilder`] (assignors as values, typed task kinds), which spawns a
 //!   [`WorkerHandle`]: the worker loop that joins the Kafka group with kroupier's protocol,
 //!   its [`WorkerEvent`]s, and the status HTTP API ([`WorkerStatus`], [`TaskStatus`]);
@@ -75,10 +74,12 @@
 //!   checks over it (and over leader elections) that witness no task running on two workers
 //!   at once; the demo, the examples and kroupier's tests use it.
 
+#![warn(unreachable_pub)]
+
 mod builder;
 mod catalogue;
 pub mod checkpoint;
-pub mod config;
+mod config;
 mod context;
 mod exactly_once;
 mod generator;
@@ -94,22 +95,31 @@ pub mod journal;
 #[cfg(not(feature = "journal"))]
 #[allow(dead_code, unreachable_pub, unused_imports)]
 mod journal;
+// The wire format of kroupier groups (member metadata, assignments): internal. The CLI, the
+// tests and the fuzz targets decode it through the `unstable` feature, which promises nothing.
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
 pub mod protocol;
-pub(crate) mod runtime;
-pub(crate) mod secrets;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub, unused_imports)]
+mod protocol;
+mod runtime;
+mod secrets;
 pub mod shutdown;
 mod status;
 pub mod store;
-pub(crate) mod supervisor;
+mod supervisor;
 mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
-pub use config::{StatusConfig, TasksConfig, WorkerConfig};
+pub use config::{
+    PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
+};
 pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
-pub use supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
+pub use supervisor::{InvalidConfig, RestartPolicy};
 pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};

@@ -62,7 +62,7 @@ struct Args {
     status_addr: Option<SocketAddr>,
     #[command(flatten)]
     session: SessionArgs,
-    /// Kafka client properties (TLS, SASL, and any key of `kroupier::worker::config`, such as
+    /// Kafka client properties (TLS, SASL, and any key of `kroupier::WorkerConfig`, such as
     /// `tasks.transactional.id.prefix`); the flags given apply over them.
     #[arg(long, value_name = "FILE")]
     command_config: Option<PathBuf>,

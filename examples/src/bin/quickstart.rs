@@ -12,7 +12,7 @@
 //! only after its lease check passes. Prints one JSON line per change on stdout (an assignment
 //! with where its time went: `join_ms`, the leader's `assign_ms`, `sync_ms`, `apply_ms`); logs go to
 //! stderr (`RUST_LOG`). `--command-config FILE` takes Kafka client properties (TLS, SASL, and
-//! any key of `kroupier::worker::config`, such as `kroupier.status.token`); the flags given
+//! any key of `kroupier::WorkerConfig`, such as `kroupier.status.token`); the flags given
 //! apply over them, and the defaults only to what neither sets. SIGTERM or ctrl-c: stop the tasks, leave the group, exit 0; a second
 //! signal exits at once.
 

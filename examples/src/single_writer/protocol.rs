@@ -7,9 +7,10 @@
 use std::sync::{Mutex, MutexGuard};
 
 use axum::body::Bytes;
+use kroupier::FencingToken;
 use kroupier::failover::{Failover, FailoverEndpoint, FailoverTarget};
 use kroupier::protocol::{
-    AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
 };
 use serde::{Deserialize, Serialize};

@@ -11,7 +11,7 @@
 //! * two balancing rounds in a row start an exponential **backoff**: revocations pause, and
 //!   the plan asks for a rebalance when the pause ends.
 //!
-//! Every plan is checked with [`check::cooperative`](crate::check::cooperative) before it is
+//! Every plan is checked with `check::cooperative` (feature `testing`) before it is
 //! returned (unless [`CooperativeConfig::validate_plans`] is off).
 
 mod state;
@@ -24,6 +24,7 @@ pub use state::{CooperativeConfig, CooperativeState};
 use crate::assemble::assemble;
 use crate::balance::{Mode, place};
 use crate::check;
+use crate::error::Repr;
 use crate::prepare::{
     DOUBLE_CLAIM, EXCLUDED, INELIGIBLE_CLAIM, NO_CAPACITY, NONE, Prepared, is_member, prepare,
 };
@@ -148,7 +149,7 @@ impl Assignor for Cooperative {
         };
         if self.config.validate_plans {
             check::cooperative_with_owners(input, &plan, &p.owner)
-                .map_err(AssignError::InvalidPlan)?;
+                .map_err(|v| AssignError(Repr::InvalidPlan(v)))?;
         }
         Ok(plan)
     }

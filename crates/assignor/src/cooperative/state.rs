@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::AssignError;
+use crate::error::Repr;
 
 /// Configuration of the [`Cooperative`](crate::Cooperative) assignor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub struct CooperativeConfig {
     pub revocation_backoff_multiplier: u32,
     /// The longest pause. Default 5 min. Longer bounds storms harder but delays balancing.
     pub revocation_backoff_max: Duration,
-    /// Check every plan with [`check::cooperative`](crate::check::cooperative) before returning it.
+    /// Check every plan with `check::cooperative` (feature `testing`) before returning it.
     /// Default true; costs one pass over the tasks.
     pub validate_plans: bool,
 }
@@ -39,14 +40,15 @@ impl CooperativeConfig {
     /// Checks the values are consistent.
     pub fn validate(&self) -> Result<(), AssignError> {
         if self.revocation_backoff_multiplier == 0 {
-            return Err(AssignError::InvalidConfig(
-                "revocation_backoff_multiplier must be at least 1",
-            ));
+            return Err(
+                Repr::InvalidConfig("revocation_backoff_multiplier must be at least 1").into(),
+            );
         }
         if self.revocation_backoff > self.revocation_backoff_max {
-            return Err(AssignError::InvalidConfig(
+            return Err(Repr::InvalidConfig(
                 "revocation_backoff must not exceed revocation_backoff_max",
-            ));
+            )
+            .into());
         }
         Ok(())
     }

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 /// Settings of the group state machine, named after Kafka's broker configs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupConfig {
+pub(crate) struct GroupConfig {
     /// `group.min.session.timeout.ms`. Default 1 s (Kafka: 6 s), so the demo fails over fast;
     /// a lower bound lets members with tiny timeouts flap on a loaded machine.
-    pub min_session_timeout: Duration,
+    pub(crate) min_session_timeout: Duration,
     /// `group.max.session.timeout.ms`. Default 30 min, as Kafka. A higher bound lets a dead member
     /// hold its work longer.
-    pub max_session_timeout: Duration,
+    pub(crate) max_session_timeout: Duration,
     /// The largest rebalance timeout a member may ask for; a JoinGroup above it is refused with
     /// INVALID_SESSION_TIMEOUT, which Kafka clients treat as fatal. Kafka bounds only the
     /// session timeout (`group.max.session.timeout.ms`) and takes any rebalance timeout up to
@@ -22,29 +22,29 @@ pub struct GroupConfig {
     /// Refused rather than clamped: a clamped member would believe it has longer than it has,
     /// and be dropped from the group mid-rebalance with no hint why; a refusal names the problem
     /// at the first JoinGroup.
-    pub max_rebalance_timeout: Duration,
+    pub(crate) max_rebalance_timeout: Duration,
     /// `group.initial.rebalance.delay.ms`: how long an empty group waits for more members before its
     /// first generation. Default 0 (Kafka: 3 s): fast tests and demo; a delay saves rebalances when
     /// many members start together.
-    pub initial_rebalance_delay: Duration,
+    pub(crate) initial_rebalance_delay: Duration,
     /// How long a brand-new member may wait in a JoinGroup before it is dropped. Default 5 min
     /// (Kafka's hard-coded `CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`).
-    pub new_member_join_timeout: Duration,
+    pub(crate) new_member_join_timeout: Duration,
     /// How long a group stays after it became empty (no members, no member id handed out)
     /// before it is deleted; DescribeGroups then answers as for a group that never existed.
     /// Kafka deletes an empty group without offsets at its next cleanup pass
     /// (`offsets.retention.check.interval.ms`, 10 min); there are no offsets here. Default
     /// 10 min: longer keeps an empty group's generation (and what `kroupier describe` shows)
     /// longer, shorter frees the memory of groups no longer used sooner.
-    pub empty_group_retention: Duration,
+    pub(crate) empty_group_retention: Duration,
     /// How many groups may exist at once; a JoinGroup that would create one more is refused with
     /// POLICY_VIOLATION (Kafka has no such cap). Default 10,000: a bound on the memory that
     /// clients using ever new group ids can make the coordinator hold; raise it for tests that
     /// really run that many groups.
-    pub max_groups: usize,
+    pub(crate) max_groups: usize,
     /// `group.max.size`: members per group; more get GROUP_MAX_SIZE_REACHED. Default `usize::MAX`
     /// (Kafka: `Integer.MAX_VALUE`).
-    pub max_group_size: usize,
+    pub(crate) max_group_size: usize,
 }
 
 impl Default for GroupConfig {
@@ -65,7 +65,7 @@ impl Default for GroupConfig {
 /// A [`GroupConfig`] that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum GroupConfigError {
+pub(crate) enum GroupConfigError {
     /// The minimum session timeout is above the maximum.
     #[error(
         "min_session_timeout ({min:?}) is above max_session_timeout ({max:?}); lower the minimum or raise the maximum"
@@ -89,7 +89,7 @@ pub enum GroupConfigError {
 
 impl GroupConfig {
     /// Checks that the settings can work together.
-    pub fn validate(&self) -> Result<(), GroupConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), GroupConfigError> {
         if self.min_session_timeout > self.max_session_timeout {
             return Err(GroupConfigError::SessionTimeoutBounds {
                 min: self.min_session_timeout,

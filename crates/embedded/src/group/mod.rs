@@ -46,7 +46,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-pub use config::{GroupConfig, GroupConfigError};
+pub(crate) use config::{GroupConfig, GroupConfigError};
 pub(crate) use coordinator::GroupCoordinator;
 pub use types::{GroupDescription, GroupState, MemberDescription};
 pub(crate) use types::{

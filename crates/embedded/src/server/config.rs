@@ -8,57 +8,57 @@ use crate::group::{GroupConfig, GroupConfigError};
 
 /// Everything the embedded coordinator can be told; [`Config::default`] suits the demo and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     /// The group rules (session-timeout bounds, initial rebalance delay, ...). Default:
     /// [`GroupConfig::default`] (min session timeout 1 s, initial rebalance delay 0).
-    pub group: GroupConfig,
+    pub(crate) group: GroupConfig,
     /// The largest request frame accepted; a bigger one closes its connection. Default 2 MiB:
     /// group requests are small, and a low cap bounds what one hostile peer can make us buffer,
     /// but a Produce carrying a batch just over [`max_message_bytes`](Self::max_message_bytes)
     /// must still fit, to be answered MESSAGE_TOO_LARGE rather than cut off; keep it above
     /// `max_message_bytes` when raising that.
-    pub max_request_frame: usize,
+    pub(crate) max_request_frame: usize,
     /// The largest record batch a Produce may carry (Kafka's `message.max.bytes`; a topic's
     /// `max.message.bytes` config overrides it); a bigger one is refused with
     /// MESSAGE_TOO_LARGE. Default 1 MiB, as Kafka's (1 MiB + 12 bytes there).
-    pub max_message_bytes: usize,
+    pub(crate) max_message_bytes: usize,
     /// How many topics may exist at once; CreateTopics for one more is refused with
     /// POLICY_VIOLATION (Kafka has no such bound). Default 1,000: kroupier needs two per group
     /// (task store, checkpoints), and every topic keeps its records in memory for good (no
     /// retention, no deletion), so the cap bounds what a stray client can make it hold.
-    pub max_topics: usize,
+    pub(crate) max_topics: usize,
     /// Where topics and their record batches are kept across restarts: one append-only file per
     /// topic partition plus a topic catalogue, every entry checksummed; a damaged tail (a crash
     /// in the middle of a write) is truncated with a warning at start. Default `None`: topics
     /// live in memory and are gone when the coordinator stops. Group state is never kept.
-    pub data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// How many client connections may be open at once; one more is closed as soon as it is
     /// accepted, with a warning (Kafka's `max.connections`, unbounded there). Default 1,000:
     /// every connection holds a task and up to [`max_request_frame`](Self::max_request_frame)
     /// bytes, so the cap bounds memory and file descriptors (often 1,024 per process); raise it
     /// for more clients on one coordinator.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// How long a connection may go without sending a request before it is closed (Kafka's
     /// `connections.max.idle.ms`). Counted while the connection waits for its next request, not
     /// while one of its requests waits for a rebalance. Default 10 min, as Kafka: group members
     /// send a heartbeat every few seconds and never reach it; shorter frees abandoned
     /// connections sooner, and clients reconnect when they next need to.
-    pub connections_max_idle: Duration,
+    pub(crate) connections_max_idle: Duration,
     /// The host advertised in Metadata and FindCoordinator. Default `None`: the bound IP, or
     /// `127.0.0.1` when bound to an unspecified address (`0.0.0.0`); set it when clients reach
     /// the coordinator by another name.
-    pub advertised_host: Option<String>,
+    pub(crate) advertised_host: Option<String>,
     /// The node id of the single broker the coordinator pretends to be. Default 0.
-    pub node_id: i32,
+    pub(crate) node_id: i32,
     /// The cluster id reported by Metadata (v2+). Default `"kroupier-embedded"`.
-    pub cluster_id: String,
+    pub(crate) cluster_id: String,
     /// How long [`stop`](crate::CoordinatorHandle::stop) waits for connections to finish their
     /// current request before dropping them. Default 1 s.
-    pub stop_grace: Duration,
+    pub(crate) stop_grace: Duration,
     /// TLS on the listener (Kafka's `SSL` listeners); with a client CA, mutual TLS. Default
     /// `None`: plain TCP, as Kafka's `PLAINTEXT`. The files are read when the coordinator
     /// binds.
-    pub tls: Option<ServerTls>,
+    pub(crate) tls: Option<ServerTls>,
 }
 
 impl Default for Config {
@@ -80,10 +80,27 @@ impl Default for Config {
     }
 }
 
-/// A [`Config`] that cannot work.
+/// Settings of the embedded coordinator that cannot work together; the message names the
+/// setting and the range it takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
+#[error(transparent)]
+pub struct ConfigError(InvalidSetting);
+
+impl From<InvalidSetting> for ConfigError {
+    fn from(error: InvalidSetting) -> Self {
+        ConfigError(error)
+    }
+}
+
+impl From<GroupConfigError> for ConfigError {
+    fn from(error: GroupConfigError) -> Self {
+        ConfigError(InvalidSetting::Group(error))
+    }
+}
+
+/// The settings that cannot work, with their values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum InvalidSetting {
     /// The group settings are inconsistent.
     #[error(transparent)]
     Group(#[from] GroupConfigError),
@@ -123,28 +140,28 @@ impl Config {
     }
 
     /// Checks that the settings can work together.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         self.group.validate()?;
         if self.max_request_frame < 64 {
-            return Err(ConfigError::FrameCapTooSmall(self.max_request_frame));
+            return Err(InvalidSetting::FrameCapTooSmall(self.max_request_frame).into());
         }
         if self.max_connections == 0 || self.max_connections > tokio::sync::Semaphore::MAX_PERMITS {
-            return Err(ConfigError::MaxConnections(self.max_connections));
+            return Err(InvalidSetting::MaxConnections(self.max_connections).into());
         }
         if self.connections_max_idle.is_zero() {
-            return Err(ConfigError::ZeroIdleTimeout);
+            return Err(InvalidSetting::ZeroIdleTimeout.into());
         }
         if self.advertised_host.as_deref() == Some("") {
-            return Err(ConfigError::EmptyAdvertisedHost);
+            return Err(InvalidSetting::EmptyAdvertisedHost.into());
         }
         if self.node_id < 0 {
-            return Err(ConfigError::NegativeNodeId(self.node_id));
+            return Err(InvalidSetting::NegativeNodeId(self.node_id).into());
         }
         if self.max_message_bytes == 0 || i32::try_from(self.max_message_bytes).is_err() {
-            return Err(ConfigError::MaxMessageBytes(self.max_message_bytes));
+            return Err(InvalidSetting::MaxMessageBytes(self.max_message_bytes).into());
         }
         if self.max_topics == 0 {
-            return Err(ConfigError::ZeroMaxTopics);
+            return Err(InvalidSetting::ZeroMaxTopics.into());
         }
         Ok(())
     }

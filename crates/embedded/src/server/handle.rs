@@ -26,7 +26,7 @@ use crate::log::Topics;
 pub struct EmbeddedCoordinator;
 
 impl EmbeddedCoordinator {
-    /// A builder with [`Config::default`].
+    /// A builder with the defaults (each [`Builder`] method names its own).
     pub fn builder() -> Builder {
         Builder::default()
     }
@@ -39,12 +39,6 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// Replaces the whole configuration.
-    pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
     /// `group.min.session.timeout.ms` (default 1 s).
     pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
         self.config.group.min_session_timeout = timeout;
@@ -63,63 +57,113 @@ impl Builder {
         self
     }
 
-    /// The largest rebalance timeout a member may ask for (default 30 min); see
-    /// [`GroupConfig::max_rebalance_timeout`](crate::group::GroupConfig::max_rebalance_timeout).
+    /// The largest rebalance timeout a member may ask for (default 30 min).
+    ///
+    /// The largest rebalance timeout a member may ask for; a JoinGroup above it is refused with
+    /// INVALID_SESSION_TIMEOUT, which Kafka clients treat as fatal. Kafka bounds only the
+    /// session timeout (`group.max.session.timeout.ms`) and takes any rebalance timeout up to
+    /// `i32::MAX` ms (about 25 days), during which one member that never rejoins holds the whole
+    /// group in PreparingRebalance. Default 30 min, as the session bound: a higher bound lets a
+    /// slow member stall everyone longer, a lower one refuses clients that need long
+    /// revocations.
+    ///
+    /// Refused rather than clamped: a clamped member would believe it has longer than it has,
+    /// and be dropped from the group mid-rebalance with no hint why; a refusal names the problem
+    /// at the first JoinGroup.
     pub fn max_rebalance_timeout(mut self, timeout: Duration) -> Self {
         self.config.group.max_rebalance_timeout = timeout;
         self
     }
 
-    /// How long an empty group is kept before it is deleted (default 10 min); see
-    /// [`GroupConfig::empty_group_retention`](crate::group::GroupConfig::empty_group_retention).
+    /// How long an empty group is kept before it is deleted (default 10 min).
+    ///
+    /// How long a group stays after it became empty (no members, no member id handed out)
+    /// before it is deleted; DescribeGroups then answers as for a group that never existed.
+    /// Kafka deletes an empty group without offsets at its next cleanup pass
+    /// (`offsets.retention.check.interval.ms`, 10 min); there are no offsets here. Default
+    /// 10 min: longer keeps an empty group's generation (and what `kroupier describe` shows)
+    /// longer, shorter frees the memory of groups no longer used sooner.
     pub fn empty_group_retention(mut self, retention: Duration) -> Self {
         self.config.group.empty_group_retention = retention;
         self
     }
 
-    /// How many groups may exist at once (default 10,000); see
-    /// [`GroupConfig::max_groups`](crate::group::GroupConfig::max_groups).
+    /// How many groups may exist at once (default 10,000).
+    ///
+    /// How many groups may exist at once; a JoinGroup that would create one more is refused with
+    /// POLICY_VIOLATION (Kafka has no such cap). Default 10,000: a bound on the memory that
+    /// clients using ever new group ids can make the coordinator hold; raise it for tests that
+    /// really run that many groups.
     pub fn max_groups(mut self, groups: usize) -> Self {
         self.config.group.max_groups = groups;
         self
     }
 
-    /// How many client connections may be open at once (default 1,000); see
-    /// [`Config::max_connections`].
+    /// How many client connections may be open at once (default 1,000).
+    ///
+    /// How many client connections may be open at once; one more is closed as soon as it is
+    /// accepted, with a warning (Kafka's `max.connections`, unbounded there). Default 1,000:
+    /// every connection holds a task and up to [`max_request_frame`](Self::max_request_frame)
+    /// bytes, so the cap bounds memory and file descriptors (often 1,024 per process); raise it
+    /// for more clients on one coordinator.
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.config.max_connections = connections;
         self
     }
 
     /// How long a connection may go without a request before it is closed (default 10 min,
-    /// Kafka's `connections.max.idle.ms`); see [`Config::connections_max_idle`].
+    /// Kafka's `connections.max.idle.ms`).
+    ///
+    /// How long a connection may go without sending a request before it is closed (Kafka's
+    /// `connections.max.idle.ms`). Counted while the connection waits for its next request, not
+    /// while one of its requests waits for a rebalance. Default 10 min, as Kafka: group members
+    /// send a heartbeat every few seconds and never reach it; shorter frees abandoned
+    /// connections sooner, and clients reconnect when they next need to.
     pub fn connections_max_idle(mut self, idle: Duration) -> Self {
         self.config.connections_max_idle = idle;
         self
     }
 
-    /// The largest request frame accepted (default 2 MiB); see [`Config::max_request_frame`].
+    /// The largest request frame accepted (default 2 MiB).
+    ///
+    /// The largest request frame accepted; a bigger one closes its connection. Default 2 MiB:
+    /// group requests are small, and a low cap bounds what one hostile peer can make us buffer,
+    /// but a Produce carrying a batch just over [`max_message_bytes`](Self::max_message_bytes)
+    /// must still fit, to be answered MESSAGE_TOO_LARGE rather than cut off; keep it above
+    /// `max_message_bytes` when raising that.
     pub fn max_request_frame(mut self, bytes: usize) -> Self {
         self.config.max_request_frame = bytes;
         self
     }
 
     /// The largest record batch a Produce may carry (default 1 MiB, Kafka's
-    /// `message.max.bytes`); keep [`max_request_frame`](Self::max_request_frame) above it. See
-    /// [`Config::max_message_bytes`].
+    /// `message.max.bytes`); keep [`max_request_frame`](Self::max_request_frame) above it.
+    ///
+    /// The largest record batch a Produce may carry (Kafka's `message.max.bytes`; a topic's
+    /// `max.message.bytes` config overrides it); a bigger one is refused with
+    /// MESSAGE_TOO_LARGE. Default 1 MiB, as Kafka's (1 MiB + 12 bytes there).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.config.max_message_bytes = bytes;
         self
     }
 
-    /// How many topics may exist at once (default 1,000); see [`Config::max_topics`].
+    /// How many topics may exist at once (default 1,000).
+    ///
+    /// How many topics may exist at once; CreateTopics for one more is refused with
+    /// POLICY_VIOLATION (Kafka has no such bound). Default 1,000: kroupier needs two per group
+    /// (task store, checkpoints), and every topic keeps its records in memory for good (no
+    /// retention, no deletion), so the cap bounds what a stray client can make it hold.
     pub fn max_topics(mut self, topics: usize) -> Self {
         self.config.max_topics = topics;
         self
     }
 
-    /// Keeps topics and their records in `dir` across restarts (default: in memory only); see
-    /// [`Config::data_dir`].
+    /// Keeps topics and their records in `dir` across restarts (default: in memory only).
+    ///
+    /// Where topics and their record batches are kept across restarts: one append-only file per
+    /// topic partition plus a topic catalogue, every entry checksummed; a damaged tail (a crash
+    /// in the middle of a write) is truncated with a warning at start. Default `None`: topics
+    /// live in memory and are gone when the coordinator stops. Group state is never kept.
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.config.data_dir = Some(dir.into());
         self
@@ -289,12 +333,9 @@ impl CoordinatorHandle {
         )
     }
 
-    /// The configuration it runs with.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The fault injection controls (per API: delay, error code, dropped response).
+    /// The fault injection controls (per API: delay, error code, dropped response), for tests
+    /// of the unhappy paths (feature `testing`).
+    #[cfg(any(test, feature = "testing"))]
     pub fn faults(&self) -> &Faults {
         &self.dispatcher.faults
     }
@@ -320,7 +361,7 @@ impl CoordinatorHandle {
 
     /// Closes the listener and every connection, like a broker going down. Groups, members and
     /// their session timers live on: members that do not come back in time expire.
-    /// Waits up to [`Config::stop_grace`] for the connection tasks to end.
+    /// Waits up to 1 s for the connection tasks to end.
     pub async fn stop(&self) {
         let network = self.lock_network().take();
         if let Some(network) = network {

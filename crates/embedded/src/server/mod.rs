@@ -69,6 +69,7 @@ mod config;
 mod connection;
 mod convert;
 mod dispatch;
+#[cfg_attr(not(feature = "testing"), allow(dead_code, unreachable_pub))]
 mod faults;
 mod fetch;
 pub mod fuzzing;
@@ -82,7 +83,8 @@ mod topics;
 mod tests;
 
 pub use apis::SUPPORTED_VERSIONS;
-pub use config::{Config, ConfigError};
+pub use config::ConfigError;
+#[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, Faults};
 pub use handle::{Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError};
 pub use tls::ServerTls;

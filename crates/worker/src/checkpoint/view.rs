@@ -72,7 +72,7 @@ impl CheckpointView {
 
     /// Applies one record read at `record.offset`; records below [`offset`](Self::offset)
     /// were applied already and are ignored, so reading a stretch twice changes nothing.
-    pub fn apply(&mut self, record: &ReadRecord) {
+    pub(crate) fn apply(&mut self, record: &ReadRecord) {
         if record.offset < self.offset {
             return;
         }

@@ -1,73 +1,4 @@
-//! The worker's configuration: one nested struct, values that depend on others derived unless
-//! set, and [`WorkerConfig::validate`] naming the rule that failed and what to set.
-//!
-//! ```text
-//! WorkerConfig
-//! ├── worker_id, rack, capacity      what this worker tells the group about itself
-//! ├── member: MemberConfig           the coordinator's own config, used as is (no copy)
-//! │   ├── cluster                    bootstrap.servers, client.id, request.timeout.ms, ...
-//! │   └── membership                 group.id, session/heartbeat/rebalance timeouts, instance id
-//! ├── tasks: TasksConfig             graceful stop, abort (derived), restarts, the task store
-//! └── status: StatusConfig           the status API's address (a free loopback port by default)
-//! ```
-//!
-//! # Kafka client properties
-//!
-//! The same settings can come from Kafka client properties, as Kafka's own tools take them
-//! (`--command-config FILE`): [`WorkerConfig::from_properties`] (a map),
-//! [`WorkerConfig::from_properties_file`] (a Java `.properties` file) and
-//! [`WorkerConfig::set_property`] (one key, e.g. over a file's values).
-//!
-//! | Property | Field |
-//! |---|---|
-//! | `bootstrap.servers` | `member.cluster.bootstrap_servers` (comma-separated) |
-//! | `client.id` | `member.cluster.connection.client_id` |
-//! | `client.rack` | `rack` |
-//! | `group.id` | `member.membership.group_id` |
-//! | `group.instance.id` | `member.membership.group_instance_id` |
-//! | `session.timeout.ms` | `member.membership.session_timeout` |
-//! | `heartbeat.interval.ms` | `member.membership.heartbeat_interval` |
-//! | `rebalance.timeout.ms` | `member.membership.rebalance_timeout` |
-//! | `request.timeout.ms` | `member.membership.request_timeout` and `member.cluster.connection.request_timeout` |
-//! | `retry.backoff.ms`, `retry.backoff.max.ms` | `retry_backoff`, `retry_backoff_max` of `member.membership` and `member.cluster` |
-//! | `reconnect.backoff.ms`, `reconnect.backoff.max.ms` | `member.cluster.reconnect_backoff`, `reconnect_backoff_max` |
-//! | `socket.connection.setup.timeout.ms` | `member.cluster.connection.connect_timeout` |
-//! | `task.shutdown.graceful.timeout.ms` (Kafka Connect's) | `tasks.graceful_stop_timeout` |
-//! | `tasks.store.enabled` | `tasks.store.enabled` (`true`/`false`) |
-//! | `tasks.store.topic` | `tasks.store.topic` |
-//! | `tasks.store.checkpoint_topic` | `tasks.checkpoint.topic` |
-//! | `tasks.store.transactional_id_prefix` | `tasks.transactional.id.prefix` |
-//! | `kroupier.worker.id` | `worker_id` |
-//! | `kroupier.capacity` | `capacity` |
-//! | `kroupier.task.abort.timeout.ms` | `tasks.abort_timeout` |
-//! | `kroupier.self.fence.margin.ms` | `member.membership.self_fence_margin` |
-//! | `kroupier.group.min.session.timeout.ms` | `member.membership.min_session_timeout` |
-//! | `kroupier.status.addr` | `status.addr` (`host:port`, or `none` to disable) |
-//! | `kroupier.status.advertised.address` | `status.advertised_addr` (`host:port`; empty: the bound address) |
-//! | `kroupier.status.token` | `status.token` (a bearer token; empty: none) |
-//! | `kroupier.status.token.protect.reads` | `status.protect_reads` (`true`/`false`) |
-//! | `kroupier.status.tls.certificate`, `kroupier.status.tls.key` | `status.tls_certificate`, `status.tls_key` (PEM files) |
-//! | `kroupier.failover.fast` | `status.fast_failover` (`true`/`false`) |
-//! | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys), from all the security keys read so far |
-//!
-//! Any other key is an error that names it, so a misspelt setting never goes unnoticed; a bad
-//! value is an error that names the key and what it expects.
-//!
-//! # Examples
-//!
-//! ```
-//! use std::time::Duration;
-//! use kroupier_worker::WorkerConfig;
-//!
-//! let mut config = WorkerConfig::new("orders");
-//! config.member.cluster.bootstrap_servers = vec!["kafka-1:9092".into(), "kafka-2:9092".into()];
-//! config.member.membership.session_timeout = Duration::from_secs(3);
-//! config.member.membership.heartbeat_interval = Duration::from_millis(500);
-//! // Derived from the session: the self-fencing margin, and from it the abort timeout.
-//! assert_eq!(config.self_fence_margin(), Duration::from_millis(500));
-//! assert_eq!(config.abort_timeout(), Duration::from_millis(250));
-//! assert_eq!(config.validate(), Ok(()));
-//! ```
+//! The worker's configuration: [`WorkerConfig`] and its parts (re-exported at the crate root).
 
 mod advertised;
 pub(crate) mod properties;
@@ -83,8 +14,8 @@ use kroupier_coordinator::connection::Secret;
 use kroupier_coordinator::driver::{MemberConfig, MemberError};
 use kroupier_coordinator::membership::ConfigError as MembershipError;
 
-pub use properties::PropertiesError;
 pub(crate) use properties::SecurityProperties;
+pub use properties::{PropertiesError, PropertiesErrorKind};
 
 use crate::supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 
@@ -92,7 +23,7 @@ use crate::supervisor::{InvalidConfig, RestartPolicy, SupervisorConfig};
 /// workers start on one machine with the defaults. [`WorkerHandle::status_addr`] tells the port.
 ///
 /// [`WorkerHandle::status_addr`]: crate::WorkerHandle::status_addr
-pub const DEFAULT_STATUS_ADDR: SocketAddr =
+pub(crate) const DEFAULT_STATUS_ADDR: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 
 /// The longest abort timeout derived when none is set.
@@ -103,6 +34,77 @@ const MAX_DERIVED_ABORT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Timeouts mirror Kafka's consumer settings of the same names, with Kafka Connect's defaults.
 /// Build it with [`WorkerConfig::new`] (or from Kafka client properties), change the fields you
 /// need, and let [`validate`](Self::validate) (run by the builder) check the rules between them.
+///
+/// The settings, one nested struct (values that depend on others are derived unless set, and
+/// [`WorkerConfig::validate`] names the rule that failed and what to set):
+///
+/// ```text
+/// WorkerConfig
+/// ├── worker_id, rack, capacity      what this worker tells the group about itself
+/// ├── member: MemberConfig           the coordinator's own config, used as is (no copy)
+/// │   ├── cluster                    bootstrap.servers, client.id, request.timeout.ms, ...
+/// │   └── membership                 group.id, session/heartbeat/rebalance timeouts, instance id
+/// ├── tasks: TasksConfig             graceful stop, abort (derived), restarts, the task store
+/// └── status: StatusConfig           the status API's address (a free loopback port by default)
+/// ```
+///
+/// # Kafka client properties
+///
+/// The same settings can come from Kafka client properties, as Kafka's own tools take them
+/// (`--command-config FILE`): [`WorkerConfig::from_properties`] (a map),
+/// [`WorkerConfig::from_properties_file`] (a Java `.properties` file) and
+/// [`WorkerConfig::set_property`] (one key, e.g. over a file's values).
+///
+/// | Property | Field |
+/// |---|---|
+/// | `bootstrap.servers` | `member.cluster.bootstrap_servers` (comma-separated) |
+/// | `client.id` | `member.cluster.connection.client_id` |
+/// | `client.rack` | `rack` |
+/// | `group.id` | `member.membership.group_id` |
+/// | `group.instance.id` | `member.membership.group_instance_id` |
+/// | `session.timeout.ms` | `member.membership.session_timeout` |
+/// | `heartbeat.interval.ms` | `member.membership.heartbeat_interval` |
+/// | `rebalance.timeout.ms` | `member.membership.rebalance_timeout` |
+/// | `request.timeout.ms` | `member.membership.request_timeout` and `member.cluster.connection.request_timeout` |
+/// | `retry.backoff.ms`, `retry.backoff.max.ms` | `retry_backoff`, `retry_backoff_max` of `member.membership` and `member.cluster` |
+/// | `reconnect.backoff.ms`, `reconnect.backoff.max.ms` | `member.cluster.reconnect_backoff`, `reconnect_backoff_max` |
+/// | `socket.connection.setup.timeout.ms` | `member.cluster.connection.connect_timeout` |
+/// | `task.shutdown.graceful.timeout.ms` (Kafka Connect's) | `tasks.graceful_stop_timeout` |
+/// | `tasks.store.enabled` | `tasks.store.enabled` (`true`/`false`) |
+/// | `tasks.store.topic` | `tasks.store.topic` |
+/// | `tasks.store.checkpoint_topic` | `tasks.checkpoint.topic` |
+/// | `tasks.store.transactional_id_prefix` | `tasks.transactional.id.prefix` |
+/// | `kroupier.worker.id` | `worker_id` |
+/// | `kroupier.capacity` | `capacity` |
+/// | `kroupier.task.abort.timeout.ms` | `tasks.abort_timeout` |
+/// | `kroupier.self.fence.margin.ms` | `member.membership.self_fence_margin` |
+/// | `kroupier.group.min.session.timeout.ms` | `member.membership.min_session_timeout` |
+/// | `kroupier.status.addr` | `status.addr` (`host:port`, or `none` to disable) |
+/// | `kroupier.status.advertised.address` | `status.advertised_addr` (`host:port`; empty: the bound address) |
+/// | `kroupier.status.token` | `status.token` (a bearer token; empty: none) |
+/// | `kroupier.status.token.protect.reads` | `status.protect_reads` (`true`/`false`) |
+/// | `kroupier.status.tls.certificate`, `kroupier.status.tls.key` | `status.tls_certificate`, `status.tls_key` (PEM files) |
+/// | `kroupier.failover.fast` | `status.fast_failover` (`true`/`false`) |
+/// | `security.protocol`, `sasl.*`, `ssl.*` | `member.cluster.security`, parsed by the coordinator's [`Security::from_properties`](kroupier_coordinator::connection::Security::from_properties) (its keys), from all the security keys read so far |
+///
+/// Any other key is an error that names it, so a misspelt setting never goes unnoticed; a bad
+/// value is an error that names the key and what it expects.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use kroupier_worker::WorkerConfig;
+///
+/// let mut config = WorkerConfig::new("orders");
+/// config.member.cluster.bootstrap_servers = vec!["kafka-1:9092".into(), "kafka-2:9092".into()];
+/// config.member.membership.session_timeout = Duration::from_secs(3);
+/// config.member.membership.heartbeat_interval = Duration::from_millis(500);
+/// // Derived from the session: the self-fencing margin, and from it the abort timeout.
+/// assert_eq!(config.self_fence_margin(), Duration::from_millis(500));
+/// assert_eq!(config.abort_timeout(), Duration::from_millis(250));
+/// assert_eq!(config.validate(), Ok(()));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerConfig {
     /// This worker's stable id, sent in its metadata and shown in status. Default

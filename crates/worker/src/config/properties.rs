@@ -13,10 +13,58 @@ use kroupier_coordinator::connection::{Secret, Security, SecurityError};
 
 use super::WorkerConfig;
 
-/// Why client properties could not become a [`WorkerConfig`].
+/// Why client properties could not become a [`WorkerConfig`]: the message names the key (or
+/// the file and line) and what it takes; [`kind`](Self::kind) tells the cases apart.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct PropertiesError(pub(crate) Problem);
+
+impl PropertiesError {
+    /// What is wrong with the properties.
+    pub fn kind(&self) -> PropertiesErrorKind {
+        match &self.0 {
+            Problem::UnknownKey { .. } => PropertiesErrorKind::UnknownKey,
+            Problem::InvalidValue { .. } => PropertiesErrorKind::InvalidValue,
+            Problem::Security(_) => PropertiesErrorKind::Security,
+            Problem::Read { .. } => PropertiesErrorKind::Read,
+            Problem::Syntax { .. } => PropertiesErrorKind::Syntax,
+        }
+    }
+}
+
+/// What a [`PropertiesError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum PropertiesError {
+pub enum PropertiesErrorKind {
+    /// A key kroupier does not read.
+    UnknownKey,
+    /// A value that does not parse.
+    InvalidValue,
+    /// The security properties (`security.protocol`, `sasl.*`, `ssl.*`) do not make a usable
+    /// [`Security`]; the error names the key, never a secret's value (its source is the
+    /// [`SecurityError`]).
+    Security,
+    /// The properties file cannot be read (its source is the IO error).
+    Read,
+    /// A line of the properties file is not `key=value`.
+    Syntax,
+}
+
+impl From<Problem> for PropertiesError {
+    fn from(problem: Problem) -> Self {
+        PropertiesError(problem)
+    }
+}
+
+impl From<SecurityError> for PropertiesError {
+    fn from(error: SecurityError) -> Self {
+        PropertiesError(Problem::Security(error))
+    }
+}
+
+/// The cases of [`PropertiesError`], with what their messages name.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Problem {
     /// A key kroupier does not read.
     #[error("unknown property `{key}`: {hint}")]
     UnknownKey {
@@ -103,10 +151,10 @@ impl fmt::Debug for SecurityProperties {
 
 impl WorkerConfig {
     /// The defaults, changed by Kafka client `properties` (see the
-    /// [table](crate::config#kafka-client-properties) of keys).
+    /// [table](WorkerConfig#kafka-client-properties) of keys).
     ///
     /// # Errors
-    /// [`PropertiesError::UnknownKey`] or [`PropertiesError::InvalidValue`], naming the key.
+    /// a [`PropertiesError`] of kind `UnknownKey` or `InvalidValue`, naming the key.
     /// Rules between values are checked later, by [`validate`](Self::validate).
     ///
     /// # Examples
@@ -124,7 +172,7 @@ impl WorkerConfig {
     /// let config = WorkerConfig::from_properties(&properties)?;
     /// assert_eq!(config.member.cluster.bootstrap_servers, ["kafka-1:9092", "kafka-2:9092"]);
     /// assert_eq!(config.member.membership.session_timeout, Duration::from_secs(6));
-    /// # Ok::<(), kroupier_worker::config::PropertiesError>(())
+    /// # Ok::<(), kroupier_worker::PropertiesError>(())
     /// ```
     pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Self, PropertiesError> {
         let mut config = WorkerConfig::default();
@@ -141,7 +189,7 @@ impl WorkerConfig {
     /// security properties with [`set_property`](Self::set_property).
     ///
     /// # Errors
-    /// [`PropertiesError::Security`] naming the key at fault.
+    /// a [`PropertiesError`] of kind `Security` naming the key at fault.
     pub fn apply_security_properties(&mut self) -> Result<(), PropertiesError> {
         self.member.cluster.security = Security::from_properties(self.security.iter())?;
         Ok(())
@@ -152,7 +200,7 @@ impl WorkerConfig {
     /// and escapes.
     ///
     /// # Errors
-    /// [`PropertiesError::Read`], [`PropertiesError::Syntax`], or those of `from_properties`.
+    /// a [`PropertiesError`] of kind `Read` or `Syntax`, or those of `from_properties`.
     pub fn from_properties_file(path: impl AsRef<Path>) -> Result<Self, PropertiesError> {
         let mut config = WorkerConfig::default();
         config.set_properties_file(path)?;
@@ -168,11 +216,11 @@ impl WorkerConfig {
     /// As [`from_properties_file`](Self::from_properties_file).
     pub fn set_properties_file(&mut self, path: impl AsRef<Path>) -> Result<(), PropertiesError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| PropertiesError::Read {
+        let text = std::fs::read_to_string(path).map_err(|source| Problem::Read {
             path: path.to_owned(),
             source,
         })?;
-        let properties = parse(&text).map_err(|(line, reason)| PropertiesError::Syntax {
+        let properties = parse(&text).map_err(|(line, reason)| Problem::Syntax {
             path: path.to_owned(),
             line,
             reason,
@@ -186,7 +234,7 @@ impl WorkerConfig {
     /// Sets the field that Kafka client property `key` names.
     ///
     /// # Errors
-    /// [`PropertiesError::UnknownKey`] or [`PropertiesError::InvalidValue`], naming the key.
+    /// a [`PropertiesError`] of kind `UnknownKey` or `InvalidValue`, naming the key.
     pub fn set_property(&mut self, key: &str, value: &str) -> Result<(), PropertiesError> {
         let member = &mut self.member;
         let value = value.trim();
@@ -269,7 +317,7 @@ impl WorkerConfig {
                 self.status.advertised_addr = if value.is_empty() {
                     None
                 } else {
-                    super::advertised::check(value).map_err(|_| PropertiesError::InvalidValue {
+                    super::advertised::check(value).map_err(|_| Problem::InvalidValue {
                         key: key.to_owned(),
                         value: value.to_owned(),
                         expected: super::advertised::EXPECTED,
@@ -293,17 +341,19 @@ impl WorkerConfig {
             }
             _ if SecurityProperties::is_security_key(key) => self.security.insert(key, value),
             "partition.assignment.strategy" => {
-                return Err(PropertiesError::UnknownKey {
+                return Err(Problem::UnknownKey {
                     key: key.to_owned(),
                     hint: "assignors are values: give them to WorkerBuilder::assignor",
-                });
+                }
+                .into());
             }
             _ => {
-                return Err(PropertiesError::UnknownKey {
+                return Err(Problem::UnknownKey {
                     key: key.to_owned(),
                     hint: "kroupier does not read it; fix its spelling or remove it (the \
-                           documentation of kroupier_worker::config lists the keys)",
-                });
+                           documentation of kroupier_worker::WorkerConfig lists the keys)",
+                }
+                .into());
             }
         }
         Ok(())
@@ -315,10 +365,13 @@ fn parse_as<T: FromStr>(
     value: &str,
     expected: &'static str,
 ) -> Result<T, PropertiesError> {
-    value.parse().map_err(|_| PropertiesError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        expected,
+    value.parse().map_err(|_| {
+        Problem::InvalidValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            expected,
+        }
+        .into()
     })
 }
 

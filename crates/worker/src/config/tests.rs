@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use kroupier_coordinator::connection::SecurityProtocol;
 
-use super::properties::parse;
+use super::properties::{Problem, parse};
 use super::*;
 
 fn field(change: impl FnOnce(&mut WorkerConfig)) -> &'static str {
@@ -239,7 +239,7 @@ fn every_kroupier_property_lands_in_its_field() {
 fn unknown_keys_are_errors_that_name_them() {
     let err = from(&[("sesion.timeout.ms", "6000")]).unwrap_err();
     assert!(
-        matches!(&err, PropertiesError::UnknownKey { key, .. } if key == "sesion.timeout.ms"),
+        matches!(&err.0, Problem::UnknownKey { key, .. } if key == "sesion.timeout.ms"),
         "{err:?}"
     );
     assert!(err.to_string().contains("`sesion.timeout.ms`"), "{err}");
@@ -258,7 +258,7 @@ fn bad_values_are_errors_that_name_the_key() {
     ] {
         let err = from(&[(key, value)]).unwrap_err();
         assert!(
-            matches!(&err, PropertiesError::InvalidValue { key: k, .. } if k == key),
+            matches!(&err.0, Problem::InvalidValue { key: k, .. } if k == key),
             "{key}: {err:?}"
         );
         assert!(err.to_string().contains(key), "{err}");
@@ -291,7 +291,7 @@ fn security_properties_become_the_clusters_security_and_are_not_printed() {
         ("sasl.jaas.config", "secret-password"),
     ])
     .unwrap_err();
-    assert!(matches!(bad, PropertiesError::Security(_)), "{bad:?}");
+    assert!(matches!(bad.0, Problem::Security(_)), "{bad:?}");
     assert!(bad.to_string().contains("sasl.jaas.config"), "{bad}");
     assert!(!bad.to_string().contains("secret-password"), "{bad}");
 }
@@ -327,10 +327,10 @@ fn a_properties_file_becomes_a_config() {
     assert_eq!(config.member.membership.group_id, "orders");
     std::fs::write(&path, "group.id=orders\nnope=1\n").unwrap();
     let err = WorkerConfig::from_properties_file(&path).unwrap_err();
-    assert!(matches!(err, PropertiesError::UnknownKey { .. }), "{err:?}");
+    assert!(matches!(err.0, Problem::UnknownKey { .. }), "{err:?}");
     std::fs::remove_dir_all(&dir).unwrap();
     let err = WorkerConfig::from_properties_file(dir.join("missing")).unwrap_err();
-    assert!(matches!(err, PropertiesError::Read { .. }), "{err:?}");
+    assert!(matches!(err.0, Problem::Read { .. }), "{err:?}");
     assert!(err.to_string().contains("missing"));
 }
 
@@ -461,7 +461,7 @@ fn an_advertised_status_address_that_is_not_host_port_is_refused() {
     ] {
         let error = from(&[(key, value)]).unwrap_err();
         assert!(
-            matches!(&error, PropertiesError::InvalidValue { key: k, .. } if k == key),
+            matches!(&error.0, Problem::InvalidValue { key: k, .. } if k == key),
             "{value}: {error:?}"
         );
         let shown = error.to_string();

@@ -24,7 +24,7 @@ use super::record::{DesiredState, MAX_VALUE_BYTES, TaskRecord, validate_id};
 use super::view::StoreView;
 
 /// How long a tail's read waits for new records at the broker (Fetch's `max_wait_ms`).
-pub const TAIL_WAIT: Duration = Duration::from_millis(500);
+pub(crate) const TAIL_WAIT: Duration = Duration::from_millis(500);
 
 /// How long [`TaskStore::read_all`] waits for records below the end offset it was told
 /// before it gives up with [`StoreError::Incomplete`].
@@ -64,7 +64,7 @@ impl TaskStore {
 
     /// The store over a topic opened already (e.g. created with a replication factor of its
     /// own).
-    pub fn from_log(log: TopicLog) -> Self {
+    pub(crate) fn from_log(log: TopicLog) -> Self {
         TaskStore { log }
     }
 
@@ -238,7 +238,7 @@ impl TaskStore {
     }
 
     /// Starts reading on from `from` in the background (a tokio task, long polls of
-    /// [`TAIL_WAIT`]); the returned [`StoreTail`] sees a new view each time the offset
+    /// 500 ms); the returned [`StoreTail`] sees a new view each time the offset
     /// advances. Read errors are logged and retried with backoff. The task ends when the
     /// [`StoreTail`] is dropped.
     ///

@@ -1,8 +1,10 @@
 //! The task store: a group's tasks in a compacted Kafka topic, written from anywhere (the
 //! CLI, any worker's status API) and read by every worker.
 //!
-//! - [`record`]: the record format (key = task id, value = JSON), its limits and id rules;
-//! - [`view`]: the [`StoreView`] a reader builds from the records, and its versions (offsets);
+//! - [`TaskRecord`]: the record format (key = task id, value = JSON), its limits
+//!   ([`MAX_VALUE_BYTES`], [`MAX_ID_BYTES`]) and id rules ([`validate_id`]);
+//! - [`StoreView`]: what a reader builds from the records ([`StoredTask`]s, with their versions:
+//!   offsets);
 //! - [`tasks_topic`] and [`checkpoints_topic`]: the default topic names of a group;
 //! - [`TaskStore`]: the client that reads and writes the topic (the CLI and the status API
 //!   write through it), and [`StoreTail`], the view a worker keeps up to date with it.
@@ -82,16 +84,16 @@
 mod client;
 mod error;
 pub(crate) mod lineage;
-pub mod record;
+mod record;
 #[cfg(test)]
 mod tests;
 mod topic;
-pub mod view;
+pub(crate) mod view;
 
-pub use client::{StoreTail, TAIL_WAIT, TaskStore};
+pub use client::{StoreTail, TaskStore};
 pub use error::StoreError;
 pub use record::{
     DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord, validate_id,
 };
-pub use topic::{MAX_TOPIC_NAME_BYTES, checkpoints_topic, tasks_topic};
+pub use topic::{checkpoints_topic, tasks_topic};
 pub use view::{InvalidRecord, StoreView, StoredTask};

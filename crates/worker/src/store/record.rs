@@ -160,7 +160,7 @@ impl TaskRecord {
     ///
     /// # Errors
     /// Why the value is not a task record (serde's message, or the rule it breaks).
-    pub fn decode(value: &[u8]) -> Result<TaskRecord, String> {
+    pub(crate) fn decode(value: &[u8]) -> Result<TaskRecord, String> {
         let record: TaskRecord =
             serde_json::from_slice(value).map_err(|error| format!("not a task record: {error}"))?;
         record.check()?;

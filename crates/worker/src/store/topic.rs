@@ -9,7 +9,7 @@
 use super::StoreError;
 
 /// The longest topic name Kafka accepts.
-pub const MAX_TOPIC_NAME_BYTES: usize = 249;
+pub(crate) const MAX_TOPIC_NAME_BYTES: usize = 249;
 
 /// The task store's topic of `group`: `kroupier-tasks-<group>`.
 ///

@@ -75,7 +75,7 @@ impl StoreView {
 
     /// Applies one record read from the topic; ignored when its offset is below
     /// [`offset`](Self::offset). Records must come in offset order.
-    pub fn apply(&mut self, record: ReadRecord) {
+    pub(crate) fn apply(&mut self, record: ReadRecord) {
         self.apply_parts(record.offset, &record.key, record.value.as_deref());
     }
 
@@ -180,7 +180,7 @@ impl StoreView {
 
     /// Records that a read reached `next_offset` (past records compaction removed, too).
     /// Never moves the offset back.
-    pub fn advance_to(&mut self, next_offset: i64) {
+    pub(crate) fn advance_to(&mut self, next_offset: i64) {
         self.offset = self.offset.max(next_offset);
     }
 

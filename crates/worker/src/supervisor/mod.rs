@@ -32,7 +32,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use policy::{InvalidConfig, RestartPolicy, SupervisorConfig};
+pub(crate) use policy::SupervisorConfig;
+pub use policy::{InvalidConfig, RestartPolicy};
 
 use crate::catalogue::Catalogue;
 use crate::checkpoint::Checkpoints;
@@ -179,23 +180,23 @@ impl Supervisor {
     /// [`TaskContext::save_checkpoint`](crate::TaskContext::save_checkpoint); set once, before
     /// the first assignment (a second call changes nothing).
     pub(crate) fn set_checkpoints(&self, checkpoints: Arc<Checkpoints>) {
-        let _ = self.shared.checkpoints.set(checkpoints);
+        let _ = self.shared.services.checkpoints.set(checkpoints);
     }
 
     /// Gives every task started from now on the task store, to declare children in.
     pub(crate) fn set_store(&self, access: crate::generator::StoreAccess) {
-        let _ = self.shared.store.set(access);
+        let _ = self.shared.services.store.set(access);
     }
 
     /// The checkpoint client, once set (with a task store).
     pub(crate) fn checkpoints(&self) -> Option<Arc<Checkpoints>> {
-        self.shared.checkpoints.get().cloned()
+        self.shared.services.checkpoints.get().cloned()
     }
 
     /// The task statuses this supervisor writes.
     #[cfg(test)]
     pub(crate) fn table(&self) -> &TaskTable {
-        &self.shared.table
+        &self.shared.services.table
     }
 
     /// The task kinds this worker registers.
@@ -309,7 +310,7 @@ impl Supervisor {
         let task_id: Arc<str> = match slots.get_key_value(task_id) {
             Some((id, slot)) => {
                 let restartable = slot.handle.is_finished()
-                    && self.shared.table.state(task_id) == Some(TaskState::Stopped);
+                    && self.shared.services.table.state(task_id) == Some(TaskState::Stopped);
                 if !restartable {
                     return (StartOutcome::AlreadyHeld, Some(id.clone()));
                 }
@@ -327,6 +328,7 @@ impl Supervisor {
         let spec = self.catalogue().get_shared(&task_id).cloned();
         let kind = spec.as_ref().map(|spec| self.shared.kind(&spec.kind));
         self.shared
+            .services
             .table
             .begin(task_id.clone(), kind, granted.generation_id, incarnation);
         let cancel = self.shared.shutdown.child_token();
@@ -446,14 +448,17 @@ impl Supervisor {
         let graceful_until = (now + self.config.graceful_stop_timeout).min(latest_graceful);
         let abort_until = graceful_until + self.config.abort_timeout;
         for (id, slot) in &taken {
-            self.shared.table.update(id, slot.incarnation, |status| {
-                if status.state.is_active() {
-                    status.state = TaskState::Stopping;
-                    status.since_ms = crate::status::model::unix_ms();
-                }
-            });
+            self.shared
+                .services
+                .table
+                .update(id, slot.incarnation, |status| {
+                    if status.state.is_active() {
+                        status.state = TaskState::Stopping;
+                        status.since_ms = crate::status::model::unix_ms();
+                    }
+                });
         }
-        let table = self.shared.table.clone();
+        let table = self.shared.services.table.clone();
         let stopping = self.stopping.clone();
         // The stop runs in its own tokio task: dropping the returned future does not leave a
         // task half-stopped (or barred from starting again).

@@ -69,7 +69,8 @@ impl InvalidConfig {
 
 impl RestartPolicy {
     /// Checks that the values can work together.
-    pub fn validate(&self) -> Result<(), InvalidConfig> {
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn validate(&self) -> Result<(), InvalidConfig> {
         if self.max_attempts == 0 {
             return Err(InvalidConfig::new(
                 "restart.max_attempts",
@@ -101,7 +102,7 @@ impl RestartPolicy {
     }
 
     /// The delay before restart number `restart` (1-based), jitter included.
-    pub fn backoff(&self, restart: u32) -> Duration {
+    pub(crate) fn backoff(&self, restart: u32) -> Duration {
         Backoff::new(self.initial_backoff, self.max_backoff)
             .with_jitter(self.jitter)
             .delay(restart.saturating_sub(1))
@@ -110,21 +111,21 @@ impl RestartPolicy {
 
 /// How the supervisor stops and restarts tasks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SupervisorConfig {
+pub(crate) struct SupervisorConfig {
     /// How long a cancelled task may take to return before it is aborted. Default 5 s (as Kafka
     /// Connect's `task.shutdown.graceful.timeout.ms`). It must fit, with `abort_timeout`, inside
     /// the self-fencing margin; longer gives tasks time to flush.
-    pub graceful_stop_timeout: Duration,
+    pub(crate) graceful_stop_timeout: Duration,
     /// How long to wait for an aborted task to unwind before reporting it unresponsive.
     /// Default 1 s. A task stuck in blocking code cannot be aborted; its lease is invalid anyway.
-    pub abort_timeout: Duration,
+    pub(crate) abort_timeout: Duration,
     /// Restarts after failures.
-    pub restart: RestartPolicy,
+    pub(crate) restart: RestartPolicy,
 }
 
 impl SupervisorConfig {
     /// The defaults: 5 s graceful stop, 1 s abort wait, default restart policy.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SupervisorConfig {
             graceful_stop_timeout: Duration::from_secs(5),
             abort_timeout: Duration::from_secs(1),
@@ -133,7 +134,8 @@ impl SupervisorConfig {
     }
 
     /// Checks that the values can work together.
-    pub fn validate(&self) -> Result<(), InvalidConfig> {
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn validate(&self) -> Result<(), InvalidConfig> {
         self.restart.validate()
     }
 }

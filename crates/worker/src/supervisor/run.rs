@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
-use crate::checkpoint::{CheckpointError, Checkpoints};
-use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease};
+use crate::checkpoint::CheckpointError;
+use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease, TaskServices};
 use crate::exactly_once::ExactlyOnce;
 use crate::secrets::{ConfigProviders, Secrets};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
@@ -35,7 +35,9 @@ use crate::task::{Registry, RunFuture, TaskConfigError, TaskError};
 pub(crate) struct RunShared {
     pub(crate) registry: Arc<Registry>,
     pub(crate) policy: RestartPolicy,
-    pub(crate) table: TaskTable,
+    /// What the tasks' contexts reach (the task table, checkpoints, fenced producers, the
+    /// task store): the context module's, shared with every context.
+    pub(crate) services: Arc<TaskServices>,
     /// The supervisor's root token: cancelled when the worker shuts down.
     pub(crate) shutdown: CancellationToken,
     pub(crate) graceful_stop_timeout: Duration,
@@ -47,16 +49,6 @@ pub(crate) struct RunShared {
     /// The worker's lease, for each attempt's [`TaskLease`]: a receiver here rather than in
     /// every run (the supervisor holds the sender; once it is gone, lease checks fail).
     member: watch::Receiver<Lease>,
-    /// The checkpoint client the tasks' contexts save and read through (with a task store).
-    pub(crate) checkpoints: OnceLock<Arc<Checkpoints>>,
-    /// The transactional producers the worker started, fencing older owners, for the runs of
-    /// exactly-once kinds that are under way and have not taken theirs yet (see
-    /// [`fenced_first`]).
-    pub(crate) fenced: Mutex<BTreeMap<Arc<str>, ExactlyOnce>>,
-    /// The task store the tasks' contexts declare children in (with a task store).
-    pub(crate) store: OnceLock<crate::generator::StoreAccess>,
-    /// The generators of this worker that declared children.
-    pub(crate) generators: crate::generator::Generators,
     /// The providers that resolve the secret references of a config at each build.
     pub(crate) providers: ConfigProviders,
     /// When this supervisor was made: runs keep instants as offsets from it.
@@ -78,15 +70,11 @@ impl RunShared {
         RunShared {
             registry,
             policy,
-            table,
+            services: Arc::new(TaskServices::new(table)),
             shutdown,
             graceful_stop_timeout,
             slots: Mutex::new(BTreeMap::new()),
             member,
-            checkpoints: OnceLock::new(),
-            fenced: Mutex::new(BTreeMap::new()),
-            store: OnceLock::new(),
-            generators: crate::generator::Generators::default(),
             providers: ConfigProviders::default(),
             epoch: Instant::now(),
             kinds,
@@ -152,7 +140,7 @@ impl Drop for Running {
 
 impl RunPlan {
     fn table(&self) -> &TaskTable {
-        &self.shared.table
+        &self.shared.services.table
     }
 
     fn policy(&self) -> &RestartPolicy {
@@ -373,7 +361,7 @@ impl Running {
             None => (None, None),
         };
         let progress = ProgressSink {
-            shared: self.shared.clone(),
+            services: self.shared.services.clone(),
             incarnation: self.incarnation,
             last,
         };
@@ -407,6 +395,7 @@ async fn fenced_first(
     ctx: TaskContext,
 ) -> Result<(), TaskError> {
     let checkpoints = shared
+        .services
         .checkpoints
         .get()
         .cloned()
@@ -417,7 +406,7 @@ async fn fenced_first(
     task.run_boxed(ctx).await
 }
 
-/// A fenced producer waiting for its run in [`RunShared::fenced`]; removed (and dropped, which
+/// A fenced producer waiting for its run in [`TaskServices::fenced`]; removed (and dropped, which
 /// aborts a transaction it left open) when the run ends, if the run did not take it.
 struct FencedSlot {
     shared: Arc<RunShared>,
@@ -426,14 +415,14 @@ struct FencedSlot {
 
 impl FencedSlot {
     fn put(shared: Arc<RunShared>, id: Arc<str>, producer: ExactlyOnce) -> Self {
-        lock(&shared.fenced).insert(id.clone(), producer);
+        lock(&shared.services.fenced).insert(id.clone(), producer);
         FencedSlot { shared, id }
     }
 }
 
 impl Drop for FencedSlot {
     fn drop(&mut self) {
-        let left = lock(&self.shared.fenced).remove(&self.id);
+        let left = lock(&self.shared.services.fenced).remove(&self.id);
         drop(left);
     }
 }
