@@ -44,6 +44,7 @@ use tokio::time::Instant;
 use super::batch::Writer;
 use super::{LogError, LogRecord, TopicLog};
 use crate::backoff::Backoff;
+use crate::connection::Detail;
 use crate::connection::{BrokerConnection, Cluster, ConnectionError, TRANSACTION_KEY, lookup};
 use crate::wire::WireRequest;
 
@@ -438,10 +439,12 @@ impl TransactionalProducer {
             .map_err(|e| self.disconnected(e))?;
         let node = match lookup(&broker, &self.id, TRANSACTION_KEY).await {
             Ok(node) => node,
-            Err(ConnectionError::Kafka { code, message, .. }) => {
-                return Err(self.refusal(ApiKey::FindCoordinator, code, message));
-            }
-            Err(e) => return Err(self.disconnected(e)),
+            Err(e) => match e.into_detail() {
+                Detail::Kafka { code, message, .. } => {
+                    return Err(self.refusal(ApiKey::FindCoordinator, code, message));
+                }
+                other => return Err(self.disconnected(other.into())),
+            },
         };
         let connection = self
             .cluster
