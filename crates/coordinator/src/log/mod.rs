@@ -58,7 +58,7 @@ use bytes::Bytes;
 
 pub use error::LogError;
 pub use topic::TopicLog;
-pub use transaction::{Transaction, TransactionError, TransactionalProducer};
+pub use transaction::{Transaction, TransactionError, TransactionErrorKind, TransactionalProducer};
 
 /// One record to append: value `None` is a tombstone (deletes the key after compaction).
 #[derive(Debug, Clone, PartialEq, Eq)]
