@@ -56,7 +56,8 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use error::LogError;
+pub(crate) use error::Cause;
+pub use error::{LogError, LogErrorKind};
 pub use topic::TopicLog;
 pub use transaction::{Transaction, TransactionError, TransactionErrorKind, TransactionalProducer};
 

@@ -664,7 +664,11 @@ impl Transaction<'_> {
             sequence,
         };
         let id = producer.id.clone();
-        match log.append_as(&records, writer, Some(&id)).await {
+        match log
+            .append_as(&records, writer, Some(&id))
+            .await
+            .map_err(LogError::into_cause)
+        {
             Ok(offset) => {
                 let count = i32::try_from(records.len()).unwrap_or(i32::MAX);
                 producer
@@ -672,7 +676,7 @@ impl Transaction<'_> {
                     .insert(topic, sequence.wrapping_add(count));
                 Ok(offset)
             }
-            Err(LogError::Kafka {
+            Err(super::Cause::Kafka {
                 code: code @ (47 | 53 | 90),
                 ..
             }) => {
@@ -682,7 +686,7 @@ impl Transaction<'_> {
                 };
                 Err(producer.fail_with(error))
             }
-            Err(error) => Err(producer.fail_with(TransactionError::from(Cause::Log(error)))),
+            Err(error) => Err(producer.fail_with(TransactionError::from(Cause::Log(error.into())))),
         }
     }
 
