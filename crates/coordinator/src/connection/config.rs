@@ -43,11 +43,11 @@ impl Default for ConnectionConfig {
 }
 
 impl ConnectionConfig {
-    /// Checks the settings.
+    /// Checks the settings (as part of [`ClusterConfig::validate`]).
     ///
     /// # Errors
     /// `InvalidConfig` naming the field at fault.
-    pub fn validate(&self) -> Result<(), ConnectionError> {
+    pub(crate) fn validate(&self) -> Result<(), ConnectionError> {
         if self.client_id.len() > i16::MAX as usize {
             return Err(invalid("client_id", "is longer than 32767 bytes"));
         }

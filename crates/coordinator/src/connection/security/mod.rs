@@ -64,8 +64,8 @@ pub enum SecurityProtocol {
 }
 
 impl SecurityProtocol {
-    /// The name Kafka uses: `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL`.
-    pub fn as_str(self) -> &'static str {
+    /// The name Kafka uses: `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL` (its `Display`).
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Plaintext => "PLAINTEXT",
             Self::Ssl => "SSL",
