@@ -34,7 +34,7 @@
 //! [`MemberEvent`](driver::MemberEvent)s and [`MemberError`](driver::MemberError), the
 //! [`GroupProtocol`](membership::GroupProtocol) trait), [`election`], [`failover`], and the
 //! settings a user gives to reach Kafka ([`connection`]: bootstrap servers, timeouts, TLS,
-//! SASL). No kafka-protocol type appears in it.
+//! SASL).
 //!
 //! The layers, bottom up (each module's guide says why it is shaped as it is):
 //! - `wire`: Kafka framing and decoding guarded against hostile frames, both directions;
