@@ -37,8 +37,8 @@ fn config(bootstrap: &str, group: &str, session: Duration, heartbeat: Duration) 
     let mut config = MemberConfig::new(bootstrap, group).with_timeouts(session, heartbeat);
     config.membership.min_session_timeout = Duration::from_secs(1);
     config.membership.rebalance_timeout = Duration::from_secs(10);
-    config.membership.retry_backoff = Duration::from_millis(50);
-    config.membership.request_timeout = Duration::from_secs(10);
+    config.cluster.retry_backoff = Duration::from_millis(50);
+    config.cluster.connection.request_timeout = Duration::from_secs(10);
     config
 }
 
@@ -476,7 +476,7 @@ async fn two_hundred_members_in_one_process_reach_one_stable_generation() {
                 Duration::from_secs(1),
             );
             c.membership.rebalance_timeout = Duration::from_secs(30);
-            c.membership.request_timeout = Duration::from_secs(40);
+            c.cluster.connection.request_timeout = Duration::from_secs(40);
             start(c, &format!("m{i:03}"))
         })
         .collect();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kroupier_coordinator::connection::Cluster;
-use kroupier_coordinator::log::{LogError, LogRecord, ReadRecord, TopicLog, TopicSpec};
+use kroupier_coordinator::log::{LogErrorKind, LogRecord, ReadRecord, TopicLog, TopicSpec};
 use kroupier_integration_tests::topics::{
     self, client, kafka_script, killable_cluster, unique_topic,
 };
@@ -163,7 +163,7 @@ async fn a_missing_topic_without_create_is_missing() {
         .await
         .expect_err("the topic does not exist");
     assert!(
-        matches!(&err, LogError::Missing { topic: t } if *t == topic),
+        err.kind() == LogErrorKind::Missing && err.topic() == Some(topic.as_str()),
         "{err}"
     );
     assert!(err.to_string().contains("cleanup.policy=compact"), "{err}");
@@ -189,14 +189,14 @@ async fn a_record_over_the_size_limit_is_record_too_large() {
         .config("max.message.bytes")
         .await
         .expect("DescribeConfigs");
-    match &err {
-        LogError::RecordTooLarge { bytes, max } => {
-            assert!(*bytes > 1_200_000, "{err}");
+    match err.record_too_large() {
+        Some((bytes, max)) => {
+            assert!(bytes > 1_200_000, "{err}");
             // Known where the broker offers DescribeConfigs (then refused before sending).
             let known = limit.map(|l| l.parse::<usize>().expect("a number"));
-            assert_eq!(known.unwrap_or(0), *max, "{err}");
+            assert_eq!(known.unwrap_or(0), max, "{err}");
         }
-        other => panic!("expected RecordTooLarge, got {other}"),
+        None => panic!("expected RecordTooLarge, got {err}"),
     }
     assert!(err.to_string().contains("max.message.bytes"), "{err}");
     // The log still works.

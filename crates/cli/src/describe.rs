@@ -453,9 +453,11 @@ async fn stored_tasks(
                 crate::placement::table(&crate::placement::place(&store, view, &reports))
             ))
         }
-        Ok(Err(kroupier_worker::store::StoreError::Log(
-            kroupier_coordinator::log::LogError::Missing { .. },
-        ))) => None,
+        Ok(Err(kroupier_worker::store::StoreError::Log(e)))
+            if e.kind() == kroupier_coordinator::log::LogErrorKind::Missing =>
+        {
+            None
+        }
         Ok(Err(e)) => Some(format!("\ntask store `{topic}`: {e}\n")),
         Err(_) => Some(format!("\ntask store `{topic}`: no answer in time\n")),
     }

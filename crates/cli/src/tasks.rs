@@ -9,7 +9,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kroupier_coordinator::log::LogError;
+use kroupier_coordinator::log::LogErrorKind;
 use kroupier_coordinator::observer::Observer;
 use kroupier_worker::store::{
     DesiredState, StoreError, StoreView, TaskRecord, TaskStore, tasks_topic, validate_id,
@@ -283,13 +283,12 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             // and a command that fails leaves nothing behind.
             let create = matches!(request, Request::Put(..));
             let store = match TaskStore::open(cluster.clone(), topic.clone(), create).await {
-                Err(StoreError::Log(LogError::Missing { .. })) => {
+                Err(StoreError::Log(e)) if e.kind() == LogErrorKind::Missing => {
                     return Err(request.no_store(&on.target.group, &topic).into());
                 }
                 // A --topic Kafka cannot name a topic (refused before anything is sent).
-                Err(StoreError::Log(LogError::Kafka {
-                    code: 17, message, ..
-                })) => {
+                Err(StoreError::Log(e)) if e.kafka().is_some_and(|(code, _)| code == 17) => {
+                    let message = e.kafka().map_or("", |(_, message)| message);
                     return Err(UsageError(format!("--topic: {message}")).into());
                 }
                 opened => opened?,

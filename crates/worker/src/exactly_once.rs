@@ -24,8 +24,9 @@ pub enum ExactlyOnceError {
     /// The task may no longer own its lease: it must stop writing.
     #[error(transparent)]
     Lease(#[from] LeaseError),
-    /// The transaction failed, or a newer owner fenced this one
-    /// ([`TransactionError::Fenced`]): stop, the task runs again where the group assigns it.
+    /// The transaction failed, or a newer owner fenced this one (kind
+    /// [`Fenced`](kroupier_coordinator::log::TransactionErrorKind::Fenced)): stop, the task runs
+    /// again where the group assigns it.
     #[error(transparent)]
     Transaction(#[from] TransactionError),
     /// The checkpoint could not be built (serde, size) or the worker has no checkpoint topic.
@@ -100,7 +101,8 @@ impl ExactlyOnce {
     /// missing. Records are written to partition 0, in the order sent.
     ///
     /// # Errors
-    /// The topic's errors (an ACL, an invalid name), as [`TransactionError::Log`].
+    /// The topic's errors (an ACL, an invalid name), as a [`TransactionError`] of kind
+    /// [`Log`](kroupier_coordinator::log::TransactionErrorKind::Log).
     pub async fn output(&self, name: &str) -> Result<OutputTopic, ExactlyOnceError> {
         let log = TopicLog::open(self.checkpoints.cluster.clone(), TopicSpec::new(name), true)
             .await

@@ -1,4 +1,5 @@
-//! One TCP connection to one broker, with pipelined requests.
+//! One connection to one broker, with pipelined requests, over any byte stream (the
+//! connector opens it: TCP, TLS, SASL); and the node a broker is known as.
 //!
 //! A connection is a cheap, cloneable handle and two tasks: a writer that assigns frames to the
 //! socket in the order requests arrive, and a reader that matches each response to its request
@@ -6,7 +7,7 @@
 //! pipelined: many may be in flight at once. Each response is decoded — after the guard — on
 //! the reader task, so a frame that does not decode fails its request *and* closes the
 //! connection: after a bad frame the byte stream cannot be trusted. Every other request in
-//! flight then fails with [`ConnectionError::Closed`].
+//! flight then fails with `Closed`.
 //!
 //! A request that gets no answer within its timeout also closes the connection (as Kafka's
 //! clients do), since its response could still arrive and nothing else would consume it.
@@ -40,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::ConnectionConfig;
 use super::error::ConnectionError;
 use super::versions::NegotiatedVersions;
+use crate::connection::Detail;
 use crate::wire::{self, WireRequest, decode_response, encode_request, peek_correlation_id};
 
 /// How many requests may queue for the writer before `send` waits.
@@ -50,6 +52,28 @@ const UNSUPPORTED_VERSION: i16 = 35;
 
 /// The ApiVersions version kroupier asks first (flexible, Kafka 2.4+).
 const API_VERSIONS_FIRST: i16 = 3;
+
+/// A broker node, as FindCoordinator or Metadata name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BrokerNode {
+    /// The broker's node id.
+    pub node_id: i32,
+    /// Its host name.
+    pub host: String,
+    /// Its port.
+    pub port: i32,
+}
+
+impl BrokerNode {
+    /// `host:port`, with brackets around an IPv6 host.
+    pub fn addr(&self) -> String {
+        if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
 
 /// A handle to one connection to one broker. Clones share the connection.
 #[derive(Clone)]
@@ -214,10 +238,10 @@ impl Shared {
     }
 
     fn closed_error(&self, reason: String) -> ConnectionError {
-        ConnectionError::Closed {
+        ConnectionError::from(Detail::Closed {
             addr: self.addr.clone(),
             reason,
-        }
+        })
     }
 }
 
@@ -228,15 +252,17 @@ impl BrokerConnection {
     #[cfg(test)]
     ///
     /// # Errors
-    /// [`ConnectionError::Connect`] if the broker cannot be reached in time, or any error of
+    /// `Connect` if the broker cannot be reached in time, or any error of
     /// [`handshake`](Self::handshake).
     pub(crate) async fn connect(
         addr: &str,
         config: &ConnectionConfig,
     ) -> Result<Self, ConnectionError> {
-        let connect_error = |reason: String| ConnectionError::Connect {
-            addr: addr.to_owned(),
-            reason,
+        let connect_error = |reason: String| {
+            ConnectionError::from(Detail::Connect {
+                addr: addr.to_owned(),
+                reason,
+            })
         };
         let attempt = async {
             let stream = TcpStream::connect(addr)
@@ -260,7 +286,7 @@ impl BrokerConnection {
     /// errors and logs.
     ///
     /// # Errors
-    /// [`ConnectionError::UnsupportedBroker`] or [`ConnectionError::MissingApi`] when the
+    /// `UnsupportedBroker` or `MissingApi` when the
     /// broker is too old for kroupier, or any error of a request.
     pub(crate) async fn handshake<S>(
         stream: S,
@@ -377,14 +403,14 @@ impl BrokerConnection {
     /// The version negotiated for `api_key`.
     ///
     /// # Errors
-    /// [`ConnectionError::NotNegotiated`] when the broker offers no usable version.
+    /// `NotNegotiated` when the broker offers no usable version.
     pub fn version(&self, api_key: ApiKey) -> Result<i16, ConnectionError> {
-        self.versions()
-            .get(api_key)
-            .ok_or_else(|| ConnectionError::NotNegotiated {
+        self.versions().get(api_key).ok_or_else(|| {
+            ConnectionError::from(Detail::NotNegotiated {
                 addr: self.shared.addr.clone(),
                 api_key,
             })
+        })
     }
 
     /// Whether the connection is closed (then every request fails; connect again).
@@ -403,7 +429,7 @@ impl BrokerConnection {
         self.shared.closed.clone()
     }
 
-    /// Closes the connection; requests in flight fail with [`ConnectionError::Closed`].
+    /// Closes the connection; requests in flight fail with `Closed`.
     pub fn close(&self) {
         self.shared.close("closed by kroupier".to_owned());
     }
@@ -412,7 +438,7 @@ impl BrokerConnection {
     /// configured request timeout.
     ///
     /// # Errors
-    /// [`ConnectionError::NotNegotiated`], [`ConnectionError::Encode`], or any error of the
+    /// `NotNegotiated`, `Encode`, or any error of the
     /// connection (see [`ConnectionError::is_disconnect`]).
     pub async fn send<R: WireRequest>(&self, request: &R) -> Result<R::Response, ConnectionError> {
         self.send_with_timeout(request, self.request_timeout).await
@@ -449,9 +475,11 @@ impl BrokerConnection {
             .fetch_add(1, Ordering::Relaxed)
             & i32::MAX;
         let frame = encode_request(request, version, correlation_id, Some(&self.client_id))
-            .map_err(|source| ConnectionError::Encode {
-                addr: addr.clone(),
-                source,
+            .map_err(|source| {
+                ConnectionError::from(Detail::Encode {
+                    addr: addr.clone(),
+                    source,
+                })
             })?;
         let (tx, rx) = oneshot::channel();
         let peer = addr.clone();
@@ -462,7 +490,10 @@ impl BrokerConnection {
                     Completed::Decoded
                 }
                 Err(source) => {
-                    let _ = tx.send(Err(ConnectionError::Wire { addr: peer, source }));
+                    let _ = tx.send(Err(ConnectionError::from(Detail::Wire {
+                        addr: peer,
+                        source,
+                    })));
                     Completed::Undecodable
                 }
             },
@@ -501,11 +532,11 @@ impl BrokerConnection {
                     "{:?} (correlation id {correlation_id}) timed out after {timeout:?}",
                     R::API_KEY
                 ));
-                Err(ConnectionError::RequestTimeout {
+                Err(ConnectionError::from(Detail::RequestTimeout {
                     addr: addr.clone(),
                     api_key: R::API_KEY,
                     timeout,
-                })
+                }))
             }
         }
     }
@@ -601,10 +632,10 @@ async fn read_frames<R>(
         };
         let Some(complete) = shared.take(correlation_id) else {
             shared.close(
-                ConnectionError::UnexpectedCorrelationId {
+                ConnectionError::from(Detail::UnexpectedCorrelationId {
                     addr: shared.addr.clone(),
                     correlation_id,
-                }
+                })
                 .to_string(),
             );
             break;

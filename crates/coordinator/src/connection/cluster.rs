@@ -23,37 +23,16 @@ use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::broker::BrokerConnection;
+use super::broker::{BrokerConnection, BrokerNode};
 use super::config::ClusterConfig;
+use super::connector::Connector;
 use super::error::ConnectionError;
-use super::security::Connector;
 use crate::backoff::Backoff;
+use crate::connection::Detail;
 use crate::wire::WireRequest;
 
 /// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
 const RETRIABLE_LOOKUP_ERRORS: [i16; 3] = [14, 15, 16];
-
-/// A broker node, as FindCoordinator or Metadata name it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BrokerNode {
-    /// The broker's node id.
-    pub node_id: i32,
-    /// Its host name.
-    pub host: String,
-    /// Its port.
-    pub port: i32,
-}
-
-impl BrokerNode {
-    /// `host:port`, with brackets around an IPv6 host.
-    pub fn addr(&self) -> String {
-        if self.host.contains(':') && !self.host.starts_with('[') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
 
 /// A Kafka cluster as kroupier uses it. Share it behind an `Arc`.
 #[derive(Debug)]
@@ -83,8 +62,9 @@ impl Cluster {
     /// `config.security` are loaded here, once.
     ///
     /// # Errors
-    /// [`ConnectionError::InvalidConfig`] if `config` does not validate,
-    /// [`ConnectionError::InvalidSecurity`] if a certificate or key does not load.
+    /// A [`ConnectionError`] of kind
+    /// [`InvalidConfig`](crate::connection::ConnectionErrorKind::InvalidConfig) if `config` does
+    /// not validate or a certificate or key does not load.
     pub fn new(config: ClusterConfig) -> Result<Self, ConnectionError> {
         config.validate()?;
         let connector = Connector::new(&config.security)?;
@@ -107,189 +87,206 @@ impl Cluster {
         &self.config
     }
 
-    /// A new connection to `addr` (`host:port`), secured as configured: TCP, TLS, ApiVersions,
-    /// SASL. Not kept: [`any_broker`](Self::any_broker) and [`node`](Self::node) keep theirs.
-    ///
-    /// # Errors
-    /// [`ConnectionError::Connect`] if the broker cannot be reached within the connect
-    /// timeout, [`ConnectionError::UnsupportedBroker`] or [`ConnectionError::MissingApi`] for a
-    /// broker too old for kroupier; also [`ConnectionError::Tls`] and
-    /// [`ConnectionError::Authentication`], which are [fatal](ConnectionError::is_fatal).
-    pub async fn connect(&self, addr: &str) -> Result<BrokerConnection, ConnectionError> {
-        self.connector.connect(addr, &self.config.connection).await
-    }
-
     fn nodes(&self) -> std::sync::MutexGuard<'_, Nodes> {
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A connection to some bootstrap broker, kept and reused while it is open.
-    ///
-    /// # Errors
-    /// [`ConnectionError::NoBrokerReachable`] listing each address's failure, or the first
-    /// broker's refusal (e.g. [`ConnectionError::UnsupportedBroker`]) if every reachable broker
-    /// refused.
-    pub async fn any_broker(&self) -> Result<BrokerConnection, ConnectionError> {
-        let mut state = self.bootstrap.lock().await;
-        if let Some(connection) = &state.connection {
-            if !connection.is_closed() {
-                return Ok(connection.clone());
-            }
-            // Fail over: start the next round after the broker that went away.
-            state.connection = None;
-            state.next += 1;
+    // What kroupier's other crates use (`unstable`): the connections themselves.
+    unstable_pub! {
+        /// A new connection to `addr` (`host:port`), secured as configured: TCP, TLS, ApiVersions,
+        /// SASL. Not kept: [`any_broker`](Self::any_broker) and [`node`](Self::node) keep theirs.
+        ///
+        /// # Errors
+        /// `Connect` if the broker cannot be reached within the connect
+        /// timeout, `UnsupportedBroker` or `MissingApi` for a
+        /// broker too old for kroupier; also `Tls` and
+        /// `Authentication`, which are [fatal](ConnectionError::is_fatal).
+        pub async fn connect(&self, addr: &str) -> Result<BrokerConnection, ConnectionError> {
+            self.connector.connect(addr, &self.config.connection).await
         }
-        if let Some(at) = state.not_before.take() {
-            tokio::time::sleep_until(at).await;
-        }
-        let servers = &self.config.bootstrap_servers;
-        let mut attempts = Vec::with_capacity(servers.len());
-        let mut refusal = None;
-        for i in 0..servers.len() {
-            let index = (state.next + i) % servers.len();
-            let addr = &servers[index];
-            match self.connect(addr).await {
-                Ok(connection) => {
-                    tracing::debug!(%addr, "connected to bootstrap broker");
-                    state.next = index;
-                    state.backoff.reset();
-                    state.connection = Some(connection.clone());
-                    return Ok(connection);
+    }
+
+    unstable_pub! {
+        /// A connection to some bootstrap broker, kept and reused while it is open.
+        ///
+        /// # Errors
+        /// `NoBrokerReachable` listing each address's failure, or the first
+        /// broker's refusal (e.g. `UnsupportedBroker`) if every reachable broker
+        /// refused.
+        pub async fn any_broker(&self) -> Result<BrokerConnection, ConnectionError> {
+            let mut state = self.bootstrap.lock().await;
+            if let Some(connection) = &state.connection {
+                if !connection.is_closed() {
+                    return Ok(connection.clone());
                 }
-                Err(e) => {
-                    tracing::debug!(%addr, error = %e, "bootstrap broker unavailable");
-                    attempts.push(format!("{addr}: {e}"));
-                    if !e.is_disconnect() && refusal.is_none() {
-                        refusal = Some(e);
+                // Fail over: start the next round after the broker that went away.
+                state.connection = None;
+                state.next += 1;
+            }
+            if let Some(at) = state.not_before.take() {
+                tokio::time::sleep_until(at).await;
+            }
+            let servers = &self.config.bootstrap_servers;
+            let mut attempts = Vec::with_capacity(servers.len());
+            let mut refusal = None;
+            for i in 0..servers.len() {
+                let index = (state.next + i) % servers.len();
+                let addr = &servers[index];
+                match self.connect(addr).await {
+                    Ok(connection) => {
+                        tracing::debug!(%addr, "connected to bootstrap broker");
+                        state.next = index;
+                        state.backoff.reset();
+                        state.connection = Some(connection.clone());
+                        return Ok(connection);
+                    }
+                    Err(e) => {
+                        tracing::debug!(%addr, error = %e, "bootstrap broker unavailable");
+                        attempts.push(format!("{addr}: {e}"));
+                        if !e.is_disconnect() && refusal.is_none() {
+                            refusal = Some(e);
+                        }
                     }
                 }
             }
+            state.next = (state.next + 1) % servers.len();
+            state.not_before = Some(Instant::now() + state.backoff.next_delay());
+            Err(refusal.unwrap_or(ConnectionError::from(Detail::NoBrokerReachable { attempts })))
         }
-        state.next = (state.next + 1) % servers.len();
-        state.not_before = Some(Instant::now() + state.backoff.next_delay());
-        Err(refusal.unwrap_or(ConnectionError::NoBrokerReachable { attempts }))
     }
 
-    /// Sends `request` to any broker (the bootstrap connection).
-    ///
-    /// # Errors
-    /// As [`any_broker`](Self::any_broker) and [`BrokerConnection::send`].
-    pub async fn send_any<R: WireRequest>(
-        &self,
-        request: &R,
-    ) -> Result<R::Response, ConnectionError> {
-        self.any_broker().await?.send(request).await
+    unstable_pub! {
+        /// Sends `request` to any broker (the bootstrap connection).
+        ///
+        /// # Errors
+        /// As [`any_broker`](Self::any_broker) and [`BrokerConnection::send`].
+        pub async fn send_any<R: WireRequest>(
+            &self,
+            request: &R,
+        ) -> Result<R::Response, ConnectionError> {
+            self.any_broker().await?.send(request).await
+        }
     }
 
-    /// Finds the coordinator of `group`, retrying retriable errors with backoff until the
-    /// lookup timeout.
-    ///
-    /// # Errors
-    /// [`ConnectionError::CoordinatorNotFound`] when the timeout passes, or a non-retriable
-    /// answer such as GROUP_AUTHORIZATION_FAILED as [`ConnectionError::Kafka`].
-    pub async fn find_coordinator(&self, group: &str) -> Result<BrokerNode, ConnectionError> {
-        let timeout = self.config.coordinator_lookup_timeout;
-        let deadline = Instant::now() + timeout;
-        let mut backoff = Backoff::new(self.config.retry_backoff, self.config.retry_backoff_max);
-        loop {
-            let attempt = async {
-                let connection = self.any_broker().await?;
-                lookup(&connection, group, GROUP_KEY).await
-            };
-            let last = match attempt.await {
-                Ok(node) => return Ok(node),
-                Err(e) if is_retriable_lookup(&e) => e.to_string(),
-                Err(e) => return Err(e),
-            };
-            tracing::debug!(group, error = %last, "coordinator lookup will be retried");
-            let at = Instant::now() + backoff.next_delay();
-            if at > deadline {
-                return Err(ConnectionError::CoordinatorNotFound {
-                    group: group.to_owned(),
-                    timeout,
-                    last,
-                });
+    unstable_pub! {
+        /// Finds the coordinator of `group`, retrying retriable errors with backoff until the
+        /// lookup timeout.
+        ///
+        /// # Errors
+        /// `CoordinatorNotFound` when the timeout passes, or a non-retriable
+        /// answer such as GROUP_AUTHORIZATION_FAILED as `Kafka`.
+        pub async fn find_coordinator(&self, group: &str) -> Result<BrokerNode, ConnectionError> {
+            let timeout = self.config.coordinator_lookup_timeout;
+            let deadline = Instant::now() + timeout;
+            let mut backoff = Backoff::new(self.config.retry_backoff, self.config.retry_backoff_max);
+            loop {
+                let attempt = async {
+                    let connection = self.any_broker().await?;
+                    lookup(&connection, group, GROUP_KEY).await
+                };
+                let last = match attempt.await {
+                    Ok(node) => return Ok(node),
+                    Err(e) if is_retriable_lookup(&e) => e.to_string(),
+                    Err(e) => return Err(e),
+                };
+                tracing::debug!(group, error = %last, "coordinator lookup will be retried");
+                let at = Instant::now() + backoff.next_delay();
+                if at > deadline {
+                    return Err(ConnectionError::from(Detail::CoordinatorNotFound {
+                        group: group.to_owned(),
+                        timeout,
+                        last,
+                    }));
+                }
+                tokio::time::sleep_until(at).await;
             }
-            tokio::time::sleep_until(at).await;
         }
     }
 
-    /// A connection to the coordinator of `group`: the one kept from an earlier call while it
-    /// is open, else a new lookup and connection.
-    ///
-    /// # Errors
-    /// As [`find_coordinator`](Self::find_coordinator) and [`connect`](Self::connect).
-    pub async fn coordinator(
-        &self,
-        group: &str,
-    ) -> Result<(BrokerNode, BrokerConnection), ConnectionError> {
-        let known = self.nodes().coordinators.get(group).cloned();
-        let node = match known {
-            Some(node) => node,
-            None => {
-                let node = self.find_coordinator(group).await?;
-                tracing::debug!(group, node_id = node.node_id, addr = %node.addr(), "found coordinator");
-                self.nodes()
+    unstable_pub! {
+        /// A connection to the coordinator of `group`: the one kept from an earlier call while it
+        /// is open, else a new lookup and connection.
+        ///
+        /// # Errors
+        /// As [`find_coordinator`](Self::find_coordinator) and [`connect`](Self::connect).
+        pub async fn coordinator(
+            &self,
+            group: &str,
+        ) -> Result<(BrokerNode, BrokerConnection), ConnectionError> {
+            let known = self.nodes().coordinators.get(group).cloned();
+            let node = match known {
+                Some(node) => node,
+                None => {
+                    let node = self.find_coordinator(group).await?;
+                    tracing::debug!(group, node_id = node.node_id, addr = %node.addr(), "found coordinator");
+                    self.nodes()
+                        .coordinators
+                        .insert(group.to_owned(), node.clone());
+                    node
+                }
+            };
+            match self.node(&node).await {
+                Ok(connection) => Ok((node, connection)),
+                Err(e) => {
+                    // The coordinator may have moved off a broker that is gone: look it up again
+                    // next time.
+                    self.forget_coordinator(group);
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    unstable_pub! {
+        /// The group's coordinator as last found, without any IO.
+        pub fn known_coordinator(&self, group: &str) -> Option<BrokerNode> {
+            self.nodes().coordinators.get(group).cloned()
+        }
+    }
+
+    unstable_pub! {
+        /// Forgets the coordinator of `group` (after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or
+        /// a disconnect), so the next [`coordinator`](Self::coordinator) looks it up again. Its
+        /// connection is dropped unless another group's coordinator lives on the same broker.
+        pub fn forget_coordinator(&self, group: &str) {
+            let mut nodes = self.nodes();
+            if let Some(node) = nodes.coordinators.remove(group) {
+                let shared = nodes
                     .coordinators
-                    .insert(group.to_owned(), node.clone());
-                node
-            }
-        };
-        match self.node(&node).await {
-            Ok(connection) => Ok((node, connection)),
-            Err(e) => {
-                // The coordinator may have moved off a broker that is gone: look it up again
-                // next time.
-                self.forget_coordinator(group);
-                Err(e)
+                    .values()
+                    .any(|n| n.node_id == node.node_id);
+                if !shared {
+                    nodes.connections.remove(&node.node_id);
+                }
             }
         }
     }
 
-    /// The group's coordinator as last found, without any IO.
-    pub fn known_coordinator(&self, group: &str) -> Option<BrokerNode> {
-        self.nodes().coordinators.get(group).cloned()
-    }
-
-    /// Forgets the coordinator of `group` (after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or
-    /// a disconnect), so the next [`coordinator`](Self::coordinator) looks it up again. Its
-    /// connection is dropped unless another group's coordinator lives on the same broker.
-    pub fn forget_coordinator(&self, group: &str) {
-        let mut nodes = self.nodes();
-        if let Some(node) = nodes.coordinators.remove(group) {
-            let shared = nodes
-                .coordinators
-                .values()
-                .any(|n| n.node_id == node.node_id);
-            if !shared {
-                nodes.connections.remove(&node.node_id);
+    unstable_pub! {
+        /// A connection to broker `node`, kept and reused while it is open.
+        ///
+        /// # Errors
+        /// As [`connect`](Self::connect).
+        pub async fn node(&self, node: &BrokerNode) -> Result<BrokerConnection, ConnectionError> {
+            let kept = self.nodes().connections.get(&node.node_id).cloned();
+            if let Some(connection) = kept {
+                if !connection.is_closed() && connection.addr() == node.addr() {
+                    return Ok(connection);
+                }
             }
+            let connection = self.connect(&node.addr()).await?;
+            self.nodes()
+                .connections
+                .insert(node.node_id, connection.clone());
+            Ok(connection)
         }
-    }
-
-    /// A connection to broker `node`, kept and reused while it is open.
-    ///
-    /// # Errors
-    /// As [`connect`](Self::connect).
-    pub async fn node(&self, node: &BrokerNode) -> Result<BrokerConnection, ConnectionError> {
-        let kept = self.nodes().connections.get(&node.node_id).cloned();
-        if let Some(connection) = kept {
-            if !connection.is_closed() && connection.addr() == node.addr() {
-                return Ok(connection);
-            }
-        }
-        let connection = self.connect(&node.addr()).await?;
-        self.nodes()
-            .connections
-            .insert(node.node_id, connection.clone());
-        Ok(connection)
     }
 }
 
 fn is_retriable_lookup(error: &ConnectionError) -> bool {
-    match error {
-        ConnectionError::Kafka { code, .. } => RETRIABLE_LOOKUP_ERRORS.contains(code),
-        other => other.is_disconnect(),
+    match error.detail() {
+        Detail::Kafka { code, .. } => RETRIABLE_LOOKUP_ERRORS.contains(code),
+        _ => error.is_disconnect(),
     }
 }
 
@@ -319,11 +316,13 @@ pub(crate) async fn lookup(
             .coordinators
             .into_iter()
             .find(|c| c.key.as_str() == group)
-            .ok_or_else(|| ConnectionError::Kafka {
-                api_key: FindCoordinatorRequest::API_KEY,
-                code: -1,
-                error: ResponseError::UnknownServerError,
-                message: Some(format!("the answer has no entry for `{group}`")),
+            .ok_or_else(|| {
+                ConnectionError::from(Detail::Kafka {
+                    api_key: FindCoordinatorRequest::API_KEY,
+                    code: -1,
+                    error: ResponseError::UnknownServerError,
+                    message: Some(format!("the answer has no entry for `{group}`")),
+                })
             })?;
         let node = BrokerNode {
             node_id: entry.node_id.0,
@@ -340,12 +339,12 @@ pub(crate) async fn lookup(
         (response.error_code, response.error_message, node)
     };
     if code != 0 {
-        return Err(ConnectionError::Kafka {
+        return Err(ConnectionError::from(Detail::Kafka {
             api_key: ApiKey::FindCoordinator,
             code,
             error: ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code)),
             message: message.map(|m| m.to_string()),
-        });
+        }));
     }
     Ok(node)
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::error::ConnectionError;
 use super::security::Security;
+use crate::connection::Detail;
 use crate::wire::DEFAULT_MAX_RESPONSE_FRAME;
 
 /// Settings of one connection to one broker.
@@ -15,9 +16,11 @@ pub struct ConnectionConfig {
     /// `"kroupier"`. Name your application here so operators can tell clients apart.
     pub client_id: String,
     /// How long a request may wait for its response. Default 30 s (Kafka's
-    /// `request.timeout.ms`). A JoinGroup can legitimately wait up to the rebalance timeout:
-    /// send it with [`BrokerConnection::send_with_timeout`](super::BrokerConnection::send_with_timeout).
-    /// Shorter finds a dead broker sooner; too short closes healthy connections under load.
+    /// `request.timeout.ms`). The one home of this setting: a group member's FindCoordinator,
+    /// Heartbeat and LeaveGroup wait this long too, and its JoinGroup and SyncGroup
+    /// `max(request_timeout, rebalance_timeout + 5 s)`, since the broker holds them for the
+    /// rebalance. Shorter finds a dead broker sooner; too short closes healthy connections
+    /// under load.
     pub request_timeout: Duration,
     /// How long to wait for TCP connect and the ApiVersions exchange. Default 10 s (Kafka's
     /// `socket.connection.setup.timeout.ms`).
@@ -40,11 +43,11 @@ impl Default for ConnectionConfig {
 }
 
 impl ConnectionConfig {
-    /// Checks the settings.
+    /// Checks the settings (as part of [`ClusterConfig::validate`]).
     ///
     /// # Errors
-    /// [`ConnectionError::InvalidConfig`] naming the field at fault.
-    pub fn validate(&self) -> Result<(), ConnectionError> {
+    /// `InvalidConfig` naming the field at fault.
+    pub(crate) fn validate(&self) -> Result<(), ConnectionError> {
         if self.client_id.len() > i16::MAX as usize {
             return Err(invalid("client_id", "is longer than 32767 bytes"));
         }
@@ -79,9 +82,11 @@ pub struct ClusterConfig {
     /// spares a struggling cluster; lower recovers sooner.
     pub reconnect_backoff_max: Duration,
     /// First delay before retrying a retriable error (coordinator loading or moving). Default
-    /// 100 ms (Kafka's `retry.backoff.ms`).
+    /// 100 ms (Kafka's `retry.backoff.ms`). The one home of this setting: a group member's
+    /// retries back off from it too.
     pub retry_backoff: Duration,
-    /// Cap on the retry delay. Default 1 s (Kafka's `retry.backoff.max.ms`).
+    /// Cap on the retry delay. Default 1 s (Kafka's `retry.backoff.max.ms`), for the cluster
+    /// client and a group member alike.
     pub retry_backoff_max: Duration,
     /// How long a coordinator lookup keeps retrying retriable errors before it fails. Default
     /// 30 s: long enough for `__consumer_offsets` to be created and loaded on a fresh cluster.
@@ -120,7 +125,7 @@ impl ClusterConfig {
     /// Checks the settings.
     ///
     /// # Errors
-    /// [`ConnectionError::InvalidConfig`] naming the field at fault.
+    /// `InvalidConfig` naming the field at fault.
     pub fn validate(&self) -> Result<(), ConnectionError> {
         if self.bootstrap_servers.is_empty() {
             return Err(invalid(
@@ -166,10 +171,10 @@ impl ClusterConfig {
 }
 
 fn invalid(field: &'static str, reason: &str) -> ConnectionError {
-    ConnectionError::InvalidConfig {
+    ConnectionError::from(Detail::InvalidConfig {
         field,
         reason: reason.to_owned(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -189,10 +194,11 @@ mod tests {
 
     #[test]
     fn bad_settings_name_their_field() {
-        let field_of = |config: ClusterConfig| match config.validate() {
-            Err(ConnectionError::InvalidConfig { field, .. }) => field,
-            other => panic!("expected InvalidConfig, got {other:?}"),
-        };
+        let field_of =
+            |config: ClusterConfig| match config.validate().map_err(ConnectionError::into_detail) {
+                Err(Detail::InvalidConfig { field, .. }) => field,
+                other => panic!("expected InvalidConfig, got {other:?}"),
+            };
         assert_eq!(field_of(ClusterConfig::new("no-port")), "bootstrap_servers");
         let mut c = ClusterConfig::new("h:1");
         c.connection.request_timeout = Duration::ZERO;

@@ -9,10 +9,49 @@ use kafka_protocol::messages::ApiKey;
 use super::security::SecurityError;
 use crate::wire::WireError;
 
-/// What went wrong talking to a broker.
-#[non_exhaustive]
+/// What went wrong talking to a broker. Its message names the broker or setting and says what
+/// to do next; [`kind`](Self::kind) sorts it for code, [`is_fatal`](Self::is_fatal) and
+/// [`is_disconnect`](Self::is_disconnect) say whether to stop or to reconnect and retry.
 #[derive(Debug, thiserror::Error)]
-pub enum ConnectionError {
+#[error(transparent)]
+pub struct ConnectionError(Detail);
+
+/// What kind of [`ConnectionError`] happened, for code that acts on it (the message says the
+/// rest).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConnectionErrorKind {
+    /// A setting of [`ClusterConfig`](super::ClusterConfig) or its security cannot work (a bad
+    /// field, a property, a certificate file that does not load): fix the configuration.
+    InvalidConfig,
+    /// The TLS handshake failed on the broker's certificate or the client's: fatal, an operator
+    /// must fix the certificates or the settings.
+    Tls,
+    /// The broker refused SASL authentication (mechanism, credentials): fatal.
+    Authentication,
+    /// No broker could be reached in time (one address, or every bootstrap server): retry with
+    /// backoff, and check the addresses and the network.
+    Unreachable,
+    /// The connection failed or was closed (by either side, or after an earlier error):
+    /// reconnect.
+    Disconnected,
+    /// The broker sent bytes that are not Kafka's protocol, or a request could not be encoded
+    /// at the version negotiated.
+    Protocol,
+    /// A request got no answer within its timeout; the connection was closed.
+    Timeout,
+    /// The broker is too old for kroupier or lacks an API it needs: upgrade the broker.
+    UnsupportedBroker,
+    /// The broker answered with a Kafka error code (retriable or not, as the message says).
+    Kafka,
+    /// No coordinator was found for the group before the lookup timeout.
+    CoordinatorNotFound,
+}
+
+/// The error itself, with the fields its message is made of (crate-internal: code in this crate
+/// constructs and matches it; users see the message and the [`ConnectionErrorKind`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Detail {
     /// The configuration is invalid.
     #[error("invalid connection configuration: `{field}` {reason}")]
     InvalidConfig {
@@ -23,7 +62,7 @@ pub enum ConnectionError {
     },
     /// The security settings cannot be used (a bad property, a CA file that does not load).
     #[error("invalid security configuration: {0}")]
-    InvalidSecurity(#[from] SecurityError),
+    InvalidSecurity(SecurityError),
     /// The TLS handshake failed on the broker's certificate or the client's: retrying cannot
     /// help, an operator must fix the certificates or the settings.
     #[error("TLS handshake with broker {addr} failed: {reason}")]
@@ -64,15 +103,6 @@ pub enum ConnectionError {
     NoBrokerReachable {
         /// One line per address tried: `addr: error`.
         attempts: Vec<String>,
-    },
-    /// Reading or writing the socket failed; the connection is closed.
-    #[error("connection to broker {addr} failed: {source}; reconnect")]
-    Io {
-        /// The broker's `host:port`.
-        addr: String,
-        /// The IO error.
-        #[source]
-        source: std::io::Error,
     },
     /// The connection is closed (by either side, or after an earlier error).
     #[error("connection to broker {addr} is closed: {reason}; reconnect")]
@@ -205,27 +235,69 @@ fn message_suffix(message: &Option<String>) -> String {
     }
 }
 
+impl From<Detail> for ConnectionError {
+    fn from(detail: Detail) -> Self {
+        Self(detail)
+    }
+}
+
+impl From<SecurityError> for ConnectionError {
+    fn from(error: SecurityError) -> Self {
+        Self(Detail::InvalidSecurity(error))
+    }
+}
+
 impl ConnectionError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> ConnectionErrorKind {
+        use ConnectionErrorKind as Kind;
+        match &self.0 {
+            Detail::InvalidConfig { .. } | Detail::InvalidSecurity(_) => Kind::InvalidConfig,
+            Detail::Tls { .. } => Kind::Tls,
+            Detail::Authentication { .. } => Kind::Authentication,
+            Detail::Connect { .. } | Detail::NoBrokerReachable { .. } => Kind::Unreachable,
+            Detail::Closed { .. } => Kind::Disconnected,
+            Detail::Wire { .. }
+            | Detail::Encode { .. }
+            | Detail::UnexpectedCorrelationId { .. } => Kind::Protocol,
+            Detail::RequestTimeout { .. } => Kind::Timeout,
+            Detail::MissingApi { .. }
+            | Detail::UnsupportedBroker { .. }
+            | Detail::NotNegotiated { .. } => Kind::UnsupportedBroker,
+            Detail::Kafka { .. } => Kind::Kafka,
+            Detail::CoordinatorNotFound { .. } => Kind::CoordinatorNotFound,
+        }
+    }
+
+    /// The error's fields, for the code of this crate that acts on them.
+    pub(crate) fn detail(&self) -> &Detail {
+        &self.0
+    }
+
+    /// The error's fields, by value.
+    pub(crate) fn into_detail(self) -> Detail {
+        self.0
+    }
+
     /// Whether retrying cannot help: the security settings are unusable, or the broker refused
     /// the TLS handshake or the SASL credentials. A member stops on these with the error.
     pub fn is_fatal(&self) -> bool {
         matches!(
-            self,
-            Self::InvalidSecurity(_) | Self::Tls { .. } | Self::Authentication { .. }
+            &self.0,
+            Detail::InvalidSecurity(_) | Detail::Tls { .. } | Detail::Authentication { .. }
         )
     }
 
     /// Whether the connection this error came from is gone (reconnect before retrying).
     pub fn is_disconnect(&self) -> bool {
         matches!(
-            self,
-            Self::Io { .. }
-                | Self::Closed { .. }
-                | Self::Wire { .. }
-                | Self::UnexpectedCorrelationId { .. }
-                | Self::RequestTimeout { .. }
-                | Self::Connect { .. }
-                | Self::NoBrokerReachable { .. }
+            &self.0,
+            Detail::Closed { .. }
+                | Detail::Wire { .. }
+                | Detail::UnexpectedCorrelationId { .. }
+                | Detail::RequestTimeout { .. }
+                | Detail::Connect { .. }
+                | Detail::NoBrokerReachable { .. }
         )
     }
 }

@@ -4,6 +4,7 @@
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
 use super::error::ConnectionError;
+use crate::connection::Detail;
 use crate::wire;
 
 /// What kroupier needs of one API.
@@ -73,18 +74,18 @@ impl NegotiatedVersions {
     /// Picks, for each API of [`REQUIREMENTS`], the highest version both sides support.
     ///
     /// # Errors
-    /// [`ConnectionError::Kafka`] if the response carries an error code,
-    /// [`ConnectionError::MissingApi`] or [`ConnectionError::UnsupportedBroker`] when a required
+    /// `Kafka` if the response carries an error code,
+    /// `MissingApi` or `UnsupportedBroker` when a required
     /// API is missing or its versions do not overlap kroupier's.
     pub fn negotiate(addr: &str, response: &ApiVersionsResponse) -> Result<Self, ConnectionError> {
         if response.error_code != 0 {
-            return Err(ConnectionError::Kafka {
+            return Err(ConnectionError::from(Detail::Kafka {
                 api_key: ApiKey::ApiVersions,
                 code: response.error_code,
                 error: kafka_protocol::ResponseError::try_from_code(response.error_code)
                     .unwrap_or(kafka_protocol::ResponseError::Unknown(response.error_code)),
                 message: None,
-            });
+            }));
         }
         let mut versions = Vec::with_capacity(REQUIREMENTS.len());
         for need in REQUIREMENTS {
@@ -97,11 +98,11 @@ impl NegotiatedVersions {
                 .find(|k| k.api_key == need.api_key as i16);
             let Some(offered) = offered else {
                 if need.required {
-                    return Err(ConnectionError::MissingApi {
+                    return Err(ConnectionError::from(Detail::MissingApi {
                         addr: addr.to_owned(),
                         api_key: need.api_key,
                         kafka: need.kafka,
-                    });
+                    }));
                 }
                 continue;
             };
@@ -110,7 +111,7 @@ impl NegotiatedVersions {
             if low <= high {
                 versions.push((need.api_key, high));
             } else if need.required {
-                return Err(ConnectionError::UnsupportedBroker {
+                return Err(ConnectionError::from(Detail::UnsupportedBroker {
                     addr: addr.to_owned(),
                     api_key: need.api_key,
                     broker_min: offered.min_version,
@@ -118,7 +119,7 @@ impl NegotiatedVersions {
                     min: need.min,
                     max: *ours.end(),
                     kafka: need.kafka,
-                });
+                }));
             }
         }
         Ok(Self { versions })
@@ -234,8 +235,8 @@ mod tests {
         ranges[3] = (ApiKey::JoinGroup, 0, 4);
         let err = NegotiatedVersions::negotiate("b:9092", &offer(&ranges)).unwrap_err();
         assert!(matches!(
-            err,
-            ConnectionError::UnsupportedBroker {
+            err.detail(),
+            Detail::UnsupportedBroker {
                 api_key: ApiKey::JoinGroup,
                 broker_max: 4,
                 min: 5,
@@ -255,8 +256,8 @@ mod tests {
             .collect();
         let err = NegotiatedVersions::negotiate("b:9092", &offer(&without_heartbeat)).unwrap_err();
         assert!(matches!(
-            err,
-            ConnectionError::MissingApi {
+            err.detail(),
+            Detail::MissingApi {
                 api_key: ApiKey::Heartbeat,
                 ..
             }
@@ -292,6 +293,6 @@ mod tests {
     fn an_error_answer_is_an_error() {
         let err = NegotiatedVersions::negotiate("b:9092", &offer(&KAFKA_4_1).with_error_code(35))
             .unwrap_err();
-        assert!(matches!(err, ConnectionError::Kafka { code: 35, .. }));
+        assert!(matches!(err.detail(), Detail::Kafka { code: 35, .. }));
     }
 }

@@ -51,13 +51,18 @@ impl MemberConfig {
         self
     }
 
-    /// Checks the cluster and membership settings.
+    /// Checks the cluster and membership settings. The membership's requests use the
+    /// cluster's request timeout and retry backoff (their one home is [`ClusterConfig`]), so
+    /// those are checked for the membership too.
     ///
     /// # Errors
     /// [`MemberError::InvalidConfig`] or [`MemberError::InvalidClusterConfig`], naming the
     /// field and the fix.
     pub fn validate(&self) -> Result<(), MemberError> {
-        self.membership.validate()?;
+        self.membership
+            .clone()
+            .with_cluster(&self.cluster)
+            .validate()?;
         self.cluster.validate().map_err(MemberError::from_cluster)?;
         if self.event_capacity == 0 {
             return Err(MemberError::InvalidClusterConfig {
@@ -66,5 +71,13 @@ impl MemberConfig {
             });
         }
         Ok(())
+    }
+
+    /// This configuration, checked, with the membership given the cluster's request timeout
+    /// and retry backoff.
+    pub(crate) fn validated(mut self) -> Result<Self, MemberError> {
+        self.validate()?;
+        self.membership = self.membership.with_cluster(&self.cluster);
+        Ok(self)
     }
 }

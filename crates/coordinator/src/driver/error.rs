@@ -3,6 +3,7 @@
 use thiserror::Error;
 
 use crate::connection::ConnectionError;
+use crate::connection::Detail;
 use crate::membership::{ConfigError, FatalError};
 
 /// What ended a [`Member`](super::Member)'s driver, or refused to build it.
@@ -42,11 +43,9 @@ pub enum MemberError {
 
 impl MemberError {
     pub(crate) fn from_cluster(error: ConnectionError) -> Self {
-        match error {
-            ConnectionError::InvalidConfig { field, reason } => {
-                Self::InvalidClusterConfig { field, reason }
-            }
-            ConnectionError::InvalidSecurity(e) => Self::InvalidClusterConfig {
+        match error.into_detail() {
+            Detail::InvalidConfig { field, reason } => Self::InvalidClusterConfig { field, reason },
+            Detail::InvalidSecurity(e) => Self::InvalidClusterConfig {
                 field: "security",
                 reason: e.to_string(),
             },

@@ -157,7 +157,7 @@ impl Member {
         ),
         MemberError,
     > {
-        config.validate()?;
+        let config = config.validated()?;
         let transport = KafkaTransport::new(config.cluster).map_err(MemberError::from_cluster)?;
         Self::with_transport(
             config.membership,

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use super::transport::{SendFuture, Transport};
 use super::{Member, MemberError, MemberEvent, MemberHandle};
 use crate::connection::ConnectionError;
+use crate::connection::Detail;
 use crate::election::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
 use crate::election::{ElectionEvent, LeaderElection};
 use crate::membership::{
@@ -104,16 +105,18 @@ impl Transport for Fake {
             {
                 self.joins.lock().unwrap().push(first.metadata.clone());
             }
-            let failed = || ConnectionError::RequestTimeout {
-                addr: "model".to_owned(),
-                api_key: kafka_protocol::messages::ApiKey::Heartbeat,
-                timeout,
+            let failed = || {
+                ConnectionError::from(Detail::RequestTimeout {
+                    addr: "model".to_owned(),
+                    api_key: kafka_protocol::messages::ApiKey::Heartbeat,
+                    timeout,
+                })
             };
             if self.refused.load(Ordering::SeqCst) {
-                return Err(ConnectionError::Connect {
+                return Err(ConnectionError::from(Detail::Connect {
                     addr: "127.0.0.1:1".to_owned(),
                     reason: "Connection refused (os error 111)".to_owned(),
-                });
+                }));
             }
             if self.partitioned.load(Ordering::SeqCst) {
                 tokio::time::sleep(timeout).await;

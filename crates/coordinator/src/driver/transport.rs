@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
 
+use crate::connection::Detail;
 use crate::connection::{BrokerConnection, BrokerNode, Cluster, ClusterConfig, ConnectionError};
 use crate::membership::{Coordinator, Request, Response};
 
@@ -151,11 +152,11 @@ impl Transport for KafkaTransport {
             // The timeout covers connecting too: the membership waits no longer than it said.
             match tokio::time::timeout(timeout, self.exchange(request, timeout)).await {
                 Ok(result) => result,
-                Err(_) => Err(ConnectionError::RequestTimeout {
+                Err(_) => Err(ConnectionError::from(Detail::RequestTimeout {
                     addr: "coordinator".to_owned(),
                     api_key,
                     timeout,
-                }),
+                })),
             }
         })
     }
@@ -192,8 +193,8 @@ fn api_key(request: &Request) -> ApiKey {
 }
 
 fn no_coordinator() -> ConnectionError {
-    ConnectionError::Closed {
+    ConnectionError::from(Detail::Closed {
         addr: "coordinator".to_owned(),
         reason: "the coordinator is unknown or moved; it is being rediscovered".to_owned(),
-    }
+    })
 }

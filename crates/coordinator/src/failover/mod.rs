@@ -34,7 +34,7 @@
 //!   proxy, a NAT) is refused when the endpoint is built.
 //! - **The action** ([`Failover::run`]). On the proof the follower removes the member from the
 //!   group (LeaveGroup v3+ naming its member id and instance id, as Kafka's admin client does:
-//!   [`Observer::remove_member`]) and rejoins at once, so the rebalance need not wait for the
+//!   `Observer::remove_member`) and rejoins at once, so the rebalance need not wait for the
 //!   session. A static member that said it stopped in order is not removed: Kafka keeps a
 //!   static member's place through a restart, and fast failover must not undo that.
 //!

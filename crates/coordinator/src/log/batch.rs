@@ -17,7 +17,7 @@ use kafka_protocol::records::{
     RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-use super::{LogError, LogRecord, ReadRecord};
+use super::{Cause, LogError, LogRecord, ReadRecord};
 
 /// Base offset (8 bytes) and batch length (4): what precedes the length-counted part.
 const FRAMING: usize = 12;
@@ -88,8 +88,11 @@ pub(super) fn encode(
         version: 2,
         compression: Compression::None,
     };
-    RecordBatchEncoder::encode(&mut buf, &records, &options)
-        .map_err(|e| LogError::Corrupt(format!("could not encode a record batch: {e}")))?;
+    RecordBatchEncoder::encode(&mut buf, &records, &options).map_err(|e| {
+        LogError::from(Cause::Corrupt(format!(
+            "could not encode a record batch: {e}"
+        )))
+    })?;
     Ok(buf.freeze())
 }
 
@@ -124,7 +127,7 @@ pub(super) fn decode(
     from: i64,
     aborted: &[Aborted],
 ) -> Result<Decoded, LogError> {
-    let corrupt = |what: String| LogError::Corrupt(format!("topic `{topic}`: {what}"));
+    let corrupt = |what: String| LogError::from(Cause::Corrupt(format!("topic `{topic}`: {what}")));
     let mut out = Decoded::default();
     let mut pending: Vec<Aborted> = aborted.to_vec();
     pending.sort_by_key(|a| std::cmp::Reverse(a.first_offset));

@@ -56,9 +56,10 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use error::LogError;
+pub(crate) use error::Cause;
+pub use error::{LogError, LogErrorKind};
 pub use topic::TopicLog;
-pub use transaction::{Transaction, TransactionError, TransactionalProducer};
+pub use transaction::{Transaction, TransactionError, TransactionErrorKind, TransactionalProducer};
 
 /// One record to append: value `None` is a tombstone (deletes the key after compaction).
 #[derive(Debug, Clone, PartialEq, Eq)]

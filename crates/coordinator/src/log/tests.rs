@@ -228,12 +228,12 @@ fn hostile_counts_are_corrupt_not_an_abort() {
     let err =
         batch::decode(TOPIC, patched(&good, 57, &i32::MAX.to_be_bytes()), 0, &[]).unwrap_err();
     assert!(
-        matches!(&err, LogError::Corrupt(m) if m.contains("records claimed")),
+        matches!(err.cause(), Cause::Corrupt(m) if m.contains("records claimed")),
         "{err}"
     );
     // A negative count.
     let err = batch::decode(TOPIC, patched(&good, 57, &(-1i32).to_be_bytes()), 0, &[]).unwrap_err();
-    assert!(matches!(err, LogError::Corrupt(_)), "{err}");
+    assert!(matches!(err.cause(), Cause::Corrupt(_)), "{err}");
     // The record's header count (its last byte, a zigzag varint) claims 2^31 - 1 headers.
     let mut bytes = BytesMut::from(&good[..]);
     bytes.truncate(good.len() - 1);
@@ -244,23 +244,27 @@ fn hostile_counts_are_corrupt_not_an_abort() {
     let hostile = patched(&bytes.freeze(), 0, &[0]);
     let err = batch::decode(TOPIC, hostile, 0, &[]).unwrap_err();
     assert!(
-        matches!(&err, LogError::Corrupt(m) if m.contains("headers")),
+        matches!(err.cause(), Cause::Corrupt(m) if m.contains("headers")),
         "{err}"
     );
     // A broken CRC, an old message format, a negative batch length.
     let mut bad = BytesMut::from(&good[..]);
     bad[30] ^= 1;
     assert!(matches!(
-        batch::decode(TOPIC, bad.freeze(), 0, &[]),
-        Err(LogError::Corrupt(_))
+        batch::decode(TOPIC, bad.freeze(), 0, &[])
+            .as_ref()
+            .map_err(LogError::cause),
+        Err(Cause::Corrupt(_))
     ));
     let err = batch::decode(TOPIC, patched(&good, 16, &[1]), 0, &[]).unwrap_err();
     assert!(err.to_string().contains("message format v1"), "{err}");
     let mut negative = BytesMut::from(&good[..]);
     negative[8..12].copy_from_slice(&(-5i32).to_be_bytes());
     assert!(matches!(
-        batch::decode(TOPIC, negative.freeze(), 0, &[]),
-        Err(LogError::Corrupt(_))
+        batch::decode(TOPIC, negative.freeze(), 0, &[])
+            .as_ref()
+            .map_err(LogError::cause),
+        Err(Cause::Corrupt(_))
     ));
 }
 
@@ -536,7 +540,7 @@ async fn open_without_create_reports_a_missing_topic() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, LogError::Missing { topic } if topic == TOPIC),
+        matches!(err.cause(), Cause::Missing { topic } if topic == TOPIC),
         "{err}"
     );
     assert!(shared.lock().unwrap().created.is_empty());
@@ -609,11 +613,11 @@ async fn authorization_failures_name_the_operation_and_the_acl() {
     let err = TopicLog::open(cluster, TopicSpec::new(TOPIC), true)
         .await
         .unwrap_err();
-    let LogError::NotAuthorized {
+    let Cause::NotAuthorized {
         topic,
         operation,
         hint,
-    } = &err
+    } = err.cause()
     else {
         panic!("{err}")
     };
@@ -632,8 +636,8 @@ async fn authorization_failures_name_the_operation_and_the_acl() {
     let log = TopicLog::open(cluster, TopicSpec::new(TOPIC), false)
         .await
         .unwrap();
-    let denied = |err: &LogError, op: &str, acl: &str| match err {
-        LogError::NotAuthorized {
+    let denied = |err: &LogError, op: &str, acl: &str| match err.cause() {
+        Cause::NotAuthorized {
             operation, hint, ..
         } => *operation == op && hint.contains(acl),
         _ => false,
@@ -658,7 +662,7 @@ async fn a_batch_over_the_limit_is_record_too_large() {
     for _ in 0..2 {
         let err = log.append(records(3)).await.unwrap_err();
         assert!(
-            matches!(err, LogError::RecordTooLarge { bytes, max: 0 } if bytes > 60),
+            matches!(err.cause(), Cause::RecordTooLarge { bytes, max: 0 } if *bytes > 60),
             "{err}"
         );
         assert!(err.to_string().contains("max.message.bytes"), "{err}");
@@ -679,8 +683,8 @@ async fn retries_end_at_the_deadline_with_the_last_error() {
     let err = log.append(records(1)).await.unwrap_err();
     assert!(
         matches!(
-            err,
-            LogError::Kafka {
+            err.cause(),
+            Cause::Kafka {
                 api: ApiKey::Produce,
                 code: 5,
                 ..
@@ -705,7 +709,7 @@ async fn invalid_topic_names_are_refused_before_any_request() {
             .await
             .unwrap_err();
         assert!(
-            matches!(err, LogError::Kafka { code: 17, .. }),
+            matches!(err.cause(), Cause::Kafka { code: 17, .. }),
             "{name}: {err}"
         );
     }
@@ -729,7 +733,7 @@ async fn a_known_size_limit_refuses_a_batch_before_sending_it() {
     assert_eq!(log.config("retention.ms").await.unwrap(), None);
     let err = log.append(records(10)).await.unwrap_err();
     assert!(
-        matches!(err, LogError::RecordTooLarge { bytes, max: 100 } if bytes > 100),
+        matches!(err.cause(), Cause::RecordTooLarge { bytes, max: 100 } if *bytes > 100),
         "{err}"
     );
     assert!(err.to_string().contains("of 100 bytes"), "{err}");
@@ -757,7 +761,7 @@ async fn configs_without_the_acl_name_describe_configs() {
         .unwrap();
     let err = log.config("cleanup.policy").await.unwrap_err();
     assert!(
-        matches!(&err, LogError::NotAuthorized { hint, .. } if hint.contains("DESCRIBE_CONFIGS")),
+        matches!(err.cause(), Cause::NotAuthorized { hint, .. } if hint.contains("DESCRIBE_CONFIGS")),
         "{err}"
     );
 }

@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
 use super::batch::{self, Aborted, Writer};
-use super::{LogError, LogRecord, ReadBatch, TopicSpec};
+use super::{Cause, LogError, LogRecord, ReadBatch, TopicSpec};
 use crate::backoff::Backoff;
 use crate::connection::{BrokerConnection, BrokerNode, Cluster, ConnectionError};
 
@@ -97,9 +97,9 @@ enum Step {
 impl From<ConnectionError> for Step {
     fn from(e: ConnectionError) -> Self {
         if e.is_disconnect() {
-            Step::Retry(LogError::Connection(e))
+            Step::Retry(LogError::from(Cause::Connection(e)))
         } else {
-            Step::Fail(LogError::Connection(e))
+            Step::Fail(LogError::from(Cause::Connection(e)))
         }
     }
 }
@@ -151,10 +151,10 @@ impl TopicLog {
     /// deleted by retention rather than compacted).
     ///
     /// # Errors
-    /// [`LogError::Missing`] when the topic is missing and `create` is false;
-    /// [`LogError::NotAuthorized`] naming the ACL to grant; [`LogError::Kafka`] for a refused
+    /// [`Missing`](super::LogErrorKind::Missing) when the topic is missing and `create` is false;
+    /// [`NotAuthorized`](super::LogErrorKind::NotAuthorized) naming the ACL to grant; [`Kafka`](super::LogErrorKind::Kafka) for a refused
     /// creation (an invalid name or replication factor) or a leader that did not appear in
-    /// time; [`LogError::Connection`] when no broker answers in time.
+    /// time; [`Connection`](super::LogErrorKind::Connection) when no broker answers in time.
     pub async fn open(
         cluster: Arc<Cluster>,
         spec: TopicSpec,
@@ -179,9 +179,9 @@ impl TopicLog {
                     return Ok(log);
                 }
                 Ok(Partition::Missing { .. }) if !create => {
-                    return Err(LogError::Missing {
+                    return Err(LogError::from(Cause::Missing {
                         topic: spec.name.clone(),
-                    });
+                    }));
                 }
                 Ok(Partition::Missing { controller }) if !created => {
                     match log.create(&spec, controller).await {
@@ -218,8 +218,8 @@ impl TopicLog {
     /// returns the end offset.
     ///
     /// # Errors
-    /// [`LogError::RecordTooLarge`] when the batch is over the topic's `max.message.bytes`;
-    /// [`LogError::NotAuthorized`] without WRITE on the topic; [`LogError::Kafka`] for other
+    /// [`RecordTooLarge`](super::LogErrorKind::RecordTooLarge) when the batch is over the topic's `max.message.bytes`;
+    /// [`NotAuthorized`](super::LogErrorKind::NotAuthorized) without WRITE on the topic; [`Kafka`](super::LogErrorKind::Kafka) for other
     /// refusals or when retriable errors outlast the retry time.
     pub async fn append(&self, records: Vec<LogRecord>) -> Result<i64, LogError> {
         if records.is_empty() {
@@ -244,10 +244,10 @@ impl TopicLog {
         let batch = batch::encode(records, now, writer)?;
         let max = self.inner.max_message_bytes.load(Ordering::Relaxed);
         if max > 0 && batch.len() > max {
-            return Err(LogError::RecordTooLarge {
+            return Err(LogError::from(Cause::RecordTooLarge {
                 bytes: batch.len(),
                 max,
-            });
+            }));
         }
         let mut retry = Retry::new(&self.inner.cluster);
         loop {
@@ -270,8 +270,8 @@ impl TopicLog {
     /// offset; `next_offset` tells where the next read should start in every case.
     ///
     /// # Errors
-    /// [`LogError::NotAuthorized`] without READ on the topic; [`LogError::Corrupt`] for
-    /// records kroupier cannot read; [`LogError::Kafka`] for other refusals or when retriable
+    /// [`NotAuthorized`](super::LogErrorKind::NotAuthorized) without READ on the topic; [`Corrupt`](super::LogErrorKind::Corrupt) for
+    /// records kroupier cannot read; [`Kafka`](super::LogErrorKind::Kafka) for other refusals or when retriable
     /// errors outlast the retry time.
     pub async fn read(&self, from: i64, max_wait: Duration) -> Result<ReadBatch, LogError> {
         self.read_at(from, max_wait, Isolation::ReadUncommitted)
@@ -357,8 +357,8 @@ impl TopicLog {
     /// broker does not offer DescribeConfigs or has no such key.
     ///
     /// # Errors
-    /// [`LogError::NotAuthorized`] without DESCRIBE_CONFIGS on the topic; [`LogError::Kafka`]
-    /// or [`LogError::Connection`] as for [`read`](Self::read).
+    /// [`NotAuthorized`](super::LogErrorKind::NotAuthorized) without DESCRIBE_CONFIGS on the topic; [`Kafka`](super::LogErrorKind::Kafka)
+    /// or [`Connection`](super::LogErrorKind::Connection) as for [`read`](Self::read).
     pub async fn config(&self, key: &str) -> Result<Option<String>, LogError> {
         let mut retry = Retry::new(&self.inner.cluster);
         loop {
@@ -447,7 +447,7 @@ impl TopicLog {
                     .collect(),
             )),
             // TOPIC_AUTHORIZATION_FAILED: reading configs takes its own ACL.
-            29 => Err(Step::Fail(LogError::NotAuthorized {
+            29 => Err(Step::Fail(LogError::from(Cause::NotAuthorized {
                 topic: self.inner.topic.clone(),
                 operation: "read",
                 hint: format!(
@@ -456,7 +456,7 @@ impl TopicLog {
                      DescribeConfigs --topic {0})",
                     self.inner.topic
                 ),
-            })),
+            }))),
             code => Err(self.refusal(ApiKey::DescribeConfigs, code, message, "read")),
         }
     }
@@ -694,10 +694,10 @@ impl TopicLog {
         match partition.error_code {
             0 => Ok(partition.base_offset),
             // MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE.
-            10 | 18 => Err(Step::Fail(LogError::RecordTooLarge {
+            10 | 18 => Err(Step::Fail(LogError::from(Cause::RecordTooLarge {
                 bytes: batch.len(),
                 max: self.inner.max_message_bytes.load(Ordering::Relaxed),
-            })),
+            }))),
             code => Err(self.refusal(ApiKey::Produce, code, message, "write")),
         }
     }
@@ -832,13 +832,13 @@ impl TopicLog {
         let topic = &self.inner.topic;
         match code {
             // TOPIC_AUTHORIZATION_FAILED.
-            29 => Step::Fail(LogError::NotAuthorized {
+            29 => Step::Fail(LogError::from(Cause::NotAuthorized {
                 topic: topic.clone(),
                 operation,
                 hint: topic_acl_hint(topic, operation),
-            }),
+            })),
             // CLUSTER_AUTHORIZATION_FAILED.
-            31 => Step::Fail(LogError::NotAuthorized {
+            31 => Step::Fail(LogError::from(Cause::NotAuthorized {
                 topic: topic.clone(),
                 operation,
                 hint: format!(
@@ -861,7 +861,7 @@ impl TopicLog {
                         String::new()
                     }
                 ),
-            }),
+            })),
             code if ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable()) => {
                 Step::Retry(self.kafka(api, code, message, ""))
             }
@@ -869,7 +869,7 @@ impl TopicLog {
         }
     }
 
-    /// A [`LogError::Kafka`] naming the topic, Kafka's error and the broker's message.
+    /// A [`Kafka`](super::LogErrorKind::Kafka) naming the topic, Kafka's error and the broker's message.
     fn kafka(&self, api: ApiKey, code: i16, message: Option<String>, context: &str) -> LogError {
         let error = ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code));
         let mut text = format!("topic `{}`: {error:?}", self.inner.topic);
@@ -888,11 +888,11 @@ impl TopicLog {
                 "; the replication factor is higher than the number of brokers: lower it",
             );
         }
-        LogError::Kafka {
+        LogError::from(Cause::Kafka {
             api,
             code,
             message: text,
-        }
+        })
     }
 }
 
@@ -933,14 +933,14 @@ fn check_name(name: &str) -> Result<(), LogError> {
     if valid {
         Ok(())
     } else {
-        Err(LogError::Kafka {
+        Err(LogError::from(Cause::Kafka {
             api: ApiKey::CreateTopics,
             code: 17,
             message: format!(
                 "topic `{name}`: InvalidTopicException: Kafka topic names are 1 to 249 \
                  characters of [a-zA-Z0-9._-] (and not `.` or `..`); choose another name"
             ),
-        })
+        }))
     }
 }
 

@@ -16,7 +16,7 @@
 //!
 //! # Failures
 //! A producer that was fenced stays fenced: every call returns
-//! [`TransactionError::Fenced`]. Any other failure inside a transaction (an append or a
+//! [`Fenced`](TransactionErrorKind::Fenced). Any other failure inside a transaction (an append or a
 //! commit that did not complete, or whose outcome is unknown) makes the transaction fail: it
 //! never commits. The next [`begin`](TransactionalProducer::begin) first bumps the epoch with
 //! this producer's own id and epoch (KIP-360, InitProducerId v3, Kafka 2.5), which aborts the
@@ -44,6 +44,7 @@ use tokio::time::Instant;
 use super::batch::Writer;
 use super::{LogError, LogRecord, TopicLog};
 use crate::backoff::Backoff;
+use crate::connection::Detail;
 use crate::connection::{BrokerConnection, Cluster, ConnectionError, TRANSACTION_KEY, lookup};
 use crate::wire::WireRequest;
 
@@ -112,10 +113,73 @@ pub struct Transaction<'a> {
     producer: &'a mut TransactionalProducer,
 }
 
-/// Why a transactional call failed.
-#[non_exhaustive]
+/// Why a transactional call failed. Its message names the transactional id (or the broker) and
+/// says what to do; [`kind`](Self::kind) sorts it for code.
 #[derive(Debug, thiserror::Error)]
-pub enum TransactionError {
+#[error(transparent)]
+pub struct TransactionError(Cause);
+
+/// What kind of [`TransactionError`] happened.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransactionErrorKind {
+    /// A newer producer with the same transactional id took over (PRODUCER_FENCED or
+    /// INVALID_PRODUCER_EPOCH): this producer may not write again; stop.
+    Fenced,
+    /// The principal may not use the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED):
+    /// grant the ACL the message names.
+    NotAuthorized,
+    /// The broker serves no transactions, or too old a version of them.
+    Unsupported,
+    /// The transaction failed and will never commit: begin a new one, from the state the last
+    /// committed one left.
+    Failed,
+    /// The transaction coordinator refused a request with an error retrying does not fix, or
+    /// retriable errors outlasted the cluster's `coordinator_lookup_timeout`.
+    Kafka,
+    /// Appending records failed (the log's own errors: an ACL on the topic, a size limit).
+    Log,
+    /// No broker connection could be made or kept.
+    Connection,
+}
+
+impl TransactionError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> TransactionErrorKind {
+        use TransactionErrorKind as Kind;
+        match &self.0 {
+            Cause::Fenced { .. } => Kind::Fenced,
+            Cause::NotAuthorized { .. } => Kind::NotAuthorized,
+            Cause::Unsupported { .. } => Kind::Unsupported,
+            Cause::Failed { .. } => Kind::Failed,
+            Cause::Kafka { .. } => Kind::Kafka,
+            Cause::Log(_) => Kind::Log,
+            Cause::Connection(_) => Kind::Connection,
+        }
+    }
+}
+
+impl From<Cause> for TransactionError {
+    fn from(cause: Cause) -> Self {
+        Self(cause)
+    }
+}
+
+impl From<LogError> for TransactionError {
+    fn from(error: LogError) -> Self {
+        Self(Cause::Log(error))
+    }
+}
+
+impl From<ConnectionError> for TransactionError {
+    fn from(error: ConnectionError) -> Self {
+        Self(Cause::Connection(error))
+    }
+}
+
+/// The error's parts, as its message names them.
+#[derive(Debug, thiserror::Error)]
+enum Cause {
     /// A newer producer with the same transactional id took over (PRODUCER_FENCED or
     /// INVALID_PRODUCER_EPOCH). This producer may not write again; what it left open was
     /// aborted by the broker.
@@ -174,10 +238,10 @@ pub enum TransactionError {
     },
     /// Appending records failed (the log's own errors: an ACL on the topic, a size limit).
     #[error(transparent)]
-    Log(#[from] LogError),
+    Log(LogError),
     /// No broker connection could be made or kept.
     #[error(transparent)]
-    Connection(#[from] ConnectionError),
+    Connection(ConnectionError),
 }
 
 /// What one attempt at a request to the transaction coordinator ended with, when not done.
@@ -203,9 +267,9 @@ impl TransactionalProducer {
     /// `transaction.max.timeout.ms`, 15 minutes by default).
     ///
     /// # Errors
-    /// [`TransactionError::Unsupported`] on a broker without transactions (the embedded
-    /// coordinator); [`TransactionError::NotAuthorized`] without WRITE on the transactional
-    /// id; [`TransactionError::Kafka`] for other refusals, such as a timeout over the broker's
+    /// [`Unsupported`](TransactionErrorKind::Unsupported) on a broker without transactions (the embedded
+    /// coordinator); [`NotAuthorized`](TransactionErrorKind::NotAuthorized) without WRITE on the transactional
+    /// id; [`Kafka`](TransactionErrorKind::Kafka) for other refusals, such as a timeout over the broker's
     /// maximum.
     pub async fn init(
         cluster: Arc<Cluster>,
@@ -233,11 +297,11 @@ impl TransactionalProducer {
         let broker = producer.cluster.any_broker().await?;
         let offered = broker.versions().get(ApiKey::InitProducerId);
         if offered.is_none_or(|v| v < MIN_INIT_PRODUCER_ID) {
-            return Err(TransactionError::Unsupported {
+            return Err(TransactionError::from(Cause::Unsupported {
                 addr: broker.addr().to_owned(),
                 api: ApiKey::InitProducerId,
                 min: MIN_INIT_PRODUCER_ID,
-            });
+            }));
         }
         producer.init_producer_id().await?;
         Ok(producer)
@@ -247,7 +311,7 @@ impl TransactionalProducer {
     /// first; after a failed one, the epoch is bumped first (which aborts it).
     ///
     /// # Errors
-    /// [`TransactionError::Fenced`] once a newer producer took the id; the errors of
+    /// [`Fenced`](TransactionErrorKind::Fenced) once a newer producer took the id; the errors of
     /// [`init`](Self::init) for the abort or the bump.
     pub async fn begin(&mut self) -> Result<Transaction<'_>, TransactionError> {
         match std::mem::replace(&mut self.state, State::Ready) {
@@ -408,11 +472,11 @@ impl TransactionalProducer {
         let version = connection
             .version(R::API_KEY)
             .map_err(|_| {
-                Attempt::Fail(TransactionError::Unsupported {
+                Attempt::Fail(TransactionError::from(Cause::Unsupported {
                     addr: connection.addr().to_owned(),
                     api: R::API_KEY,
                     min: 0,
-                })
+                }))
             })?
             .min(max_version);
         let timeout = self.cluster.config().connection.request_timeout;
@@ -438,10 +502,12 @@ impl TransactionalProducer {
             .map_err(|e| self.disconnected(e))?;
         let node = match lookup(&broker, &self.id, TRANSACTION_KEY).await {
             Ok(node) => node,
-            Err(ConnectionError::Kafka { code, message, .. }) => {
-                return Err(self.refusal(ApiKey::FindCoordinator, code, message));
-            }
-            Err(e) => return Err(self.disconnected(e)),
+            Err(e) => match e.into_detail() {
+                Detail::Kafka { code, message, .. } => {
+                    return Err(self.refusal(ApiKey::FindCoordinator, code, message));
+                }
+                other => return Err(self.disconnected(other.into())),
+            },
         };
         let connection = self
             .cluster
@@ -461,7 +527,7 @@ impl TransactionalProducer {
                 soon: false,
             }
         } else {
-            Attempt::Fail(TransactionError::Connection(error))
+            Attempt::Fail(TransactionError::from(Cause::Connection(error)))
         }
     }
 
@@ -474,7 +540,7 @@ impl TransactionalProducer {
             // INVALID_PRODUCER_EPOCH, PRODUCER_FENCED.
             47 | 90 => Attempt::Fail(self.fenced()),
             // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-            53 => Attempt::Fail(TransactionError::NotAuthorized {
+            53 => Attempt::Fail(TransactionError::from(Cause::NotAuthorized {
                 transactional_id: self.id.clone(),
                 hint: format!(
                     "grant WRITE and DESCRIBE on TransactionalId:{0} to this client's \
@@ -482,7 +548,7 @@ impl TransactionalProducer {
                      Write --operation Describe --transactional-id {0})",
                     self.id
                 ),
-            }),
+            })),
             // TOPIC_AUTHORIZATION_FAILED (AddPartitionsToTxn).
             29 => Attempt::Fail(self.kafka(
                 api,
@@ -532,25 +598,25 @@ impl TransactionalProducer {
     }
 
     fn fenced(&self) -> TransactionError {
-        TransactionError::Fenced {
+        TransactionError::from(Cause::Fenced {
             transactional_id: self.id.clone(),
-        }
+        })
     }
 
     fn kafka(&self, api: ApiKey, code: i16, message: String) -> TransactionError {
-        TransactionError::Kafka {
+        TransactionError::from(Cause::Kafka {
             transactional_id: self.id.clone(),
             api,
             code,
             message,
-        }
+        })
     }
 
     fn failed(&self, reason: String) -> TransactionError {
-        TransactionError::Failed {
+        TransactionError::from(Cause::Failed {
             transactional_id: self.id.clone(),
             reason,
-        }
+        })
     }
 
     fn txn_id(&self) -> TransactionalId {
@@ -564,9 +630,9 @@ impl Transaction<'_> {
     /// aborts. Adds the log's partition to the transaction on its first append.
     ///
     /// # Errors
-    /// [`TransactionError::Fenced`] when a newer producer took the id; after any other error
+    /// [`Fenced`](TransactionErrorKind::Fenced) when a newer producer took the id; after any other error
     /// the transaction has failed: it never commits, and later calls of it return
-    /// [`TransactionError::Failed`].
+    /// [`Failed`](TransactionErrorKind::Failed).
     pub async fn append(
         &mut self,
         log: &TopicLog,
@@ -598,7 +664,11 @@ impl Transaction<'_> {
             sequence,
         };
         let id = producer.id.clone();
-        match log.append_as(&records, writer, Some(&id)).await {
+        match log
+            .append_as(&records, writer, Some(&id))
+            .await
+            .map_err(LogError::into_cause)
+        {
             Ok(offset) => {
                 let count = i32::try_from(records.len()).unwrap_or(i32::MAX);
                 producer
@@ -606,7 +676,7 @@ impl Transaction<'_> {
                     .insert(topic, sequence.wrapping_add(count));
                 Ok(offset)
             }
-            Err(LogError::Kafka {
+            Err(super::Cause::Kafka {
                 code: code @ (47 | 53 | 90),
                 ..
             }) => {
@@ -616,7 +686,7 @@ impl Transaction<'_> {
                 };
                 Err(producer.fail_with(error))
             }
-            Err(error) => Err(producer.fail_with(TransactionError::Log(error))),
+            Err(error) => Err(producer.fail_with(TransactionError::from(Cause::Log(error.into())))),
         }
     }
 
@@ -626,7 +696,7 @@ impl Transaction<'_> {
     /// commit).
     ///
     /// # Errors
-    /// [`TransactionError::Fenced`]; [`TransactionError::Failed`] when an earlier call of the
+    /// [`Fenced`](TransactionErrorKind::Fenced); [`Failed`](TransactionErrorKind::Failed) when an earlier call of the
     /// transaction failed; the coordinator's errors.
     pub async fn commit(self) -> Result<(), TransactionError> {
         self.finish(true).await
@@ -636,7 +706,7 @@ impl Transaction<'_> {
     /// readers.
     ///
     /// # Errors
-    /// [`TransactionError::Fenced`]; the coordinator's errors (the transaction then stays
+    /// [`Fenced`](TransactionErrorKind::Fenced); the coordinator's errors (the transaction then stays
     /// failed, and the next `begin` aborts it).
     pub async fn abort(self) -> Result<(), TransactionError> {
         self.finish(false).await
@@ -704,7 +774,7 @@ impl TransactionalProducer {
     /// Marks the producer fenced by a fencing `error`, else its transaction failed by `error`
     /// (a fenced producer stays fenced), and returns the error.
     fn fail_with(&mut self, error: TransactionError) -> TransactionError {
-        if matches!(error, TransactionError::Fenced { .. }) {
+        if matches!(error.0, Cause::Fenced { .. }) {
             self.state = State::Fenced;
         } else if !matches!(self.state, State::Fenced) {
             self.state = State::Failed(error.to_string());

@@ -29,18 +29,21 @@ pub struct MembershipConfig {
     /// (and the leader to send the assignment). Must be at least the session timeout; longer
     /// tolerates slow revocations, but a member that never rejoins stalls the group this long.
     pub rebalance_timeout: Duration,
-    /// `retry.backoff.ms`. Default 100 ms. First backoff after a retriable error.
-    pub retry_backoff: Duration,
-    /// `retry.backoff.max.ms`. Default 1 s. Cap of the exponential backoff.
-    pub retry_backoff_max: Duration,
-    /// Timeout the driver should apply to FindCoordinator and LeaveGroup. Default 30 s.
+    /// First backoff after a retriable error: [`ClusterConfig::retry_backoff`](crate::connection::ClusterConfig::retry_backoff),
+    /// copied here when the member is built (one setting, one home).
+    pub(crate) retry_backoff: Duration,
+    /// Cap of the exponential backoff: [`ClusterConfig::retry_backoff_max`](crate::connection::ClusterConfig::retry_backoff_max),
+    /// copied here when the member is built.
+    pub(crate) retry_backoff_max: Duration,
+    /// [`ConnectionConfig::request_timeout`](crate::connection::ConnectionConfig::request_timeout),
+    /// copied here when the member is built: the timeout of FindCoordinator and LeaveGroup.
     /// JoinGroup and SyncGroup use `max(request_timeout, rebalance_timeout + 5 s)`, as Kafka's
     /// JoinGroup does, because the broker holds them until the rebalance completes. Heartbeats
     /// use `request_timeout` too, as Kafka's clients do: a heartbeat answered late is still an
     /// answer, and timing it out early would close the coordinator connections and abandon a
     /// JoinGroup or SyncGroup in flight. A heartbeat that never comes back is covered by
     /// self-fencing, which does not wait for any timeout.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// Self-fencing margin. Default `None` = `max(heartbeat_interval, session_timeout / 10)`.
     /// The member reports `Lost` at `last successful heartbeat's send time + session_timeout −
     /// margin`; the margin is the time left to stop work before the broker may give it to someone
@@ -98,6 +101,15 @@ impl MembershipConfig {
         }
     }
 
+    /// This configuration with the request timeout and retry backoff of `cluster`, their one
+    /// home: the membership's requests wait and back off as the cluster client's do.
+    pub(crate) fn with_cluster(mut self, cluster: &crate::connection::ClusterConfig) -> Self {
+        self.request_timeout = cluster.connection.request_timeout;
+        self.retry_backoff = cluster.retry_backoff;
+        self.retry_backoff_max = cluster.retry_backoff_max;
+        self
+    }
+
     /// The self-fencing margin in effect (the configured one, or the default formula).
     pub fn effective_self_fence_margin(&self) -> Duration {
         self.self_fence_margin
@@ -112,27 +124,34 @@ impl MembershipConfig {
     }
 
     /// The timeout the driver should give a JoinGroup or SyncGroup request.
-    pub fn join_group_timeout(&self) -> Duration {
+    pub(crate) fn join_group_timeout(&self) -> Duration {
         self.request_timeout
             .max(self.rebalance_timeout + JOIN_GROUP_TIMEOUT_LAPSE)
     }
 
     /// The timeout the driver should give a Heartbeat request.
-    pub fn heartbeat_timeout(&self) -> Duration {
+    pub(crate) fn heartbeat_timeout(&self) -> Duration {
         self.request_timeout
     }
 
     /// Checks every field and their relations; the error names the field and what to change.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the field at fault ([`ConfigError::field`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check().map_err(ConfigError)
+    }
+
+    fn check(&self) -> Result<(), Fault> {
         if self.group_id.is_empty() {
-            return Err(ConfigError::EmptyGroupId);
+            return Err(Fault::EmptyGroupId);
         }
         if let Some(id) = &self.group_instance_id {
             let valid_chars = id
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
             if id.is_empty() || id.len() > 249 || !valid_chars || id == "." || id == ".." {
-                return Err(ConfigError::InvalidGroupInstanceId(id.clone()));
+                return Err(Fault::InvalidGroupInstanceId(id.clone()));
             }
         }
         for (field, value) in [
@@ -143,39 +162,39 @@ impl MembershipConfig {
             ("request_timeout", self.request_timeout),
         ] {
             if value.is_zero() {
-                return Err(ConfigError::Zero(field));
+                return Err(Fault::Zero(field));
             }
             if value.as_millis() > i32::MAX as u128 {
-                return Err(ConfigError::TooLong(field));
+                return Err(Fault::TooLong(field));
             }
         }
         if self.retry_backoff_max < self.retry_backoff {
-            return Err(ConfigError::BackoffMaxBelowBackoff);
+            return Err(Fault::BackoffMaxBelowBackoff);
         }
         if self.session_timeout < self.min_session_timeout
             || self.session_timeout > self.max_session_timeout
         {
-            return Err(ConfigError::SessionTimeoutOutOfBounds {
+            return Err(Fault::SessionTimeoutOutOfBounds {
                 session: self.session_timeout,
                 min: self.min_session_timeout,
                 max: self.max_session_timeout,
             });
         }
         if self.heartbeat_interval >= self.session_timeout {
-            return Err(ConfigError::HeartbeatNotBelowSession {
+            return Err(Fault::HeartbeatNotBelowSession {
                 heartbeat: self.heartbeat_interval,
                 session: self.session_timeout,
             });
         }
         if self.rebalance_timeout < self.session_timeout {
-            return Err(ConfigError::RebalanceBelowSession {
+            return Err(Fault::RebalanceBelowSession {
                 rebalance: self.rebalance_timeout,
                 session: self.session_timeout,
             });
         }
         let margin = self.effective_self_fence_margin();
         if margin + self.heartbeat_interval >= self.session_timeout {
-            return Err(ConfigError::MarginTooLarge {
+            return Err(Fault::MarginTooLarge {
                 margin,
                 heartbeat: self.heartbeat_interval,
                 session: self.session_timeout,
@@ -185,10 +204,51 @@ impl MembershipConfig {
     }
 }
 
-/// A [`MembershipConfig`] (or the protocol list given with it) that cannot work.
+/// A [`MembershipConfig`] (or the protocol list given with it) that cannot work. Its message
+/// names the field and what to change; [`field`](Self::field) names the field for code.
+#[derive(Clone, PartialEq, Eq, Error)]
+#[error(transparent)]
+pub struct ConfigError(Fault);
+
+impl ConfigError {
+    /// The setting at fault, as [`MembershipConfig`] names it (`"group_id"`,
+    /// `"session_timeout"`, ...; `"retry_backoff"`, `"retry_backoff_max"` and
+    /// `"request_timeout"` are the [`ClusterConfig`](crate::connection::ClusterConfig)'s), or
+    /// `"protocol_type"` / `"protocols"` for what the protocol offers.
+    pub fn field(&self) -> &'static str {
+        match &self.0 {
+            Fault::EmptyGroupId => "group_id",
+            Fault::InvalidGroupInstanceId(_) => "group_instance_id",
+            Fault::Zero(field) | Fault::TooLong(field) => field,
+            Fault::BackoffMaxBelowBackoff => "retry_backoff_max",
+            Fault::SessionTimeoutOutOfBounds { .. } => "session_timeout",
+            Fault::HeartbeatNotBelowSession { .. } | Fault::MarginTooLarge { .. } => {
+                "heartbeat_interval"
+            }
+            Fault::RebalanceBelowSession { .. } => "rebalance_timeout",
+            Fault::EmptyProtocolType => "protocol_type",
+            Fault::InvalidProtocols(_) => "protocols",
+        }
+    }
+}
+
+impl From<Fault> for ConfigError {
+    fn from(fault: Fault) -> Self {
+        Self(fault)
+    }
+}
+
+/// Shows the cause itself (`Zero("session_timeout")`), as the tests and logs read it.
+impl std::fmt::Debug for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What is wrong, with the values its message names (crate-internal: users read the message
+/// and [`ConfigError::field`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[non_exhaustive]
-pub enum ConfigError {
+pub(crate) enum Fault {
     /// `group_id` is empty.
     #[error("group_id is empty: set the Kafka group id the members share")]
     EmptyGroupId,

@@ -13,7 +13,7 @@ use thiserror::Error;
 use tracing::warn;
 
 use super::action::{FatalError, RetryBackoff};
-use super::config::{ConfigError, MembershipConfig};
+use super::config::{ConfigError, Fault, MembershipConfig};
 use super::event::{Coordinator, Event, Generation, Lease, Metrics};
 pub(crate) use super::heartbeat::{HeartbeatInFlight, HeartbeatState, JoinGate};
 use super::io::{
@@ -149,17 +149,17 @@ pub(crate) fn validate_protocols(
     protocols: &[ProtocolMetadata],
 ) -> Result<(), ConfigError> {
     if protocol_type.is_empty() {
-        return Err(ConfigError::EmptyProtocolType);
+        return Err(Fault::EmptyProtocolType.into());
     }
     if protocols.is_empty() {
-        return Err(ConfigError::InvalidProtocols("no protocol offered"));
+        return Err(Fault::InvalidProtocols("no protocol offered").into());
     }
     for (i, p) in protocols.iter().enumerate() {
         if p.name.is_empty() {
-            return Err(ConfigError::InvalidProtocols("empty protocol name"));
+            return Err(Fault::InvalidProtocols("empty protocol name").into());
         }
         if protocols[..i].iter().any(|q| q.name == p.name) {
-            return Err(ConfigError::InvalidProtocols("protocol offered twice"));
+            return Err(Fault::InvalidProtocols("protocol offered twice").into());
         }
     }
     Ok(())

@@ -970,7 +970,7 @@ fn config_is_validated_on_construction() {
     };
     assert_eq!(
         Membership::new(MembershipConfig::new("g"), "", protocols(&["a"])).err(),
-        Some(ConfigError::EmptyProtocolType)
+        Some(super::config::Fault::EmptyProtocolType.into())
     );
     assert!(Membership::new(MembershipConfig::new("g"), "t", protocols(&[])).is_err());
     assert!(Membership::new(MembershipConfig::new("g"), "t", protocols(&["a", "a"])).is_err());

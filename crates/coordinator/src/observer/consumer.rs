@@ -15,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{GROUP_ID_NOT_FOUND, Observer, check};
 use crate::connection::ConnectionError;
+use crate::connection::Detail;
 
 /// One KIP-848 `consumer` group as ConsumerGroupDescribe shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,8 +72,8 @@ impl Observer {
     /// The KIP-848 `consumer` group `group`, from its coordinator (ConsumerGroupDescribe).
     ///
     /// # Errors
-    /// [`ConnectionError::NotNegotiated`] from a broker without ConsumerGroupDescribe (before
-    /// Kafka 4.0, or the embedded coordinator); [`ConnectionError::Kafka`] for an error about the
+    /// `NotNegotiated` from a broker without ConsumerGroupDescribe (before
+    /// Kafka 4.0, or the embedded coordinator); `Kafka` for an error about the
     /// group: GROUP_ID_NOT_FOUND (69) when it does not exist or is not a `consumer` group,
     /// GROUP_AUTHORIZATION_FAILED; otherwise as [`describe_group`](Self::describe_group).
     pub async fn describe_consumer_group(
@@ -95,11 +96,13 @@ impl Observer {
             .groups
             .iter()
             .find(|g| g.group_id.as_str() == group)
-            .ok_or_else(|| ConnectionError::Kafka {
-                api_key: ApiKey::ConsumerGroupDescribe,
-                code: GROUP_ID_NOT_FOUND,
-                error: kafka_protocol::ResponseError::GroupIdNotFound,
-                message: Some(format!("the answer has no entry for group `{group}`")),
+            .ok_or_else(|| {
+                ConnectionError::from(Detail::Kafka {
+                    api_key: ApiKey::ConsumerGroupDescribe,
+                    code: GROUP_ID_NOT_FOUND,
+                    error: kafka_protocol::ResponseError::GroupIdNotFound,
+                    message: Some(format!("the answer has no entry for group `{group}`")),
+                })
             })?;
         check(
             ApiKey::ConsumerGroupDescribe,

@@ -57,6 +57,7 @@ pub use group::{
 pub use remove::Removal;
 
 use crate::backoff::Backoff;
+use crate::connection::Detail;
 use crate::connection::{BrokerNode, Cluster, ConnectionError};
 
 /// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
@@ -79,7 +80,7 @@ impl Observer {
     /// Every group of the cluster, sorted by group id.
     ///
     /// # Errors
-    /// Any [`ConnectionError`] reaching a broker, or [`ConnectionError::Kafka`] when a broker
+    /// Any [`ConnectionError`] reaching a broker, or `Kafka` when a broker
     /// answers with an error (e.g. CLUSTER_AUTHORIZATION_FAILED).
     pub async fn list_groups(&self) -> Result<Vec<GroupListing>, ConnectionError> {
         let bootstrap = self.cluster.any_broker().await?;
@@ -110,8 +111,8 @@ impl Observer {
     /// described as [`GroupState::Dead`] with no members.
     ///
     /// # Errors
-    /// [`ConnectionError::Kafka`] for an error about the group (e.g.
-    /// GROUP_AUTHORIZATION_FAILED), [`ConnectionError::CoordinatorNotFound`] when the
+    /// `Kafka` for an error about the group (e.g.
+    /// GROUP_AUTHORIZATION_FAILED), `CoordinatorNotFound` when the
     /// coordinator does not settle within the cluster's lookup timeout, or any
     /// [`ConnectionError`] reaching it.
     pub async fn describe_group(&self, group: &str) -> Result<GroupDescription, ConnectionError> {
@@ -140,11 +141,11 @@ impl Observer {
             };
             let at = Instant::now() + backoff.next_delay();
             if at > deadline {
-                return Err(ConnectionError::CoordinatorNotFound {
+                return Err(ConnectionError::from(Detail::CoordinatorNotFound {
                     group: group.to_owned(),
                     timeout: config.coordinator_lookup_timeout,
                     last,
-                });
+                }));
             }
             tokio::time::sleep_until(at).await;
         }
@@ -173,12 +174,12 @@ impl Observer {
             .iter()
             .find(|g| g.group_id.as_str() == group)
         else {
-            return Err(ConnectionError::Kafka {
+            return Err(ConnectionError::from(Detail::Kafka {
                 api_key: ApiKey::DescribeGroups,
                 code: -1,
                 error: ResponseError::UnknownServerError,
                 message: Some(format!("the answer has no entry for group `{group}`")),
-            });
+            }));
         };
         if described.error_code == GROUP_ID_NOT_FOUND {
             return Ok(GroupDescription {
@@ -199,9 +200,9 @@ impl Observer {
 }
 
 fn is_coordinator_trouble(error: &ConnectionError) -> bool {
-    match error {
-        ConnectionError::Kafka { code, .. } => COORDINATOR_ERRORS.contains(code),
-        other => other.is_disconnect(),
+    match error.detail() {
+        Detail::Kafka { code, .. } => COORDINATOR_ERRORS.contains(code),
+        _ => error.is_disconnect(),
     }
 }
 
@@ -209,10 +210,10 @@ fn check(api_key: ApiKey, code: i16, message: Option<String>) -> Result<(), Conn
     if code == 0 {
         return Ok(());
     }
-    Err(ConnectionError::Kafka {
+    Err(ConnectionError::from(Detail::Kafka {
         api_key,
         code,
         error: ResponseError::try_from_code(code).unwrap_or(ResponseError::Unknown(code)),
         message,
-    })
+    }))
 }

@@ -6,6 +6,7 @@ use kafka_protocol::messages::ApiKey;
 
 use super::{Observer, check};
 use crate::connection::ConnectionError;
+use crate::connection::Detail;
 use crate::membership::LeaveGroup;
 
 /// UNKNOWN_MEMBER_ID: the member is not (or no longer) in the group.
@@ -28,8 +29,8 @@ impl Observer {
     /// next heartbeat, so remove only a member whose process is known to have ended.
     ///
     /// # Errors
-    /// [`ConnectionError::UnsupportedBroker`] when the coordinator speaks LeaveGroup below v3
-    /// (before Kafka 2.4); [`ConnectionError::Kafka`] for an error about the group or the
+    /// `UnsupportedBroker` when the coordinator speaks LeaveGroup below v3
+    /// (before Kafka 2.4); `Kafka` for an error about the group or the
     /// member (e.g. FENCED_INSTANCE_ID when another process holds the instance id now); any
     /// [`ConnectionError`] reaching the coordinator.
     pub async fn remove_member(
@@ -42,7 +43,7 @@ impl Observer {
         let (_, coordinator) = self.cluster.coordinator(group).await?;
         let version = coordinator.version(ApiKey::LeaveGroup)?;
         if version < 3 {
-            return Err(ConnectionError::UnsupportedBroker {
+            return Err(ConnectionError::from(Detail::UnsupportedBroker {
                 addr: coordinator.addr().to_owned(),
                 api_key: ApiKey::LeaveGroup,
                 broker_min: 0,
@@ -50,7 +51,7 @@ impl Observer {
                 min: 3,
                 max: 5,
                 kafka: "2.4",
-            });
+            }));
         }
         let leave = LeaveGroup {
             group_id: group.to_owned(),
@@ -64,12 +65,12 @@ impl Observer {
         }
         check(ApiKey::LeaveGroup, response.error_code, None)?;
         let Some(member) = response.members.first() else {
-            return Err(ConnectionError::Kafka {
+            return Err(ConnectionError::from(Detail::Kafka {
                 api_key: ApiKey::LeaveGroup,
                 code: -1,
                 error: ResponseError::UnknownServerError,
                 message: Some("the answer names no member".to_owned()),
-            });
+            }));
         };
         match member.error_code {
             0 => Ok(Removal::Removed),

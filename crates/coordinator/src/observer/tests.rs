@@ -14,6 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::*;
 use crate::connection::ClusterConfig;
+use crate::connection::Detail;
 use crate::connection::tests::fake_broker::{FakeBroker, Reply, answer, kafka_4_1};
 use crate::wire::RequestBody;
 
@@ -275,7 +276,7 @@ async fn a_missing_group_is_dead_and_a_denied_one_is_an_error() {
     assert!(missing.members.is_empty());
     let err = observer.describe_group("secret").await.unwrap_err();
     assert!(
-        matches!(err, ConnectionError::Kafka { code: 30, .. }),
+        matches!(err.detail(), Detail::Kafka { code: 30, .. }),
         "{err}"
     );
 }
@@ -308,7 +309,10 @@ async fn removes_another_member_by_leave_group() {
         .remove_member("workers", "m-1", Some("other"), "gone")
         .await;
     assert!(
-        matches!(fenced, Err(ConnectionError::Kafka { code: 82, .. })),
+        matches!(
+            fenced.as_ref().map_err(ConnectionError::detail),
+            Err(Detail::Kafka { code: 82, .. })
+        ),
         "{fenced:?}"
     );
     drop(broker);

@@ -12,7 +12,6 @@ use std::time::Duration;
 use kroupier_coordinator::connection::Secret;
 
 use kroupier_coordinator::driver::{MemberConfig, MemberError};
-use kroupier_coordinator::membership::ConfigError as MembershipError;
 
 pub(crate) use properties::SecurityProperties;
 pub use properties::{PropertiesError, PropertiesErrorKind};
@@ -65,8 +64,8 @@ const MAX_DERIVED_ABORT_TIMEOUT: Duration = Duration::from_secs(1);
 /// | `session.timeout.ms` | `member.membership.session_timeout` |
 /// | `heartbeat.interval.ms` | `member.membership.heartbeat_interval` |
 /// | `rebalance.timeout.ms` | `member.membership.rebalance_timeout` |
-/// | `request.timeout.ms` | `member.membership.request_timeout` and `member.cluster.connection.request_timeout` |
-/// | `retry.backoff.ms`, `retry.backoff.max.ms` | `retry_backoff`, `retry_backoff_max` of `member.membership` and `member.cluster` |
+/// | `request.timeout.ms` | `member.cluster.connection.request_timeout` (the member's requests too) |
+/// | `retry.backoff.ms`, `retry.backoff.max.ms` | `member.cluster.retry_backoff`, `retry_backoff_max` (the member's retries too) |
 /// | `reconnect.backoff.ms`, `reconnect.backoff.max.ms` | `member.cluster.reconnect_backoff`, `reconnect_backoff_max` |
 /// | `socket.connection.setup.timeout.ms` | `member.cluster.connection.connect_timeout` |
 /// | `task.shutdown.graceful.timeout.ms` (Kafka Connect's) | `tasks.graceful_stop_timeout` |
@@ -392,34 +391,25 @@ impl WorkerConfig {
 /// The membership's (or cluster's) own error, with the path of the field in [`WorkerConfig`].
 fn member_error(error: MemberError) -> InvalidConfig {
     let field = match &error {
-        MemberError::InvalidConfig(error) => match error {
-            MembershipError::EmptyGroupId => "member.membership.group_id",
-            MembershipError::InvalidGroupInstanceId(_) => "member.membership.group_instance_id",
-            MembershipError::Zero(field) | MembershipError::TooLong(field) => {
-                membership_field(field)
-            }
-            MembershipError::BackoffMaxBelowBackoff => "member.membership.retry_backoff_max",
-            MembershipError::SessionTimeoutOutOfBounds { .. } => {
-                "member.membership.session_timeout"
-            }
-            MembershipError::HeartbeatNotBelowSession { .. }
-            | MembershipError::MarginTooLarge { .. } => "member.membership.heartbeat_interval",
-            MembershipError::RebalanceBelowSession { .. } => "member.membership.rebalance_timeout",
-            _ => "member.membership",
-        },
+        MemberError::InvalidConfig(error) => membership_field(error.field()),
         MemberError::InvalidClusterConfig { field, .. } => cluster_field(field),
         _ => "member",
     };
     InvalidConfig::new(field, error.to_string())
 }
 
+/// The path of a field [`ConfigError::field`](kroupier_coordinator::membership::ConfigError::field)
+/// names; the request timeout and retry backoff live in the cluster settings.
 fn membership_field(field: &str) -> &'static str {
     match field {
+        "group_id" => "member.membership.group_id",
+        "group_instance_id" => "member.membership.group_instance_id",
         "session_timeout" => "member.membership.session_timeout",
         "heartbeat_interval" => "member.membership.heartbeat_interval",
         "rebalance_timeout" => "member.membership.rebalance_timeout",
-        "retry_backoff" => "member.membership.retry_backoff",
-        "request_timeout" => "member.membership.request_timeout",
+        "retry_backoff" => "member.cluster.retry_backoff",
+        "retry_backoff_max" => "member.cluster.retry_backoff_max",
+        "request_timeout" => "member.cluster.connection.request_timeout",
         _ => "member.membership",
     }
 }

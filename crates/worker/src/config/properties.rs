@@ -255,17 +255,10 @@ impl WorkerConfig {
             "heartbeat.interval.ms" => member.membership.heartbeat_interval = millis(key, value)?,
             "rebalance.timeout.ms" => member.membership.rebalance_timeout = millis(key, value)?,
             "request.timeout.ms" => {
-                member.membership.request_timeout = millis(key, value)?;
-                member.cluster.connection.request_timeout = member.membership.request_timeout;
+                member.cluster.connection.request_timeout = millis(key, value)?;
             }
-            "retry.backoff.ms" => {
-                member.membership.retry_backoff = millis(key, value)?;
-                member.cluster.retry_backoff = member.membership.retry_backoff;
-            }
-            "retry.backoff.max.ms" => {
-                member.membership.retry_backoff_max = millis(key, value)?;
-                member.cluster.retry_backoff_max = member.membership.retry_backoff_max;
-            }
+            "retry.backoff.ms" => member.cluster.retry_backoff = millis(key, value)?,
+            "retry.backoff.max.ms" => member.cluster.retry_backoff_max = millis(key, value)?,
             "reconnect.backoff.ms" => member.cluster.reconnect_backoff = millis(key, value)?,
             "reconnect.backoff.max.ms" => {
                 member.cluster.reconnect_backoff_max = millis(key, value)?;

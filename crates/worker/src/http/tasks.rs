@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::ApiState;
 use super::error::{error, error_with};
-use kroupier_coordinator::log::LogError;
+use kroupier_coordinator::log::LogErrorKind;
 
 use crate::TaskSpec;
 use crate::runtime::desired::{Desired, Source};
@@ -94,10 +94,13 @@ impl From<StoreError> for WriteError {
         let message = error.to_string();
         match error {
             StoreError::NotFound { .. } => WriteError::NotFound(message),
-            StoreError::TooLarge { .. } | StoreError::Log(LogError::RecordTooLarge { .. }) => {
+            StoreError::TooLarge { .. } => WriteError::TooLarge(message),
+            StoreError::Log(e) if e.kind() == LogErrorKind::RecordTooLarge => {
                 WriteError::TooLarge(message)
             }
-            StoreError::Log(LogError::NotAuthorized { .. }) => WriteError::Forbidden(message),
+            StoreError::Log(e) if e.kind() == LogErrorKind::NotAuthorized => {
+                WriteError::Forbidden(message)
+            }
             StoreError::InvalidId { .. }
             | StoreError::InvalidRecord { .. }
             | StoreError::Unreadable { .. }

@@ -1,240 +1,411 @@
-//! TLS and SASL for broker connections: what Kafka's `security.protocol` `SSL`, `SASL_PLAINTEXT`
-//! and `SASL_SSL` do.
-//!
-//! A new connection goes: TCP connect → TLS handshake (rustls, if [`Security::tls`]) →
-//! ApiVersions → SaslHandshake v1 + SaslAuthenticate (if [`Security::sasl`]) → ready, all within
-//! the connect timeout. Everything above the connection — requests, pipelining, timeouts — is
-//! unchanged: `BrokerConnection::handshake` already takes any byte stream.
-//!
-//! - TLS: rustls with the ring provider; trust the CAs of a PEM file or Mozilla's roots; an
-//!   optional client certificate (mTLS); host names verified unless turned off.
-//! - SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (hand-written on `hmac`/`sha2`/`pbkdf2`, as Kafka
-//!   speaks it), and OAUTHBEARER with tokens from a [`TokenProvider`].
-//! - Session lifetime (KIP-368): when the broker sets one, kroupier re-authenticates in place at
-//!   a random 85–95 % of it, as Kafka's clients do: the requests in flight finish, new ones wait,
-//!   SaslHandshake and SaslAuthenticate run again on the same connection. If that fails the
-//!   connection closes and the next request reconnects.
-//! - Failures an operator must fix — a certificate that does not check out
-//!   ([`ConnectionError::Tls`]), refused credentials or mechanism
-//!   ([`ConnectionError::Authentication`]) — are not retried: see
-//!   [`ConnectionError::is_fatal`].
-//! - Secrets are [`Secret`]s: `Debug` shows `***`, and no error or log line carries one.
-//!
-//! # Kafka client properties
-//!
-//! [`Security::from_properties`] reads these, as Kafka's tools read `--command-config`:
-//!
-//! | property | what kroupier does with it |
-//! |---|---|
-//! | `security.protocol` | `PLAINTEXT` (default), `SSL`, `SASL_PLAINTEXT`, `SASL_SSL` |
-//! | `sasl.mechanism` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`; `OAUTHBEARER` needs a [`TokenProvider`] set in code; Kafka's default `GSSAPI` is not supported |
-//! | `sasl.jaas.config` | `PlainLoginModule` / `ScramLoginModule required username="…" password="…";` |
-//! | `sasl.username`, `sasl.password` | librdkafka's names, instead of `sasl.jaas.config` |
-//! | `ssl.truststore.location` / `ssl.truststore.certificates` | PEM CA certificates (file / inline); neither: Mozilla's roots |
-//! | `ssl.truststore.type`, `ssl.keystore.type` | `PEM` (absent means PEM too); `JKS`/`PKCS12` are refused |
-//! | `ssl.keystore.location` / `ssl.keystore.key` + `ssl.keystore.certificate.chain` | client certificate for mTLS (file with key + chain / inline) |
-//! | `ssl.endpoint.identification.algorithm` | `https` (default) verifies the host name; empty turns that off (warned) |
-//!
-//! Other `ssl.*`/`sasl.*` keys (cipher suites, protocols, login callbacks…) are ignored with a
-//! warning naming them. Values never appear in errors or logs.
-//!
-//! # Examples
-//! ```no_run
-//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use kroupier_coordinator::connection::{Cluster, ClusterConfig, Security};
-//!
-//! let mut config = ClusterConfig::new("broker-1:9094");
-//! config.security = Security::from_properties([
-//!     ("security.protocol", "SASL_SSL"),
-//!     ("sasl.mechanism", "SCRAM-SHA-512"),
-//!     (
-//!         "sasl.jaas.config",
-//!         r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";"#,
-//!     ),
-//!     ("ssl.truststore.type", "PEM"),
-//!     ("ssl.truststore.location", "/etc/kafka/ca.pem"),
-//! ])?;
-//! let cluster = Cluster::new(config)?;
-//! let broker = cluster.any_broker().await?;
-//! # Ok(()) }
-//! ```
+//! The typed security settings: TLS, SASL, and the secrets they hold. A leaf: plain data, and
+//! Kafka's client properties read into it (`properties.rs`); the connector
+//! (`connection/connector/`) is what applies them. The guide is the
+//! [`connection`](super) module's.
 
-mod config;
 mod properties;
 #[cfg(test)]
-mod reauth_tests;
-mod sasl;
-mod scram;
-#[cfg(test)]
 mod tests;
-mod tls;
 
-use std::time::Duration;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
 
-use rand::Rng;
-use tokio::net::TcpStream;
+use futures::future::BoxFuture;
 
-pub use config::{
-    ClientIdentity, OAuthBearerToken, Sasl, Secret, Security, SecurityError, SecurityProtocol,
-    TlsConfig, TokenProvider, TrustRoots,
-};
+/// A password, key or token: kept as given, never shown. `Debug` prints `Secret(***)`; there
+/// is no `Display`, so a secret cannot end up in a log line or an error by `{}` either.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
 
-use super::broker::{self, BrokerConnection};
-use super::config::ConnectionConfig;
-use super::error::ConnectionError;
-
-/// Opens secured connections: the TLS client built once from the settings, and the SASL
-/// credentials.
-#[derive(Debug, Clone)]
-pub(crate) struct Connector {
-    tls: Option<tls::Tls>,
-    sasl: Option<Sasl>,
-}
-
-impl Connector {
-    /// Loads certificates and keys (once, not per connection).
-    ///
-    /// # Errors
-    /// [`SecurityError::Tls`] when a file does not load.
-    pub(crate) fn new(security: &Security) -> Result<Self, SecurityError> {
-        Ok(Self {
-            tls: security.tls.as_ref().map(tls::Tls::new).transpose()?,
-            sasl: security.sasl.clone(),
-        })
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
     }
 
-    /// Connects to `addr` (`host:port`): TCP, TLS, ApiVersions, SASL, within
-    /// `config.connect_timeout`.
-    ///
-    /// # Errors
-    /// [`ConnectionError::Connect`] if the broker cannot be reached in time,
-    /// [`ConnectionError::Tls`] or [`ConnectionError::Authentication`] (fatal), or any error of
-    /// [`BrokerConnection::handshake`].
-    pub(crate) async fn connect(
-        &self,
-        addr: &str,
-        config: &ConnectionConfig,
-    ) -> Result<BrokerConnection, ConnectionError> {
-        let connect_error = |reason: String| ConnectionError::Connect {
-            addr: addr.to_owned(),
-            reason,
-        };
-        let attempt = async {
-            let tcp = TcpStream::connect(addr)
-                .await
-                .map_err(|e| connect_error(e.to_string()))?;
-            // Requests are small and latency matters more than packet count.
-            let _ = tcp.set_nodelay(true);
-            let connection = match &self.tls {
-                Some(tls) => {
-                    let stream = tls.handshake(addr, tcp).await?;
-                    // A broker that refuses the client's certificate says so with an alert in
-                    // answer to the first request (TLS 1.3).
-                    let alert = stream.seen();
-                    BrokerConnection::handshake(stream, addr, config)
-                        .await
-                        .map_err(|e| alert.explain(addr, e))?
-                }
-                None => BrokerConnection::handshake(tcp, addr, config).await?,
-            };
-            if let Some(sasl) = &self.sasl {
-                match sasl::authenticate(&connection, sasl, config.request_timeout).await {
-                    Ok(Some(lifetime)) => {
-                        tokio::spawn(reauthenticate(
-                            connection.downgrade(),
-                            sasl.clone(),
-                            config.request_timeout,
-                            lifetime,
-                        ));
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        connection.close();
-                        return Err(e);
-                    }
-                }
-            }
-            Ok(connection)
-        };
-        match tokio::time::timeout(config.connect_timeout, attempt).await {
-            Ok(result) => result,
-            Err(_) => Err(connect_error(format!(
-                "no connection{} within {:?}",
-                match (&self.tls, &self.sasl) {
-                    (None, None) => " and ApiVersions answer",
-                    (Some(_), None) => ", TLS handshake and ApiVersions answer",
-                    (_, Some(_)) => ", handshakes and SASL authentication",
+    /// The secret itself, for the code that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+
+/// Kafka's `security.protocol`: whether connections use TLS, SASL, both or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SecurityProtocol {
+    /// Plain TCP, no authentication (the default, as in Kafka).
+    #[default]
+    Plaintext,
+    /// TLS, authenticated by a client certificate if the broker asks for one.
+    Ssl,
+    /// SASL over plain TCP: credentials travel unencrypted with PLAIN.
+    SaslPlaintext,
+    /// SASL over TLS: what managed Kafka services use.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// The name Kafka uses: `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL` (its `Display`).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Plaintext => "PLAINTEXT",
+            Self::Ssl => "SSL",
+            Self::SaslPlaintext => "SASL_PLAINTEXT",
+            Self::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// Whether connections are wrapped in TLS.
+    pub(crate) fn uses_tls(self) -> bool {
+        matches!(self, Self::Ssl | Self::SaslSsl)
+    }
+
+    /// Whether connections authenticate with SASL.
+    pub(crate) fn uses_sasl(self) -> bool {
+        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    }
+}
+
+impl fmt::Display for SecurityProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SecurityProtocol {
+    type Err = String;
+
+    /// Parses Kafka's names, in any case (as Kafka does).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "PLAINTEXT" => Ok(Self::Plaintext),
+            "SSL" => Ok(Self::Ssl),
+            "SASL_PLAINTEXT" => Ok(Self::SaslPlaintext),
+            "SASL_SSL" => Ok(Self::SaslSsl),
+            _ => Err(format!(
+                "is `{s}`; use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
+            )),
+        }
+    }
+}
+
+/// The certificates a client trusts to sign the brokers' certificates.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TrustRoots {
+    /// Mozilla's root programme, as shipped by the `webpki-roots` crate (the default): right for
+    /// brokers with publicly signed certificates (managed services), independent of the host's
+    /// certificate store; a private CA needs [`PemFile`](Self::PemFile).
+    #[default]
+    WebPki,
+    /// The PEM certificates in this file (Kafka's `ssl.truststore.location` with
+    /// `ssl.truststore.type=PEM`), for example a private CA or the host's bundle
+    /// (`/etc/ssl/certs/ca-certificates.crt`).
+    PemFile(PathBuf),
+    /// These PEM certificates (Kafka's `ssl.truststore.certificates`).
+    Pem(String),
+}
+
+/// The client's own certificate, for brokers that require one (mutual TLS,
+/// `ssl.client.auth=required`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientIdentity {
+    /// One PEM file holding an unencrypted PKCS#8 (or PKCS#1/SEC1) private key and the
+    /// certificate chain, leaf first (Kafka's `ssl.keystore.location` with
+    /// `ssl.keystore.type=PEM`).
+    PemFile(PathBuf),
+    /// The chain and the key as PEM text (Kafka's `ssl.keystore.certificate.chain` and
+    /// `ssl.keystore.key`).
+    Pem {
+        /// The certificate chain, leaf first.
+        certificate_chain: String,
+        /// The unencrypted private key.
+        private_key: Secret,
+    },
+}
+
+/// TLS settings of every broker connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// Which CAs to trust. Default [`TrustRoots::WebPki`].
+    pub roots: TrustRoots,
+    /// The client certificate. Default `None`: brokers with `ssl.client.auth=required` refuse
+    /// the handshake.
+    pub identity: Option<ClientIdentity>,
+    /// The name to verify the broker's certificate against and to send as SNI. Default `None`:
+    /// the host of the address connected to (a bootstrap server, or the host a broker
+    /// advertises). Set it when brokers are reached through an address their certificates do not
+    /// name (a tunnel, a load balancer).
+    pub server_name: Option<String>,
+    /// Whether the broker's certificate must name the host connected to. Default `true` (Kafka's
+    /// `ssl.endpoint.identification.algorithm=https`). Turning it off still checks the chain but
+    /// lets anyone holding *any* certificate from a trusted CA pose as the broker.
+    pub verify_hostname: bool,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        Self {
+            roots: TrustRoots::default(),
+            identity: None,
+            server_name: None,
+            verify_hostname: true,
+        }
+    }
+}
+
+/// An OAUTHBEARER token, as a [`TokenProvider`] hands it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthBearerToken {
+    /// The token (a JWT for most identity providers).
+    pub value: Secret,
+    /// The authorization id sent beside it (`a=` in the GS2 header). Default `None`.
+    pub authorization_id: Option<String>,
+    /// SASL extensions (KIP-342), `key=value` pairs the broker's validator may read. Default
+    /// empty.
+    pub extensions: Vec<(String, String)>,
+}
+
+impl OAuthBearerToken {
+    /// A token with no authorization id or extensions.
+    pub fn new(value: impl Into<Secret>) -> Self {
+        Self {
+            value: value.into(),
+            authorization_id: None,
+            extensions: Vec::new(),
+        }
+    }
+}
+
+/// Where OAUTHBEARER tokens come from: the application fetches them (from its identity provider,
+/// a file, a sidecar) and kroupier asks for one at every new connection.
+///
+/// The broker ends a session when its token expires; kroupier reconnects before that, with a
+/// fresh token (see [`Sasl`]).
+///
+/// # Examples
+/// ```
+/// use futures::future::BoxFuture;
+/// use kroupier_coordinator::connection::{OAuthBearerToken, TokenProvider};
+///
+/// struct FromEnv;
+///
+/// impl TokenProvider for FromEnv {
+///     fn token(&self) -> BoxFuture<'_, Result<OAuthBearerToken, String>> {
+///         Box::pin(async {
+///             let token = std::env::var("KAFKA_TOKEN").map_err(|e| format!("KAFKA_TOKEN: {e}"))?;
+///             Ok(OAuthBearerToken::new(token))
+///         })
+///     }
+/// }
+/// ```
+pub trait TokenProvider: Send + Sync + 'static {
+    /// A currently valid token, or why there is none (shown in the connection error; keep the
+    /// token itself out of it).
+    fn token(&self) -> BoxFuture<'_, Result<OAuthBearerToken, String>>;
+}
+
+/// A SASL mechanism and its credentials.
+///
+/// Sessions: when the broker gives the session a lifetime (always for OAUTHBEARER, whose token
+/// expires; for the others only with `connections.max.reauth.ms`), kroupier re-authenticates in
+/// place at a random 85–95 % of it (KIP-368; an OAUTHBEARER session asks the provider for a
+/// token again): requests in flight finish first, new ones wait for the few round trips.
+#[derive(Clone)]
+pub enum Sasl {
+    /// PLAIN (RFC 4616): the password travels as is, so use it over TLS only.
+    Plain {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: Secret,
+    },
+    /// SCRAM-SHA-256 (RFC 5802/7677): the password never leaves the client.
+    ScramSha256 {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: Secret,
+    },
+    /// SCRAM-SHA-512: as SCRAM-SHA-256, with SHA-512.
+    ScramSha512 {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: Secret,
+    },
+    /// OAUTHBEARER (KIP-255) with tokens from the application's provider.
+    OAuthBearer(Arc<dyn TokenProvider>),
+}
+
+impl Sasl {
+    /// The mechanism's name, as Kafka's `sasl.mechanism` spells it.
+    pub fn mechanism(&self) -> &'static str {
+        match self {
+            Self::Plain { .. } => "PLAIN",
+            Self::ScramSha256 { .. } => "SCRAM-SHA-256",
+            Self::ScramSha512 { .. } => "SCRAM-SHA-512",
+            Self::OAuthBearer(_) => "OAUTHBEARER",
+        }
+    }
+
+    fn username(&self) -> Option<&str> {
+        match self {
+            Self::Plain { username, .. }
+            | Self::ScramSha256 { username, .. }
+            | Self::ScramSha512 { username, .. } => Some(username),
+            Self::OAuthBearer(_) => None,
+        }
+    }
+}
+
+impl fmt::Debug for Sasl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("Sasl");
+        s.field("mechanism", &self.mechanism());
+        if let Some(username) = self.username() {
+            s.field("username", &username).field("password", &"***");
+        }
+        s.finish()
+    }
+}
+
+impl PartialEq for Sasl {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::OAuthBearer(a), Self::OAuthBearer(b)) => Arc::ptr_eq(a, b),
+            (
+                Self::Plain {
+                    username: a,
+                    password: p,
                 },
-                config.connect_timeout
-            ))),
-        }
-    }
-}
-
-/// How long one try to pause a connection for re-authentication may hold new requests back.
-const PAUSE_TRY: Duration = Duration::from_millis(250);
-
-/// Keeps a SASL session alive in place (KIP-368): at a random 85–95 % of each session's
-/// lifetime, once the requests in flight are answered and with new ones held back, it runs
-/// SaslHandshake and SaslAuthenticate again on the same connection, as Kafka's clients do.
-/// Requests wait for a few round trips instead of failing with a closed connection. If the
-/// broker refuses (credentials changed, say), or the requests in flight outlast the session,
-/// the connection closes and the next request reconnects — where a refusal is then fatal.
-/// Ends when nothing uses the connection any more.
-async fn reauthenticate(
-    connection: broker::WeakConnection,
-    sasl: Sasl,
-    timeout: Duration,
-    mut lifetime: Duration,
-) {
-    loop {
-        let at = renew_at(lifetime);
-        tracing::debug!(?lifetime, reauthenticate_after = ?at, "SASL session has a lifetime");
-        tokio::select! {
-            () = connection.closed() => return,
-            () = tokio::time::sleep(at) => {}
-        }
-        // Waits for the requests in flight to be answered. New requests queue behind a waiting
-        // pause, so each try is short: a JoinGroup in flight for the whole rebalance must not
-        // hold back the requests after it. Past the session's end the broker closes the
-        // connection, which ends this task.
-        let paused = loop {
-            tokio::select! {
-                () = connection.closed() => return,
-                paused = tokio::time::timeout(PAUSE_TRY, connection.pause()) => match paused {
-                    Ok(paused) => break paused,
-                    Err(_) => tokio::time::sleep(PAUSE_TRY).await,
+                Self::Plain {
+                    username: b,
+                    password: q,
                 },
-            }
-        };
-        let (Some(_paused), Some(alone)) = (paused, connection.ungated()) else {
-            return;
-        };
-        let renewed = sasl::authenticate(&alone, &sasl, timeout).await;
-        drop(alone);
-        match renewed {
-            Ok(Some(next)) => {
-                tracing::debug!(addr = %connection_addr(&connection), "SASL session renewed in place");
-                lifetime = next;
-            }
-            Ok(None) => return,
-            Err(error) => {
-                connection.close(format!("re-authentication failed ({error}); reconnecting"));
-                return;
-            }
+            )
+            | (
+                Self::ScramSha256 {
+                    username: a,
+                    password: p,
+                },
+                Self::ScramSha256 {
+                    username: b,
+                    password: q,
+                },
+            )
+            | (
+                Self::ScramSha512 {
+                    username: a,
+                    password: p,
+                },
+                Self::ScramSha512 {
+                    username: b,
+                    password: q,
+                },
+            ) => a == b && p == q,
+            _ => false,
         }
     }
 }
 
-/// The broker's address, for logs.
-fn connection_addr(connection: &broker::WeakConnection) -> String {
-    connection
-        .ungated()
-        .map_or_else(|| "?".to_owned(), |c| c.addr().to_owned())
+impl Eq for Sasl {}
+
+/// How every broker connection is secured: TLS, SASL, both or neither.
+///
+/// The default is PLAINTEXT (no TLS, no SASL), as in Kafka. Build it in code, or from Kafka's
+/// client properties with [`Security::from_properties`].
+///
+/// # Examples
+/// ```
+/// use kroupier_coordinator::connection::{Sasl, Security, SecurityProtocol, TlsConfig};
+///
+/// let security = Security {
+///     tls: Some(TlsConfig::default()),
+///     sasl: Some(Sasl::ScramSha512 {
+///         username: "alice".to_owned(),
+///         password: "alice-secret".into(),
+///     }),
+/// };
+/// assert_eq!(security.protocol(), SecurityProtocol::SaslSsl);
+/// assert!(!format!("{security:?}").contains("alice-secret"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Security {
+    /// TLS settings; `None` (the default) connects over plain TCP.
+    pub tls: Option<TlsConfig>,
+    /// SASL mechanism and credentials; `None` (the default) does not authenticate.
+    pub sasl: Option<Sasl>,
 }
 
-/// When to renew within a session of `lifetime`: a random 85–95 % of it, as Kafka's clients
-/// pick their re-authentication time, so that many connections do not renew at once.
-fn renew_at(lifetime: Duration) -> Duration {
-    lifetime.mul_f64(rand::rng().random_range(0.85..0.95))
+impl Security {
+    /// The `security.protocol` these settings amount to.
+    pub fn protocol(&self) -> SecurityProtocol {
+        match (self.tls.is_some(), self.sasl.is_some()) {
+            (false, false) => SecurityProtocol::Plaintext,
+            (true, false) => SecurityProtocol::Ssl,
+            (false, true) => SecurityProtocol::SaslPlaintext,
+            (true, true) => SecurityProtocol::SaslSsl,
+        }
+    }
+}
+
+/// Security settings that cannot be used: a property with a bad value, or a certificate or key
+/// that does not load. Its message says what to change, and never carries a secret's value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct SecurityError(Unusable);
+
+impl From<Unusable> for SecurityError {
+    fn from(unusable: Unusable) -> Self {
+        Self(unusable)
+    }
+}
+
+impl SecurityError {
+    /// The Kafka client property at fault (never its value), when a property's value is the
+    /// cause; `None` when TLS files or keys do not load.
+    pub fn property(&self) -> Option<&str> {
+        match &self.0 {
+            Unusable::InvalidProperty { key, .. } => Some(key),
+            Unusable::Tls { .. } => None,
+        }
+    }
+}
+
+/// What is unusable, with the parts of the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unusable {
+    /// A Kafka client property has a value kroupier cannot use.
+    #[error("`{key}` {reason}")]
+    InvalidProperty {
+        /// The property.
+        key: String,
+        /// What is wrong and what to set instead.
+        reason: String,
+    },
+    /// The TLS settings do not load (a missing file, no certificate in it, a bad key).
+    #[error("TLS settings unusable: {reason}")]
+    Tls {
+        /// What is wrong and what to change.
+        reason: String,
+    },
 }

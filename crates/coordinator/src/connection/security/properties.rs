@@ -1,13 +1,14 @@
 //! [`Security`] from Kafka's own client property names, as Kafka's tools read them with
 //! `--command-config`.
 //!
-//! The keys are listed in the [module guide](super#kafka-client-properties).
+//! The keys are listed in the [module guide](crate::connection#kafka-client-properties).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::config::{
+use super::{
     ClientIdentity, Sasl, Secret, Security, SecurityError, SecurityProtocol, TlsConfig, TrustRoots,
+    Unusable,
 };
 
 /// The keys this module reads.
@@ -31,12 +32,12 @@ const KNOWN: [&str; 15] = [
 
 impl Security {
     /// Reads Kafka client properties: `security.protocol`, `sasl.*` and `ssl.*` (see the
-    /// [table](crate::connection::security#kafka-client-properties) of keys). Other keys are skipped, so a whole client properties file can be
+    /// [table](crate::connection#kafka-client-properties) of keys). Other keys are skipped, so a whole client properties file can be
     /// passed. Files named are not read here: a missing CA file fails when the cluster client is
     /// built.
     ///
     /// # Errors
-    /// [`SecurityError::InvalidProperty`] naming the key (never its value).
+    /// A [`SecurityError`] naming the key ([`SecurityError::property`]), never its value.
     ///
     /// # Examples
     /// ```
@@ -106,10 +107,10 @@ impl Security {
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> SecurityError {
-    SecurityError::InvalidProperty {
+    SecurityError(Unusable::InvalidProperty {
         key: key.to_owned(),
         reason: reason.into(),
-    }
+    })
 }
 
 /// Checks that a store type is PEM (or absent).

@@ -10,6 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::fake_broker::{FakeBroker, Reply, answer, api_versions, kafka_4_1};
 use super::heartbeat;
+use crate::connection::Detail;
 use crate::connection::*;
 use crate::wire::RequestBody;
 
@@ -81,8 +82,8 @@ async fn bootstrap_fails_over_to_the_next_broker() {
 async fn no_reachable_broker_lists_every_address() {
     let (a, b) = (dead_addr().await, dead_addr().await);
     let cluster = Cluster::new(config(&[&a, &b])).unwrap();
-    match cluster.any_broker().await.unwrap_err() {
-        ConnectionError::NoBrokerReachable { attempts } => {
+    match cluster.any_broker().await.unwrap_err().into_detail() {
+        Detail::NoBrokerReachable { attempts } => {
             assert_eq!(attempts.len(), 2);
             assert!(attempts[0].starts_with(&a) && attempts[1].starts_with(&b));
         }
@@ -187,7 +188,7 @@ async fn a_fatal_lookup_error_is_returned_at_once() {
     let cluster = Cluster::new(config(&[&bootstrap.addr])).unwrap();
     let err = cluster.find_coordinator("secret").await.unwrap_err();
     assert!(
-        matches!(err, ConnectionError::Kafka { code: 30, .. }),
+        matches!(err.detail(), Detail::Kafka { code: 30, .. }),
         "{err}"
     );
     assert_eq!(bootstrap.received().len(), 2);
@@ -213,8 +214,8 @@ async fn a_lookup_that_never_succeeds_times_out() {
     })
     .unwrap();
     let err = cluster.find_coordinator("g").await.unwrap_err();
-    match err {
-        ConnectionError::CoordinatorNotFound { group, last, .. } => {
+    match err.into_detail() {
+        Detail::CoordinatorNotFound { group, last, .. } => {
             assert_eq!(group, "g");
             assert!(last.contains("code 15"), "{last}");
         }
@@ -239,6 +240,6 @@ async fn an_unreachable_coordinator_is_forgotten() {
     .await;
     let cluster = Cluster::new(config(&[&bootstrap.addr])).unwrap();
     let err = cluster.coordinator("g").await.unwrap_err();
-    assert!(matches!(err, ConnectionError::Connect { .. }), "{err}");
+    assert!(matches!(err.detail(), Detail::Connect { .. }), "{err}");
     assert_eq!(cluster.known_coordinator("g"), None);
 }

@@ -12,6 +12,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use self::fake_broker::{FakeBroker, Reply, answer, api_versions, kafka_4_1, serve};
 use super::*;
+use crate::connection::Detail;
+use crate::connection::versions::NegotiatedVersions;
 use crate::wire::{self, Problem, RequestBody, WireError};
 
 fn heartbeat(generation: i32) -> HeartbeatRequest {
@@ -97,8 +99,8 @@ async fn a_hostile_frame_fails_the_request_and_closes_the_connection() {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            ConnectionError::Wire {
+            err.detail(),
+            Detail::Wire {
                 source: WireError::Malformed {
                     problem: Problem::LengthExceedsRemaining { .. },
                     ..
@@ -110,7 +112,7 @@ async fn a_hostile_frame_fails_the_request_and_closes_the_connection() {
     );
     connection.closed().await;
     let err = connection.send(&heartbeat(1)).await.unwrap_err();
-    assert!(matches!(err, ConnectionError::Closed { .. }), "{err}");
+    assert!(matches!(err.detail(), Detail::Closed { .. }), "{err}");
     assert!(err.is_disconnect());
 }
 
@@ -128,8 +130,8 @@ async fn an_unknown_correlation_id_closes_the_connection() {
     .await;
     let connection = connect(&broker).await;
     let err = connection.send(&heartbeat(1)).await.unwrap_err();
-    match &err {
-        ConnectionError::Closed { reason, .. } => {
+    match err.detail() {
+        Detail::Closed { reason, .. } => {
             assert!(reason.contains("correlation id"), "{reason}")
         }
         other => panic!("expected Closed, got {other}"),
@@ -142,7 +144,7 @@ async fn the_broker_closing_fails_the_requests_in_flight() {
     let broker = FakeBroker::start(kafka_4_1(|_, _| Reply::Close)).await;
     let connection = connect(&broker).await;
     let err = connection.send(&heartbeat(1)).await.unwrap_err();
-    assert!(matches!(err, ConnectionError::Closed { .. }), "{err}");
+    assert!(matches!(err.detail(), Detail::Closed { .. }), "{err}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -160,8 +162,8 @@ async fn a_request_without_answer_times_out_and_closes_the_connection() {
     let started = tokio::time::Instant::now();
     let err = connection.send(&heartbeat(1)).await.unwrap_err();
     assert!(matches!(
-        err,
-        ConnectionError::RequestTimeout {
+        err.detail(),
+        Detail::RequestTimeout {
             api_key: ApiKey::Heartbeat,
             ..
         }
@@ -184,7 +186,7 @@ async fn a_request_without_answer_times_out_and_closes_the_connection() {
         .send_with_timeout(&join, Duration::from_secs(65))
         .await
         .unwrap_err();
-    assert!(matches!(err, ConnectionError::RequestTimeout { .. }));
+    assert!(matches!(err.detail(), Detail::RequestTimeout { .. }));
     assert_eq!(started.elapsed(), Duration::from_secs(65));
 }
 
@@ -221,8 +223,8 @@ async fn a_broker_too_old_for_kroupier_is_refused() {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            ConnectionError::UnsupportedBroker {
+            err.detail(),
+            Detail::UnsupportedBroker {
                 api_key: ApiKey::JoinGroup,
                 kafka: "2.3",
                 ..

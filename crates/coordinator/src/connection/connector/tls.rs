@@ -20,8 +20,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::config::{ClientIdentity, SecurityError, TlsConfig, TrustRoots};
+use crate::connection::Detail;
 use crate::connection::error::ConnectionError;
+use crate::connection::security::{ClientIdentity, SecurityError, TlsConfig, TrustRoots, Unusable};
 
 /// A TLS client, cheap to clone.
 #[derive(Clone)]
@@ -39,9 +40,9 @@ impl std::fmt::Debug for Tls {
 }
 
 fn tls_error(reason: impl Into<String>) -> SecurityError {
-    SecurityError::Tls {
+    SecurityError::from(Unusable::Tls {
         reason: reason.into(),
-    }
+    })
 }
 
 impl Tls {
@@ -87,8 +88,8 @@ impl Tls {
     /// The TLS handshake over `tcp` to `addr` (`host:port`).
     ///
     /// # Errors
-    /// [`ConnectionError::Tls`] when the certificates do not check out (fatal: retrying cannot
-    /// help), [`ConnectionError::Connect`] when the connection drops during the handshake.
+    /// `Tls` when the certificates do not check out (fatal: retrying cannot
+    /// help), `Connect` when the connection drops during the handshake.
     pub(crate) async fn handshake(
         &self,
         addr: &str,
@@ -98,11 +99,13 @@ impl Tls {
             Some(name) => name.clone(),
             None => {
                 let host = host_of(addr);
-                ServerName::try_from(host.to_owned()).map_err(|_| ConnectionError::Tls {
-                    addr: addr.to_owned(),
-                    reason: format!(
-                        "`{host}` is not a valid TLS server name; set `TlsConfig::server_name`"
-                    ),
+                ServerName::try_from(host.to_owned()).map_err(|_| {
+                    ConnectionError::from(Detail::Tls {
+                        addr: addr.to_owned(),
+                        reason: format!(
+                            "`{host}` is not a valid TLS server name; set `TlsConfig::server_name`"
+                        ),
+                    })
                 })?
             }
         };
@@ -123,7 +126,7 @@ impl Tls {
 /// With TLS 1.3 the client's side of the handshake ends before the broker has checked the
 /// client's certificate, so a broker that requires one (`ssl.client.auth=required`) and finds
 /// it missing or unsigned answers the first request with an alert. The connection sees only a
-/// failed read; the alert kept here turns it into a [`ConnectionError::Tls`] that says what to
+/// failed read; the alert kept here turns it into a `Tls` that says what to
 /// fix (see [`SeenAlert::explain`]).
 pub(crate) struct AlertWatch<S> {
     inner: S,
@@ -143,13 +146,13 @@ impl<S> AlertWatch<S> {
 }
 
 impl SeenAlert {
-    /// `error` explained by the alert the broker sent, if it sent one: a [`ConnectionError::Tls`].
+    /// `error` explained by the alert the broker sent, if it sent one: a `Tls`.
     pub(crate) fn explain(&self, addr: &str, error: ConnectionError) -> ConnectionError {
         match self.0.get() {
-            Some(alert) => ConnectionError::Tls {
+            Some(alert) => ConnectionError::from(Detail::Tls {
                 addr: addr.to_owned(),
                 reason: alert_reason(*alert),
-            },
+            }),
             None => error,
         }
     }
@@ -302,9 +305,11 @@ fn load_identity(
 
 /// Turns a failed handshake into an error that says what to fix.
 fn classify(addr: &str, name: &ServerName<'_>, error: std::io::Error) -> ConnectionError {
-    let tls = |reason: String| ConnectionError::Tls {
-        addr: addr.to_owned(),
-        reason,
+    let tls = |reason: String| {
+        ConnectionError::from(Detail::Tls {
+            addr: addr.to_owned(),
+            reason,
+        })
     };
     let rustls_error = error
         .get_ref()
@@ -334,18 +339,18 @@ fn classify(addr: &str, name: &ServerName<'_>, error: std::io::Error) -> Connect
             ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
         ) =>
         {
-            ConnectionError::Connect {
+            ConnectionError::from(Detail::Connect {
                 addr: addr.to_owned(),
                 reason: format!(
                     "the broker closed the connection during the TLS handshake ({error}); check \
                      that this listener speaks TLS (`security.protocol` SSL or SASL_SSL)"
                 ),
-            }
+            })
         }
-        None => ConnectionError::Connect {
+        None => ConnectionError::from(Detail::Connect {
             addr: addr.to_owned(),
             reason: format!("TLS handshake: {error}"),
-        },
+        }),
     }
 }
 

@@ -9,10 +9,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::config::{OAuthBearerToken, Sasl};
 use super::scram::{ScramClient, ScramHash};
+use crate::connection::Detail;
 use crate::connection::broker::BrokerConnection;
 use crate::connection::error::ConnectionError;
+use crate::connection::security::{OAuthBearerToken, Sasl};
 
 /// UNSUPPORTED_SASL_MECHANISM.
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
@@ -25,7 +26,7 @@ const SASL_AUTHENTICATION_FAILED: i16 = 58;
 /// session lifetime the broker set, if any.
 ///
 /// # Errors
-/// [`ConnectionError::Authentication`] when the broker refuses the mechanism or the
+/// `Authentication` when the broker refuses the mechanism or the
 /// credentials (fatal), or any error of the connection.
 pub(crate) async fn authenticate(
     connection: &BrokerConnection,
@@ -33,10 +34,12 @@ pub(crate) async fn authenticate(
     timeout: Duration,
 ) -> Result<Option<Duration>, ConnectionError> {
     let mechanism = sasl.mechanism();
-    let failed = |reason: String| ConnectionError::Authentication {
-        addr: connection.addr().to_owned(),
-        mechanism,
-        reason,
+    let failed = |reason: String| {
+        ConnectionError::from(Detail::Authentication {
+            addr: connection.addr().to_owned(),
+            mechanism,
+            reason,
+        })
     };
     match connection.versions().get(ApiKey::SaslHandshake) {
         Some(1..) => {}
@@ -113,12 +116,14 @@ pub(crate) async fn authenticate(
                 // A JSON challenge: the token was refused. RFC 7628 says to answer 0x01, after
                 // which the broker fails the exchange with its reason.
                 let challenge = String::from_utf8_lossy(&response.auth_bytes).into_owned();
-                return Err(match send(vec![0x01]).await {
-                    Err(ConnectionError::Authentication { reason, .. }) => {
-                        failed(format!("{reason} (broker said {challenge})"))
-                    }
-                    _ => failed(format!("the broker refused the token: {challenge}")),
-                });
+                return Err(
+                    match send(vec![0x01]).await.map_err(ConnectionError::into_detail) {
+                        Err(Detail::Authentication { reason, .. }) => {
+                            failed(format!("{reason} (broker said {challenge})"))
+                        }
+                        _ => failed(format!("the broker refused the token: {challenge}")),
+                    },
+                );
             }
             response
         }
@@ -143,11 +148,11 @@ fn refused(
         ),
         code => kafka_reason(code, message),
     };
-    ConnectionError::Authentication {
+    ConnectionError::from(Detail::Authentication {
         addr: addr.to_owned(),
         mechanism,
         reason,
-    }
+    })
 }
 
 fn kafka_reason(code: i16, message: Option<&str>) -> String {

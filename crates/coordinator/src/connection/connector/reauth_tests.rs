@@ -18,8 +18,9 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::codec::Framed;
 
-use super::{Connector, Sasl, Secret, Security};
+use super::Connector;
 use crate::connection::config::ConnectionConfig;
+use crate::connection::security::{Sasl, Secret, Security};
 use crate::connection::tests::fake_broker::api_versions;
 use crate::wire;
 
