@@ -84,12 +84,18 @@ mod context;
 mod exactly_once;
 mod generator;
 mod group;
-// The status API's server, and the one HTTP client the workers and the console share: hidden,
-// only `http::client` is public, for kroupier's command line.
+// The status API's server, and the one HTTP client the workers and the console share: internal.
+// kroupier's command line reaches `http::client` through the `unstable` feature, which promises
+// nothing.
+#[cfg(feature = "unstable")]
 #[doc(hidden)]
 pub mod http;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code, unreachable_pub, unused_imports)]
+mod http;
 // Public with the `journal` feature: the demo, the examples and the tests write and check
 // journals; a worker needs none of it.
+mod java_properties;
 #[cfg(feature = "journal")]
 pub mod journal;
 #[cfg(not(feature = "journal"))]

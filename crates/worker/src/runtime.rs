@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio::time::Instant;
 
@@ -114,6 +114,27 @@ pub(crate) struct Runtime {
     /// granted in: still claimed in the metadata while they stop, so that a rebalance meanwhile
     /// keeps them here instead of starting them elsewhere before this run has ended.
     restarting: Arc<Mutex<BTreeMap<String, i32>>>,
+    /// The effective catalogue with every task's desired state (code and task store).
+    desired: SharedDesired,
+}
+
+/// The effective catalogue, shared with its readers (the status API's `/tasks`): the runtime
+/// sets it, readers take the latest. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SharedDesired(Arc<RwLock<Arc<Desired>>>);
+
+impl SharedDesired {
+    /// The catalogue as last set.
+    pub(crate) fn get(&self) -> Arc<Desired> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, desired: Arc<Desired>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = desired;
+    }
 }
 
 impl Runtime {
@@ -134,30 +155,42 @@ impl Runtime {
             assigned_once: AtomicBool::new(false),
             assigned: Arc::default(),
             restarting: Arc::default(),
+            desired: SharedDesired::default(),
         }
         .with_desired_from_catalogue()
     }
 
     fn with_desired_from_catalogue(self) -> Self {
         let code = self.supervisor.catalogue();
-        self.board.set_desired(Arc::new(Desired::from_code(&code)));
+        self.publish_desired(Arc::new(Desired::from_code(&code)));
         self
+    }
+
+    /// Makes `desired` the effective catalogue, and its fingerprint the one the status shows.
+    fn publish_desired(&self, desired: Arc<Desired>) {
+        self.board.set_catalogue_fingerprint(desired.clone());
+        self.desired.set(desired);
     }
 
     /// The effective catalogue and every task's desired state.
     pub(crate) fn desired(&self) -> Arc<Desired> {
-        self.board.desired()
+        self.desired.get()
+    }
+
+    /// The effective catalogue as its readers follow it.
+    pub(crate) fn shared_desired(&self) -> SharedDesired {
+        self.desired.clone()
     }
 
     /// Installs a new effective catalogue (the task store moved) and returns what changed.
     /// Runs already started keep their spec: the caller acts on the changes with
     /// [`apply_desired`](Self::apply_desired).
     pub(crate) fn set_desired(&self, desired: Desired) -> Changes {
-        let old = self.board.desired();
+        let old = self.desired();
         let changes = desired.changes_since(&old);
         self.supervisor
             .set_catalogue(desired.catalogue.clone(), desired.paused());
-        self.board.set_desired(Arc::new(desired));
+        self.publish_desired(Arc::new(desired));
         changes
     }
 

@@ -74,7 +74,7 @@ pub(super) async fn get(State(state): State<ApiState>, Path(id): Path<String>) -
 /// Why a set or reset of `id` is refused now (409), or the generation the task's owner was
 /// granted it in, when this worker holds it.
 fn writable(state: &ApiState, id: &str) -> Result<Option<i32>, Box<Response>> {
-    let desired = state.board.desired();
+    let desired = state.desired.get();
     let Some(entry) = desired.entry(id) else {
         return Err(Box::new(error(
             StatusCode::NOT_FOUND,

@@ -22,7 +22,13 @@ fn api(token: Option<&str>, supervisor: Option<Arc<Supervisor>>) -> Router {
         .as_ref()
         .map_or_else(TaskTable::new, |s| s.table().clone());
     let board = StatusBoard::new("w1", "g", 0, table);
-    let routes = router(board, supervisor, None).merge(crate::http::failover::router(
+    let routes = router(
+        board,
+        crate::runtime::SharedDesired::default(),
+        supervisor,
+        None,
+    )
+    .merge(crate::http::failover::router(
         Arc::new(FastFailover::off()),
         crate::group::own_process_id(),
         CancellationToken::new(),

@@ -56,14 +56,13 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, SharedDesired};
 use crate::status::{StatusBoard, metrics};
 use crate::supervisor::Supervisor;
 use tls::TlsListener;
 
 pub(crate) mod access;
 mod checkpoint;
-#[doc(hidden)]
 pub mod client;
 mod error;
 pub(crate) mod failover;
@@ -77,6 +76,8 @@ pub(crate) use tasks::TaskWrites;
 #[derive(Clone)]
 struct ApiState {
     board: StatusBoard,
+    /// The effective catalogue `/tasks` lists.
+    desired: SharedDesired,
     supervisor: Option<Arc<Supervisor>>,
     /// The task store, when enabled.
     writes: Option<Arc<dyn TaskWrites>>,
@@ -87,6 +88,7 @@ struct ApiState {
 pub(crate) fn routes(runtime: &Runtime, writes: Option<Arc<dyn TaskWrites>>) -> Router {
     router(
         runtime.board().clone(),
+        runtime.shared_desired(),
         Some(runtime.supervisor().clone()),
         writes,
     )
@@ -96,6 +98,7 @@ pub(crate) fn routes(runtime: &Runtime, writes: Option<Arc<dyn TaskWrites>>) -> 
 /// a task store, `/tasks` writes to it.
 pub(crate) fn router(
     board: StatusBoard,
+    desired: SharedDesired,
     supervisor: Option<Arc<Supervisor>>,
     writes: Option<Arc<dyn TaskWrites>>,
 ) -> Router {
@@ -124,6 +127,7 @@ pub(crate) fn router(
         .route("/tasks/{id}/restart", post(restart))
         .with_state(ApiState {
             board,
+            desired,
             supervisor,
             writes,
         })

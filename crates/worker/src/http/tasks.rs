@@ -232,7 +232,7 @@ fn entry(state: &ApiState, desired: &Desired, spec: &TaskSpec) -> TaskEntry {
 }
 
 pub(super) async fn list(State(state): State<ApiState>) -> Json<serde_json::Value> {
-    let desired = state.board.desired();
+    let desired = state.desired.get();
     let tasks = desired
         .catalogue
         .iter()
@@ -258,7 +258,7 @@ pub(super) async fn list(State(state): State<ApiState>) -> Json<serde_json::Valu
 
 /// `GET /tasks/{id}`: the task's entry of `GET /tasks`, or 404.
 pub(super) async fn one(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
-    let desired = state.board.desired();
+    let desired = state.desired.get();
     match desired.catalogue.iter().find(|spec| spec.id == id) {
         Some(spec) => Json(entry(&state, &desired, spec)).into_response(),
         None => match desired.invalid.get(&id) {
@@ -397,7 +397,7 @@ pub(super) async fn resume(State(state): State<ApiState>, Path(id): Path<String>
 pub(super) async fn restart_in_store(state: &ApiState, id: &str) -> Option<Response> {
     let writes = state.writes.clone()?;
     // A task defined in code alone has no record to count restarts in: restart it here.
-    let desired = state.board.desired();
+    let desired = state.desired.get();
     let code_only = matches!(desired.entry(id).map(|e| e.source), Some(Source::Code));
     if code_only {
         return None;

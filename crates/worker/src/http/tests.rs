@@ -48,7 +48,7 @@ async fn status_serves_the_last_stable_view_during_a_rebalance() {
     let board = board();
     board.rebalance_completed(stable_view(3));
     board.rebalance_started();
-    let router = router(board, None, None);
+    let router = router(board, crate::runtime::SharedDesired::default(), None, None);
     let (status, body) = call(&router, Method::GET, "/status").await;
     assert_eq!(status, StatusCode::OK);
     let body: Value = serde_json::from_str(&body).unwrap();
@@ -97,7 +97,7 @@ async fn metrics_count_tasks_rebalances_and_latency() {
     tokio::time::advance(Duration::from_secs(2)).await;
     board.rebalance_completed(stable_view(4));
     board.record_failover();
-    let router = router(board, None, None);
+    let router = router(board, crate::runtime::SharedDesired::default(), None, None);
     let (status, content_type, body) = scrape(&router, None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
@@ -137,7 +137,12 @@ async fn metrics_count_tasks_rebalances_and_latency() {
 #[tokio::test(start_paused = true)]
 async fn metrics_before_the_first_rebalance_and_during_one() {
     let board = board();
-    let router = router(board.clone(), None, None);
+    let router = router(
+        board.clone(),
+        crate::runtime::SharedDesired::default(),
+        None,
+        None,
+    );
     let (_, _, body) = scrape(&router, None).await;
     for line in [
         "kroupier_generation -1",
@@ -160,7 +165,12 @@ async fn metrics_before_the_first_rebalance_and_during_one() {
 
 #[tokio::test(start_paused = true)]
 async fn metrics_are_labelled_openmetrics_whatever_the_scraper_asks() {
-    let router = router(board(), None, None);
+    let router = router(
+        board(),
+        crate::runtime::SharedDesired::default(),
+        None,
+        None,
+    );
     // What Prometheus sends, then what a plain client sends, then nothing.
     let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
                       version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
@@ -187,7 +197,16 @@ async fn metrics_count_the_first_join_with_its_latency() {
     board.rebalance_completed(stable_view(1));
     // The same generation applied again (a held start) is not another rebalance.
     board.rebalance_completed(stable_view(1));
-    let (_, _, body) = scrape(&router(board.clone(), None, None), None).await;
+    let (_, _, body) = scrape(
+        &router(
+            board.clone(),
+            crate::runtime::SharedDesired::default(),
+            None,
+            None,
+        ),
+        None,
+    )
+    .await;
     for line in [
         "kroupier_rebalances_total 1",
         "kroupier_rebalance_latency_seconds_count 1",
@@ -205,7 +224,11 @@ async fn metrics_count_the_first_join_with_its_latency() {
     tokio::time::advance(Duration::from_secs(2)).await;
     board.rebalance_arrived(Some(Duration::from_millis(100)));
     board.rebalance_completed(stable_view(2));
-    let (_, _, body) = scrape(&router(board, None, None), None).await;
+    let (_, _, body) = scrape(
+        &router(board, crate::runtime::SharedDesired::default(), None, None),
+        None,
+    )
+    .await;
     for line in [
         "kroupier_rebalances_total 2",
         "kroupier_rebalance_latency_seconds_count 2",
@@ -221,7 +244,12 @@ async fn metrics_count_the_first_join_with_its_latency() {
 #[tokio::test(start_paused = true)]
 async fn health_and_readiness() {
     let board = board();
-    let router = router(board.clone(), None, None);
+    let router = router(
+        board.clone(),
+        crate::runtime::SharedDesired::default(),
+        None,
+        None,
+    );
     assert_eq!(
         call(&router, Method::GET, "/healthz").await.0,
         StatusCode::OK
@@ -320,7 +348,12 @@ pub(super) async fn failed_task() -> (Arc<Supervisor>, Arc<std::sync::atomic::At
 async fn restart_request_revives_a_failed_task() {
     let (supervisor, builds) = failed_task().await;
     let board = StatusBoard::new("w", "g", 0, supervisor.table().clone());
-    let router = router(board, Some(supervisor.clone()), None);
+    let router = router(
+        board,
+        crate::runtime::SharedDesired::default(),
+        Some(supervisor.clone()),
+        None,
+    );
     let (status, _) = call(&router, Method::POST, "/tasks/nope/restart").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, body) = call(&router, Method::POST, "/tasks/b/restart").await;
@@ -343,9 +376,19 @@ async fn serves_over_tcp_on_loopback_and_shuts_down() {
     let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, None, router(board(), None, None), async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(serve(
+        listener,
+        None,
+        router(
+            board(),
+            crate::runtime::SharedDesired::default(),
+            None,
+            None,
+        ),
+        async {
+            let _ = stopped.await;
+        },
+    ));
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: kroupier\r\nConnection: close\r\n\r\n")
@@ -387,7 +430,12 @@ async fn with_a_token_a_write_without_it_is_refused_and_with_it_accepted() {
         token: Some(Secret::new("s3cret-token")),
         protect_reads: false,
     };
-    let router = access.protect(router(board, Some(supervisor.clone()), None));
+    let router = access.protect(router(
+        board,
+        crate::runtime::SharedDesired::default(),
+        Some(supervisor.clone()),
+        None,
+    ));
     let path = "/tasks/b/restart";
     assert_eq!(
         call_with_token(&router, path, None).await,
@@ -423,7 +471,12 @@ async fn with_a_token_a_write_without_it_is_refused_and_with_it_accepted() {
         token: Some(Secret::new("s3cret-token")),
         protect_reads: true,
     }
-    .protect(super::router(board_for(&supervisor), None, None));
+    .protect(super::router(
+        board_for(&supervisor),
+        crate::runtime::SharedDesired::default(),
+        None,
+        None,
+    ));
     assert_eq!(
         call(&protected, Method::GET, "/status").await.0,
         StatusCode::UNAUTHORIZED

@@ -195,7 +195,12 @@ mod tests {
         let server = tokio::spawn(serve(
             listener,
             Some(acceptor),
-            access.protect(router(board, None, None)),
+            access.protect(router(
+                board,
+                crate::runtime::SharedDesired::default(),
+                None,
+                None,
+            )),
             async {
                 let _ = stopped.await;
             },

@@ -124,6 +124,12 @@ impl Changes {
     }
 }
 
+impl crate::status::Fingerprinted for Desired {
+    fn fingerprint(&self) -> u64 {
+        Desired::fingerprint(self)
+    }
+}
+
 impl Desired {
     /// The tasks defined in code alone (no store), sharing `code`: no copy of its specs or ids.
     pub(crate) fn from_code(code: &Arc<Catalogue>) -> Self {

@@ -47,10 +47,9 @@ impl ConfigProvider for FileProvider {
             format!("cannot read the properties file {path} on this worker: {error}")
         })?;
         // The parser's errors carry a line number and a rule, never the line's text.
-        let mut properties =
-            crate::config::properties::parse(&text).map_err(|(line, reason)| {
-                format!("the properties file {path} does not parse at line {line}: {reason}")
-            })?;
+        let mut properties = crate::java_properties::parse(&text).map_err(|(line, reason)| {
+            format!("the properties file {path} does not parse at line {line}: {reason}")
+        })?;
         properties
             .remove(key)
             .ok_or_else(|| format!("the properties file {path} has no key {key}").into())

@@ -14,7 +14,6 @@ use tokio::time::Instant;
 
 use super::metrics::Metrics;
 use super::model::{TaskStatus, TaskTable, unix_ms};
-use crate::runtime::desired::Desired;
 
 /// The group as this worker last saw it after a completed rebalance.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -67,11 +66,10 @@ struct Inner {
     worker_id: String,
     group_id: String,
     catalogue_fingerprint: AtomicU64,
-    /// Whether the fingerprint shown is the desired catalogue's (set once one was published).
-    fingerprint_of_desired: AtomicBool,
     tasks: TaskTable,
-    /// The effective catalogue with every task's desired state (code and task store).
-    desired: RwLock<Arc<Desired>>,
+    /// The fingerprint of the effective catalogue, once one was published: computed when a
+    /// reader asks for it (it hashes every config), by the runtime that owns the catalogue.
+    fingerprint_source: RwLock<Option<FingerprintSource>>,
     /// Tasks the last assignment reported unplaced, with why.
     unplaced: RwLock<Arc<BTreeMap<String, String>>>,
     group: watch::Sender<GroupView>,
@@ -82,6 +80,16 @@ struct Inner {
     unreachable: RwLock<Option<String>>,
     metrics: Metrics,
 }
+
+/// What the status shows the fingerprint of: the effective catalogue, which the runtime owns.
+/// Hashed when the status is read, not each time the catalogue changes.
+pub(crate) trait Fingerprinted: std::fmt::Debug + Send + Sync {
+    /// The catalogue's fingerprint.
+    fn fingerprint(&self) -> u64;
+}
+
+/// The catalogue whose fingerprint the status shows.
+pub(crate) type FingerprintSource = Arc<dyn Fingerprinted>;
 
 /// Shared status of one worker. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -102,9 +110,8 @@ impl StatusBoard {
                 worker_id: worker_id.into(),
                 group_id: group_id.into(),
                 catalogue_fingerprint: AtomicU64::new(catalogue_fingerprint),
-                fingerprint_of_desired: AtomicBool::new(false),
                 tasks,
-                desired: RwLock::new(Arc::default()),
+                fingerprint_source: RwLock::new(None),
                 unplaced: RwLock::new(Arc::default()),
                 group: watch::Sender::new(GroupView::default()),
                 rebalancing: AtomicBool::new(false),
@@ -126,34 +133,27 @@ impl StatusBoard {
         &self.inner.tasks
     }
 
-    /// The effective catalogue and desired states, as last set.
-    pub(crate) fn desired(&self) -> Arc<Desired> {
-        self.inner
-            .desired
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Publishes a new effective catalogue (and its fingerprint).
-    pub(crate) fn set_desired(&self, desired: Arc<Desired>) {
-        // The fingerprint hashes every config: computed when a reader asks for it.
-        self.inner
-            .fingerprint_of_desired
-            .store(true, Ordering::Release);
+    /// Shows the fingerprint `source` computes from now on: the effective catalogue's, which
+    /// the runtime owns and publishes here each time it changes.
+    pub(crate) fn set_catalogue_fingerprint(&self, source: FingerprintSource) {
         *self
             .inner
-            .desired
+            .fingerprint_source
             .write()
-            .unwrap_or_else(PoisonError::into_inner) = desired;
+            .unwrap_or_else(PoisonError::into_inner) = Some(source);
     }
 
     /// The fingerprint of the catalogue this worker runs from.
     fn catalogue_fingerprint(&self) -> u64 {
-        if self.inner.fingerprint_of_desired.load(Ordering::Acquire) {
-            self.desired().fingerprint()
-        } else {
-            self.inner.catalogue_fingerprint.load(Ordering::Acquire)
+        let source = self
+            .inner
+            .fingerprint_source
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match source {
+            Some(source) => source.fingerprint(),
+            None => self.inner.catalogue_fingerprint.load(Ordering::Acquire),
         }
     }
 

@@ -23,7 +23,7 @@ pub(crate) mod board;
 pub(crate) mod metrics;
 pub(crate) mod model;
 
-pub(crate) use board::StatusBoard;
+pub(crate) use board::{Fingerprinted, StatusBoard};
 pub use board::{GroupView, TaskView, WorkerStatus};
 pub(crate) use model::TaskTable;
 pub use model::{TaskState, TaskStatus};
