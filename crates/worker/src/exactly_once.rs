@@ -10,7 +10,7 @@ use kroupier_coordinator::log::{
 use serde::Serialize;
 
 use crate::checkpoint::{CheckpointError, Checkpoints};
-use crate::context::{LeaseError, TaskLease};
+use crate::lease::{LeaseError, TaskLease};
 
 /// How long Kafka lets a task's transaction stay open before it aborts it. A new owner's
 /// fencing aborts it sooner; this bounds how long an owner that vanished without a
@@ -187,16 +187,5 @@ impl TaskTransaction<'_> {
     /// [`ExactlyOnceError::Transaction`] (the next [`ExactlyOnce::begin`] aborts it then).
     pub async fn abort(self) -> Result<(), ExactlyOnceError> {
         Ok(self.transaction.abort().await?)
-    }
-}
-
-impl From<ExactlyOnceError> for crate::TaskError {
-    /// A lost lease stops the task without counting as a failure; anything else (a fencing
-    /// included) is a failure, restarted with backoff while the task stays assigned here.
-    fn from(error: ExactlyOnceError) -> Self {
-        match error {
-            ExactlyOnceError::Lease(lease) => crate::TaskError::Lease(lease),
-            other => crate::TaskError::failed(other),
-        }
     }
 }

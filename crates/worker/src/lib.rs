@@ -84,6 +84,7 @@ mod context;
 mod exactly_once;
 mod generator;
 mod group;
+mod lease;
 // The status API's server, and the one HTTP client the workers and the console share: internal.
 // kroupier's command line reaches `http::client` through the `unstable` feature, which promises
 // nothing.
@@ -122,9 +123,10 @@ pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
 pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };
-pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
+pub use context::TaskContext;
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
+pub use lease::{FencingToken, Lease, LeaseError, TaskLease};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy};

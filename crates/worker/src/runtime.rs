@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio::time::Instant;
 
-use crate::context::{FencingToken, Lease};
+use crate::lease::{FencingToken, Lease};
 use crate::protocol::MemberMetadata;
 use crate::status::{GroupView, StatusBoard};
 use crate::supervisor::{StartOutcome, StopReport, Supervisor};

@@ -50,7 +50,9 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 
 use crate::catalogue::TaskSpec;
-use crate::context::{LeaseError, TaskContext};
+use crate::context::TaskContext;
+use crate::exactly_once::ExactlyOnceError;
+use crate::lease::LeaseError;
 
 /// A unit of work that the group assigns to exactly one worker at a time.
 ///
@@ -362,6 +364,17 @@ impl Registry {
             kind: spec.kind.clone(),
             message,
         })
+    }
+}
+
+impl From<ExactlyOnceError> for TaskError {
+    /// A lost lease stops the task without counting as a failure; anything else (a fencing
+    /// included) is a failure, restarted with backoff while the task stays assigned here.
+    fn from(error: ExactlyOnceError) -> Self {
+        match error {
+            ExactlyOnceError::Lease(lease) => TaskError::Lease(lease),
+            other => TaskError::failed(other),
+        }
     }
 }
 

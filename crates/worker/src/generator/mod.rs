@@ -23,7 +23,7 @@ use kroupier_coordinator::log::LogRecord;
 use tokio::sync::watch;
 
 use crate::catalogue::{Catalogue, TaskSpec};
-use crate::context::TaskLease;
+use crate::lease::TaskLease;
 use crate::store::DesiredState;
 use crate::store::lineage::{ClaimValue, RemovedValue, claim_key};
 use crate::store::{StoreError, StoreView, TaskStore};

@@ -35,7 +35,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
-use crate::context::FencingToken;
+use crate::lease::FencingToken;
 use tokio::time::Instant;
 
 use crate::protocol::Assignment;

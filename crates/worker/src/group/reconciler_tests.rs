@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::context::FencingToken;
+use crate::lease::FencingToken;
 use tokio::time::Instant;
 
 use super::*;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::*;
-use crate::context::{FencingToken, Lease};
+use crate::lease::{FencingToken, Lease};
 use crate::status::{GroupView, TaskState, TaskTable};
 use crate::supervisor::{RestartPolicy, SupervisorConfig};
 use crate::{Catalogue, Registry, Task, TaskContext, TaskError, TaskSpec};

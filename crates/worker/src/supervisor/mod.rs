@@ -37,7 +37,7 @@ pub use policy::{InvalidConfig, RestartPolicy};
 
 use crate::catalogue::Catalogue;
 use crate::checkpoint::Checkpoints;
-use crate::context::{FencingToken, Lease, no_lease};
+use crate::lease::{FencingToken, Lease, no_lease};
 use crate::secrets::ConfigProviders;
 use crate::status::model::{TaskState, TaskTable};
 use crate::task::Registry;

@@ -22,8 +22,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
 use crate::checkpoint::CheckpointError;
-use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease, TaskServices};
+use crate::context::{ProgressSink, TaskContext, TaskServices};
 use crate::exactly_once::ExactlyOnce;
+use crate::lease::{FencingToken, Lease, TaskLease};
 use crate::secrets::{ConfigProviders, Secrets};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;

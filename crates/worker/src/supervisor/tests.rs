@@ -11,7 +11,8 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::catalogue::TaskSpec;
-use crate::context::{LeaseError, TaskContext};
+use crate::context::TaskContext;
+use crate::lease::LeaseError;
 use crate::task::{Task, TaskError};
 
 /// Returns when cancelled.
