@@ -9,7 +9,7 @@
 //!
 //! | Item | For |
 //! |---|---|
-//! | [`Task`], [`Kind`], [`Registry`] | a task is a struct; its kind is the name workers agree on and its config type |
+//! | [`Task`], [`Kind`] | a task is a struct; its kind is the name workers agree on and its config type |
 //! | [`TaskSpec`], [`Catalogue`] | task instances (id, kind, config, weight) given in code |
 //! | [`TaskContext`] | what a running task holds: cancellation, progress, checkpoints, exactly-once output |
 //! | [`FencingToken`], [`TaskLease`], [`LeaseError`] | whether this worker still owns the task; the token to write with |
@@ -42,8 +42,8 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    BuildError, Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, Registry, RestartPolicy,
-    Task, TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
+    BuildError, Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy, Task,
+    TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
     WorkerConfig, WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 

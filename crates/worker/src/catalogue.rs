@@ -19,7 +19,7 @@ use crate::task::{Kind, TaskConfigError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
     /// Unique id (`task-0`), held to the task id rule when a catalogue takes it
-    /// ([`validate_id`]): 1 to 249 ASCII letters, digits, `.`, `_` and `-`. Ids ending in a decimal number encode most compactly on
+    /// (`store::validate_id`): 1 to 249 ASCII letters, digits, `.`, `_` and `-`. Ids ending in a decimal number encode most compactly on
     /// the wire (see `docs/protocol.md`).
     pub id: String,
     /// The registered kind that runs it.
@@ -89,7 +89,7 @@ pub enum CatalogueError {
         /// The kind of the task without an id.
         kind: String,
     },
-    /// A task id breaks the task id rule ([`validate_id`]).
+    /// A task id breaks the task id rule (`store::validate_id`).
     #[error("a task of kind `{kind}`: {message}")]
     InvalidId {
         /// The id, as given.
@@ -101,7 +101,7 @@ pub enum CatalogueError {
     },
 }
 
-/// Holds `spec`'s id to the task id rule that every entry shares ([`validate_id`]).
+/// Holds `spec`'s id to the task id rule that every entry shares (`store::validate_id`).
 fn check_id(spec: &TaskSpec) -> Result<(), CatalogueError> {
     if spec.id.is_empty() {
         return Err(CatalogueError::EmptyId {
@@ -173,7 +173,7 @@ impl Catalogue {
     }
 
     /// A catalogue of `specs`; refuses duplicate ids and ids that break the task id rule
-    /// ([`validate_id`]).
+    /// (`store::validate_id`).
     pub fn from_specs(specs: impl IntoIterator<Item = TaskSpec>) -> Result<Self, CatalogueError> {
         let mut specs: Vec<TaskSpec> = specs.into_iter().collect();
         specs.iter().try_for_each(check_id)?;
@@ -189,7 +189,7 @@ impl Catalogue {
     }
 
     /// Adds `spec`, replacing (and returning) a task with the same id; refuses an id that
-    /// breaks the task id rule ([`validate_id`]).
+    /// breaks the task id rule (`store::validate_id`).
     pub fn insert(&mut self, spec: TaskSpec) -> Result<Option<TaskSpec>, CatalogueError> {
         check_id(&spec)?;
         self.changed();

@@ -33,8 +33,8 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::catalogue::TaskSpec;
-use crate::checkpoint::{CheckpointError, Checkpoints};
-use crate::store::StoreError;
+use crate::checkpoint::{CheckpointDetail, CheckpointError, Checkpoints};
+use crate::store::{StoreDetail, StoreError};
 
 pub use kroupier_coordinator::membership::{FencingToken, Lease};
 
@@ -334,12 +334,12 @@ impl TaskContext {
     /// it lands later (see [`checkpoint`](crate::checkpoint)).
     ///
     /// # Errors
-    /// [`CheckpointError::Fenced`] when the lease check fails, [`CheckpointError::Disabled`]
+    /// `Fenced` when the lease check fails, `Disabled`
     /// when the worker has no task store, and the serialization, size and topic errors of
     /// [`Checkpoints::save`].
     pub async fn save_checkpoint<T: Serialize>(&self, state: &T) -> Result<i64, CheckpointError> {
-        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
-        self.check_lease().map_err(|e| CheckpointError::Fenced {
+        let checkpoints = self.checkpoints().ok_or(CheckpointDetail::Disabled)?;
+        self.check_lease().map_err(|e| CheckpointDetail::Fenced {
             task: self.task_id().to_owned(),
             reason: e.to_string(),
         })?;
@@ -358,7 +358,7 @@ impl TaskContext {
     /// # Errors
     /// [`ExactlyOnceError::Lease`](crate::ExactlyOnceError::Lease) when the lease is already
     /// lost; [`ExactlyOnceError::Checkpoint`](crate::ExactlyOnceError::Checkpoint) with
-    /// [`CheckpointError::Disabled`] without a task store; the producer's errors (a broker
+    /// `Disabled` without a task store; the producer's errors (a broker
     /// without transactions, a missing ACL on the transactional id).
     pub async fn exactly_once(&self) -> Result<crate::ExactlyOnce, crate::ExactlyOnceError> {
         // A kind declared exactly-once was fenced by the worker before this run started.
@@ -373,7 +373,10 @@ impl TaskContext {
                 return Ok(fenced);
             }
         }
-        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?.clone();
+        let checkpoints = self
+            .checkpoints()
+            .ok_or(CheckpointError::from(CheckpointDetail::Disabled))?
+            .clone();
         Box::pin(crate::ExactlyOnce::open(
             checkpoints,
             self.inner.lease.clone(),
@@ -386,10 +389,10 @@ impl TaskContext {
     /// checkpoint saved anywhere before the call is seen.
     ///
     /// # Errors
-    /// [`CheckpointError::Disabled`] when the worker has no task store,
-    /// [`CheckpointError::Serde`] when the saved state does not deserialize into `T`.
+    /// `Disabled` when the worker has no task store,
+    /// `Serde` when the saved state does not deserialize into `T`.
     pub async fn last_checkpoint<T: DeserializeOwned>(&self) -> Result<Option<T>, CheckpointError> {
-        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
+        let checkpoints = self.checkpoints().ok_or(CheckpointDetail::Disabled)?;
         // Boxed for the same reason as `save_checkpoint`.
         Box::pin(checkpoints.newest(self.task_id())).await
     }
@@ -414,10 +417,10 @@ impl TaskContext {
     /// written: 0 when the store already held the children as declared.
     ///
     /// # Errors
-    /// [`StoreError::Disabled`] when the worker has no task store; [`StoreError::InvalidId`]
-    /// or [`StoreError::InvalidRecord`] for a child the store cannot hold, a duplicate id, or
-    /// this task's own id (nothing is written then); [`StoreError::Fenced`] when the lease
-    /// check fails or a newer owner claimed this task; [`StoreError::Log`] when the write
+    /// `Disabled` when the worker has no task store; `InvalidId`
+    /// or `InvalidRecord` for a child the store cannot hold, a duplicate id, or
+    /// this task's own id (nothing is written then); `Fenced` when the lease
+    /// check fails or a newer owner claimed this task; `Log` when the write
     /// fails.
     pub async fn set_children(
         &self,
@@ -425,7 +428,7 @@ impl TaskContext {
     ) -> Result<usize, StoreError> {
         let children: Vec<TaskSpec> = children.into_iter().collect();
         let Some(sink) = &self.inner.progress else {
-            return Err(StoreError::Disabled);
+            return Err(StoreDetail::Disabled.into());
         };
         let services = &sink.services;
         let declare = crate::generator::declare(

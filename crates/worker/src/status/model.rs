@@ -42,7 +42,7 @@ pub enum TaskState {
 
 impl TaskState {
     /// Every state, in display order.
-    pub const ALL: [TaskState; 8] = [
+    pub(crate) const ALL: [TaskState; 8] = [
         TaskState::Starting,
         TaskState::Running,
         TaskState::Restarting,

@@ -68,9 +68,11 @@ pub struct StoreView {
 }
 
 impl StoreView {
+    unstable_pub! {
     /// An empty view at offset 0.
     pub fn new() -> Self {
         Self::default()
+    }
     }
 
     /// Applies one record read from the topic; ignored when its offset is below
@@ -79,6 +81,7 @@ impl StoreView {
         self.apply_parts(record.offset, &record.key, record.value.as_deref());
     }
 
+    unstable_pub! {
     /// Applies the record at `offset` (a `value` of `None` is a tombstone); ignored when
     /// `offset` is below [`offset`](Self::offset). Records must come in offset order.
     pub fn apply_parts(&mut self, offset: i64, key: &[u8], value: Option<&[u8]>) {
@@ -140,6 +143,7 @@ impl StoreView {
                 self.skip(id.to_owned(), offset, Some(value), reason);
             }
         }
+    }
     }
 
     /// Whether the write at `offset` to `id` comes from an older owner of its generator than

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointDetail, CheckpointError};
 use crate::context::{FencingToken, Lease, ProgressSink, TaskContext, TaskLease, TaskServices};
 use crate::exactly_once::ExactlyOnce;
 use crate::secrets::{ConfigProviders, Secrets};
@@ -399,7 +399,7 @@ async fn fenced_first(
         .checkpoints
         .get()
         .cloned()
-        .ok_or_else(|| TaskError::failed(CheckpointError::Disabled))?;
+        .ok_or_else(|| TaskError::failed(CheckpointError::from(CheckpointDetail::Disabled)))?;
     let id: Arc<str> = ctx.task_id().into();
     let producer = ExactlyOnce::open(checkpoints, lease).await?;
     let _slot = FencedSlot::put(shared, id, producer);
