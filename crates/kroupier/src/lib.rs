@@ -55,9 +55,11 @@ pub use kroupier_worker::shutdown;
 pub mod worker {
     /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
     pub use kroupier_coordinator::log::TransactionError;
-    // Details of the status model and the task catalogue.
+    // Details of the status model, the task catalogue and the lease, with the kinds of their
+    // errors.
     pub use kroupier_worker::{
-        AssignedTimes, CatalogueError, CatalogueIter, GroupView, Lease, TaskConfigError, TaskView,
+        AssignedTimes, CatalogueError, CatalogueErrorKind, CatalogueIter, GroupView, Lease,
+        LeaseErrorKind, TaskConfigError, TaskConfigErrorKind, TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.

@@ -128,11 +128,11 @@ mod supervisor;
 mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
-pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
+pub use catalogue::{Catalogue, CatalogueError, CatalogueErrorKind, CatalogueIter, TaskSpec};
 pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };
-pub use context::{FencingToken, Lease, LeaseError, TaskContext, TaskLease};
+pub use context::{FencingToken, Lease, LeaseError, LeaseErrorKind, TaskContext, TaskLease};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
 pub use secrets::ConfigProvider;
@@ -140,4 +140,4 @@ pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy};
 #[cfg(test)]
 pub(crate) use task::Registry;
-pub use task::{Kind, Task, TaskConfigError, TaskError};
+pub use task::{Kind, Task, TaskConfigError, TaskConfigErrorKind, TaskError};

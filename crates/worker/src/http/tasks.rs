@@ -30,7 +30,7 @@ use crate::runtime::desired::{Desired, Source};
 use crate::store::{
     DesiredState, MAX_VALUE_BYTES, StoreError, StoreErrorKind, TaskRecord, TaskStore, validate_id,
 };
-use crate::task::TaskConfigError;
+use crate::task::TaskConfigDetail;
 
 /// The largest request body `PUT /tasks/{id}` reads: the store's record limit plus room for
 /// the JSON around the config (the store refuses an oversized record with 413 itself).
@@ -361,8 +361,8 @@ pub(super) async fn put(
         if registry.contains(&record.kind)
             && let Err(e) = registry.check(&record.to_spec(&id))
         {
-            let message = match e {
-                TaskConfigError::InvalidConfig { kind, message, .. } => format!(
+            let message = match e.0 {
+                TaskConfigDetail::InvalidConfig { kind, message, .. } => format!(
                     "task `{id}`: kind `{kind}` refuses this config: {message}; send a \
                      `config` that kind `{kind}` accepts in the body of PUT /tasks/{{id}}"
                 ),

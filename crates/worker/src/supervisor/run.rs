@@ -28,7 +28,7 @@ use crate::secrets::{ConfigProviders, Secrets};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
 use crate::supervisor::{Slot, lock};
-use crate::task::{Registry, RunFuture, TaskConfigError, TaskError};
+use crate::task::{Registry, RunFuture, TaskConfigDetail, TaskConfigError, TaskError};
 
 /// What every run of one supervisor shares.
 #[derive(Debug)]
@@ -182,9 +182,9 @@ impl Running {
             return;
         }
         if self.spec.is_none() {
-            let error = TaskConfigError::NotInCatalogue {
+            let error = TaskConfigError::from(TaskConfigDetail::NotInCatalogue {
                 task_id: self.task_id.to_string(),
-            };
+            });
             tracing::warn!(task = %self.task_id, %error, "task not started");
             self.finish(TaskState::Failed, Some(error.to_string()));
             return;
@@ -313,11 +313,11 @@ impl Running {
         let resolved = match self.shared.providers.resolve(&spec.config) {
             Ok(resolved) => resolved,
             Err(unresolved) => {
-                let error = TaskConfigError::InvalidConfig {
+                let error = TaskConfigError::from(TaskConfigDetail::InvalidConfig {
                     task_id: spec.id.clone(),
                     kind: spec.kind.clone(),
                     message: unresolved.to_string(),
-                };
+                });
                 tracing::warn!(task = %id, %error, "task config rejected");
                 self.finish(TaskState::Failed, Some(error.to_string()));
                 return None;
