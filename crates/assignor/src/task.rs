@@ -170,9 +170,11 @@ impl TaskSet {
         self.ids.is_empty()
     }
 
+    unstable_pub! {
     /// The number of kinds.
     pub fn kind_count(&self) -> usize {
         self.kind_names.len()
+    }
     }
 
     /// The index of task `id`, if present.

@@ -38,7 +38,7 @@ impl Default for CooperativeConfig {
 
 impl CooperativeConfig {
     /// Checks the values are consistent.
-    pub fn validate(&self) -> Result<(), AssignError> {
+    pub(crate) fn validate(&self) -> Result<(), AssignError> {
         if self.revocation_backoff_multiplier == 0 {
             return Err(
                 Repr::InvalidConfig("revocation_backoff_multiplier must be at least 1").into(),

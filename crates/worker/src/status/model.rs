@@ -68,7 +68,7 @@ impl TaskState {
     }
 
     /// Whether a supervised run is still alive in this state.
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(
             self,
             TaskState::Starting | TaskState::Running | TaskState::Restarting | TaskState::Stopping
