@@ -138,6 +138,12 @@ pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandl
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy};
-#[cfg(test)]
+// The registry of task kinds: users register kinds through `WorkerBuilder::register`; kroupier's
+// own tests build one directly (`unstable`).
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub use task::Registry;
+#[cfg(not(feature = "unstable"))]
+#[allow(unused_imports)]
 pub(crate) use task::Registry;
 pub use task::{Kind, Task, TaskConfigError, TaskConfigErrorKind, TaskError};

@@ -307,7 +307,8 @@ type Constructor =
 /// The kinds a worker registered travel in its group metadata, so the assignor gives a task
 /// only to workers that know its kind.
 #[derive(Clone, Default)]
-pub(crate) struct Registry {
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
+pub struct Registry {
     kinds: BTreeMap<String, Constructor>,
     /// The kinds declared exactly-once ([`Kind::exactly_once`]).
     exactly_once: std::collections::BTreeSet<String>,
@@ -321,29 +322,22 @@ impl fmt::Debug for Registry {
     }
 }
 
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 impl Registry {
     /// An empty registry.
-    #[cfg(test)]
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 
     /// Registers kind `kind`, built by deserializing the task's config into `T` with serde.
     /// Registering a kind again replaces its constructor.
-    pub(crate) fn register<T: Task + DeserializeOwned>(
-        &mut self,
-        kind: impl Into<String>,
-    ) -> &mut Self {
+    pub fn register<T: Task + DeserializeOwned>(&mut self, kind: impl Into<String>) -> &mut Self {
         self.register_with(kind, |config: &serde_json::Value| T::deserialize(config))
     }
 
     /// Registers kind `kind` with a custom constructor; its error message becomes the task's
     /// `FAILED` reason.
-    pub(crate) fn register_with<T, F, E>(
-        &mut self,
-        kind: impl Into<String>,
-        constructor: F,
-    ) -> &mut Self
+    pub fn register_with<T, F, E>(&mut self, kind: impl Into<String>, constructor: F) -> &mut Self
     where
         T: Task,
         F: Fn(&serde_json::Value) -> Result<T, E> + Send + Sync + 'static,
@@ -373,12 +367,12 @@ impl Registry {
     }
 
     /// Whether `kind` is registered.
-    pub(crate) fn contains(&self, kind: &str) -> bool {
+    pub fn contains(&self, kind: &str) -> bool {
         self.kinds.contains_key(kind)
     }
 
     /// The registered kinds, sorted.
-    pub(crate) fn kinds(&self) -> impl Iterator<Item = &str> {
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
         self.kinds.keys().map(String::as_str)
     }
 
@@ -386,7 +380,7 @@ impl Registry {
     /// deserializes), without running it. Secret references (`${env:NAME}`, see
     /// [`ConfigProvider`](crate::ConfigProvider)) are not resolved: their values exist only on
     /// the worker that starts the task, so the check sees the references as written.
-    pub(crate) fn check(&self, spec: &TaskSpec) -> Result<(), TaskConfigError> {
+    pub fn check(&self, spec: &TaskSpec) -> Result<(), TaskConfigError> {
         self.build(spec).map(drop)
     }
 

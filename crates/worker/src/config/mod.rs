@@ -285,19 +285,19 @@ impl WorkerConfig {
 
     /// The self-fencing margin in effect: the configured one, or
     /// `max(heartbeat_interval, session_timeout / 10)`.
-    pub(crate) fn self_fence_margin(&self) -> Duration {
+    pub fn self_fence_margin(&self) -> Duration {
         self.member.membership.effective_self_fence_margin()
     }
 
     /// The abort timeout in effect: the configured one, or `min(1 s, self-fencing margin / 2)`.
-    pub(crate) fn abort_timeout(&self) -> Duration {
+    pub fn abort_timeout(&self) -> Duration {
         self.tasks
             .abort_timeout
             .unwrap_or_else(|| MAX_DERIVED_ABORT_TIMEOUT.min(self.self_fence_margin() / 2))
     }
 
     /// The longest a revoked task takes to stop: graceful stop timeout + abort timeout.
-    pub(crate) fn stop_bound(&self) -> Duration {
+    pub fn stop_bound(&self) -> Duration {
         self.tasks.graceful_stop_timeout + self.abort_timeout()
     }
 
