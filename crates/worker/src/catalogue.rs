@@ -115,6 +115,8 @@ impl From<CatalogueDetail> for CatalogueError {
 
 /// The error itself, with the fields its message is made of (crate-internal: the catalogue
 /// constructs it; users see the message and the [`CatalogueErrorKind`]).
+// The variants keep the names of the kinds they map to (each is about an id).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum CatalogueDetail {
     /// Two tasks share an id.
