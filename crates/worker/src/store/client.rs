@@ -88,7 +88,7 @@ impl TaskStore {
     ///
     /// # Errors
     /// As [`read_all`](Self::read_all).
-    pub async fn catch_up(&self, view: &mut StoreView) -> Result<(), StoreError> {
+    pub(crate) async fn catch_up(&self, view: &mut StoreView) -> Result<(), StoreError> {
         let end = self.log.end_offset().await?;
         if end < view.offset {
             reset(view, self.topic(), end);

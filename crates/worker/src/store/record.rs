@@ -126,7 +126,7 @@ impl TaskRecord {
     }
 
     /// The catalogue entry of this record under `id` (desired state and restart apart).
-    pub fn to_spec(&self, id: &str) -> TaskSpec {
+    pub(crate) fn to_spec(&self, id: &str) -> TaskSpec {
         TaskSpec::new(id, self.kind.clone(), self.config.clone()).with_weight(self.weight)
     }
 
