@@ -59,7 +59,7 @@ async fn stores_pauses_restarts_and_deletes_tasks() {
     let view = store.read_all().await.unwrap();
     assert_eq!(view.offset, deleted + 1, "read to the end");
     assert_eq!(view.tasks.keys().collect::<Vec<_>>(), ["task-b", "task-c"]);
-    assert!(view.invalid.is_empty());
+    assert!(view.invalid().is_empty());
     let b = &view.tasks["task-b"];
     assert_eq!((b.version, b.record.state), (paused, DesiredState::Paused));
     assert_eq!(

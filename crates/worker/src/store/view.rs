@@ -46,6 +46,7 @@ impl StoredTask {
 
 /// A record a reader skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct InvalidRecord {
     /// Its offset.
     pub offset: i64,
@@ -61,13 +62,21 @@ pub struct StoreView {
     /// The stored tasks by id.
     pub tasks: BTreeMap<String, StoredTask>,
     /// Tasks whose latest record is not a task record, by id (a key that is not UTF-8 shows
-    /// with its bytes replaced as by [`String::from_utf8_lossy`]).
-    pub invalid: BTreeMap<String, InvalidRecord>,
+    /// with its bytes replaced as by [`String::from_utf8_lossy`]). The status API and the
+    /// worker's log report them.
+    pub(crate) invalid: BTreeMap<String, InvalidRecord>,
     /// What the store holds of generators: claims, removed children, ignored writes.
     pub(crate) lineage: Lineage,
 }
 
 impl StoreView {
+    unstable_pub! {
+        /// Tasks whose latest record is not a task record, by id (for kroupier's tests).
+        pub fn invalid(&self) -> &BTreeMap<String, InvalidRecord> {
+            &self.invalid
+        }
+    }
+
     unstable_pub! {
     /// An empty view at offset 0.
     pub fn new() -> Self {
