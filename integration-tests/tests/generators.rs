@@ -579,7 +579,7 @@ fn a_stopped_generators_late_writes_change_nothing() {
         .map(|t| t.id.clone())
         .collect();
     assert_eq!(stored, wanted, "the store's view");
-    assert!(view.invalid.is_empty(), "{:?}", view.invalid);
+    assert!(view.invalid().is_empty(), "{:?}", view.invalid());
 
     // No record of the frozen owner's generation landed after the freeze: its lease check
     // stopped every write it attempted after waking.

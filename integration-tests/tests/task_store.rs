@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use kroupier_coordinator::connection::Cluster;
 use kroupier_coordinator::log::LogErrorKind;
 use kroupier_integration_tests::topics::{self, unique_topic};
-use kroupier_worker::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore};
+use kroupier_worker::store::{
+    DesiredState, MAX_VALUE_BYTES, StoreErrorKind, TaskRecord, TaskStore,
+};
 use serde_json::json;
 
 /// A cluster client, or `None` (after a skip line) when no broker is configured or the broker
@@ -57,7 +59,7 @@ async fn stores_pauses_restarts_and_deletes_tasks() {
     let view = store.read_all().await.unwrap();
     assert_eq!(view.offset, deleted + 1, "read to the end");
     assert_eq!(view.tasks.keys().collect::<Vec<_>>(), ["task-b", "task-c"]);
-    assert!(view.invalid.is_empty());
+    assert!(view.invalid().is_empty());
     let b = &view.tasks["task-b"];
     assert_eq!((b.version, b.record.state), (paused, DesiredState::Paused));
     assert_eq!(
@@ -74,29 +76,28 @@ async fn stores_pauses_restarts_and_deletes_tasks() {
     // Bad requests are refused and write nothing.
     for id in ["task-a", "never-stored"] {
         match store.delete(id).await {
-            Err(StoreError::NotFound {
-                id: missing,
-                topic: named,
-            }) => {
-                assert_eq!((missing.as_str(), named.as_str()), (id, topic.as_str()));
+            Err(e) if e.kind() == StoreErrorKind::NotFound => {
+                let (missing, named) = (e.task_id().unwrap(), e.topic().unwrap());
+                assert_eq!((missing, named), (id, topic.as_str()));
             }
             other => panic!("delete {id}: expected NotFound, got {other:?}"),
         }
     }
     assert!(matches!(
         store.restart("task-a").await,
-        Err(StoreError::NotFound { .. })
+        Err(e) if e.kind() == StoreErrorKind::NotFound
     ));
     let huge = TaskRecord::new("beat", json!("x".repeat(MAX_VALUE_BYTES)));
     match store.put("task-huge", huge).await {
-        Err(StoreError::TooLarge { bytes, max, .. }) => {
+        Err(e) if e.kind() == StoreErrorKind::TooLarge => {
+            let (bytes, max) = e.too_large().unwrap();
             assert!(bytes > max && max == MAX_VALUE_BYTES);
         }
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert!(matches!(
         store.put("", beat(1)).await,
-        Err(StoreError::InvalidId { .. })
+        Err(e) if e.kind() == StoreErrorKind::InvalidId
     ));
     assert_eq!(store.read_all().await.unwrap(), view, "nothing written");
 }
@@ -136,7 +137,7 @@ async fn a_tail_sees_a_put_from_another_client_within_a_second() {
     assert_eq!(view.tasks["task-0"].version, first);
 
     // A delete reaches the tail too, and the receiver saw a change.
-    let mut receiver = tail.receiver.clone();
+    let mut receiver = tail.receiver().clone();
     receiver.mark_unchanged();
     let deleted = writer.delete("task-0").await.unwrap();
     let view = tokio::time::timeout(Duration::from_secs(1), tail.wait_for(deleted + 1))
@@ -154,8 +155,8 @@ async fn a_missing_store_is_not_created_unless_asked() {
     };
     let topic = unique_topic("missing");
     match TaskStore::open(cluster, topic.clone(), false).await {
-        Err(StoreError::Log(e)) if e.kind() == LogErrorKind::Missing => {
-            assert_eq!(e.topic(), Some(topic.as_str()))
+        Err(e) if e.log().is_some_and(|e| e.kind() == LogErrorKind::Missing) => {
+            assert_eq!(e.log().unwrap().topic(), Some(topic.as_str()))
         }
         other => panic!("expected Missing, got {other:?}"),
     }

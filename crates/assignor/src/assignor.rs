@@ -63,9 +63,6 @@ impl<A: Assignor + ?Sized> Assignor for Box<A> {
     }
 }
 
-/// The names of the built-in assignors, in the order of preference kroupier offers them.
-pub const ASSIGNOR_NAMES: [&str; 3] = ["cooperative", "sticky", "round-robin"];
-
 /// The built-in assignor called `name` (with default configuration).
 pub fn by_name(name: &str) -> Result<Box<dyn Assignor>, AssignError> {
     match name {

@@ -54,6 +54,22 @@
 
 #![warn(unreachable_pub)]
 
+/// Declares a `pub` item shared with kroupier's own crates (the worker's leader, the tests) but
+/// not promised to users: `pub` and hidden from the docs with the `unstable` feature (which
+/// kroupier-worker turns on), `pub(crate)` without it.
+macro_rules! unstable_pub {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        $(#[$attr])*
+        #[cfg(feature = "unstable")]
+        #[doc(hidden)]
+        pub $($item)*
+        $(#[$attr])*
+        #[cfg(not(feature = "unstable"))]
+        #[allow(dead_code)]
+        pub(crate) $($item)*
+    };
+}
+
 mod assemble;
 mod assignor;
 mod balance;
@@ -75,7 +91,7 @@ mod runs;
 mod sticky;
 mod task;
 
-pub use assignor::{ASSIGNOR_NAMES, Assignor, RebalanceProtocol, by_name};
+pub use assignor::{Assignor, RebalanceProtocol, by_name};
 pub use cooperative::{Cooperative, CooperativeConfig, CooperativeState};
 pub use error::{AssignError, AssignErrorKind};
 pub use input::AssignmentInput;
@@ -83,4 +99,9 @@ pub use member::{Kinds, Member, MemberId, PreviousAssignment, PreviousOwner};
 pub use plan::{HeldBack, HoldReason, MemberPlan, Plan, Unplaced, UnplacedReason};
 pub use round_robin::RoundRobin;
 pub use sticky::Sticky;
-pub use task::{IdCursor, KindIndex, TaskIndex, TaskSet};
+pub use task::{KindIndex, TaskIndex, TaskSet};
+// A galloping id lookup for the worker's leader, which decodes each member's claims in id
+// order: kroupier's own (`unstable`), no promise of stability.
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub use task::IdCursor;

@@ -94,8 +94,10 @@ impl Plan {
         self.assignments.iter().map(|a| a.revoked.len()).sum()
     }
 
+    unstable_pub! {
     /// The number of tasks in some member's target set.
     pub fn assigned_count(&self) -> usize {
         self.assignments.iter().map(|a| a.assigned.len()).sum()
+    }
     }
 }

@@ -32,8 +32,10 @@ impl KindIndex {
     }
 }
 
-/// See [`TaskSet::cursor`].
+/// A search over a [`TaskSet`]'s ids that is fast when they are looked up in sorted order
+/// (see `TaskSet::cursor`).
 #[derive(Debug)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 pub struct IdCursor<'a> {
     tasks: &'a TaskSet,
     /// Where the next search starts: one past the last id found (or passed).
@@ -41,6 +43,7 @@ pub struct IdCursor<'a> {
 }
 
 impl IdCursor<'_> {
+    unstable_pub! {
     /// The index of task `id`, if present.
     pub fn index_of(&mut self, id: &str) -> Option<TaskIndex> {
         let ids = &self.tasks.ids;
@@ -67,6 +70,7 @@ impl IdCursor<'_> {
             }
         }
     }
+    }
 }
 
 /// Every task of the group: id, kind and weight, interned to dense indices.
@@ -83,7 +87,7 @@ pub struct TaskSet {
     max_weight_by_kind: Vec<u32>,
     index: HashMap<Arc<str>, TaskIndex>,
     weighted: bool,
-    /// Some task was pushed after one with a greater or equal id: [`IdCursor`] looks ids up
+    /// Some task was pushed after one with a greater or equal id: `IdCursor` looks ids up
     /// by hash instead of searching forward.
     unsorted: bool,
 }
@@ -141,6 +145,7 @@ impl TaskSet {
         Ok(task)
     }
 
+    unstable_pub! {
     /// The index of kind `name`, interning it if new (so members can name kinds with no task yet).
     pub fn intern_kind(&mut self, name: &str) -> Result<KindIndex, AssignError> {
         if let Some(kind) = self.kind_index(name) {
@@ -153,6 +158,7 @@ impl TaskSet {
         self.max_weight_by_kind.push(0);
         Ok(KindIndex(index))
     }
+    }
 
     /// The number of tasks.
     pub fn len(&self) -> usize {
@@ -164,9 +170,11 @@ impl TaskSet {
         self.ids.is_empty()
     }
 
+    unstable_pub! {
     /// The number of kinds.
     pub fn kind_count(&self) -> usize {
         self.kind_names.len()
+    }
     }
 
     /// The index of task `id`, if present.
@@ -174,6 +182,7 @@ impl TaskSet {
         self.index.get(id).copied()
     }
 
+    unstable_pub! {
     /// A lookup for ids that come in increasing order (a member's sorted claims): with tasks
     /// pushed in id order, each id is found by searching forward from the last one found,
     /// which touches memory in order instead of a hash table at random, several times faster
@@ -181,6 +190,7 @@ impl TaskSet {
     /// hash: the answers are [`index_of`](Self::index_of)'s in every case.
     pub fn cursor(&self) -> IdCursor<'_> {
         IdCursor { tasks: self, at: 0 }
+    }
     }
 
     /// The index of kind `name`, if present.
@@ -196,9 +206,11 @@ impl TaskSet {
         self.ids.get(task.get()).map(|s| &**s)
     }
 
+    unstable_pub! {
     /// The id of `task`, if in range, shared: a copy of it costs a reference count.
     pub fn shared_id(&self, task: TaskIndex) -> Option<&Arc<str>> {
         self.ids.get(task.get())
+    }
     }
 
     /// The name of `kind`, if in range.
@@ -231,6 +243,7 @@ impl TaskSet {
         self.by_kind.get(kind.get()).map_or(&[], |v| v.as_slice())
     }
 
+    unstable_pub! {
     /// The largest weight among the tasks of `kind` (0 when it has none).
     pub fn max_weight(&self, kind: KindIndex) -> u32 {
         self.max_weight_by_kind
@@ -238,10 +251,13 @@ impl TaskSet {
             .copied()
             .unwrap_or(0)
     }
+    }
 
+    unstable_pub! {
     /// Whether any task has a weight other than 1 (then balance is measured by weight).
     pub fn is_weighted(&self) -> bool {
         self.weighted
+    }
     }
 }
 

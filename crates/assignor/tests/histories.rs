@@ -190,7 +190,10 @@ fn lost_tasks_wait_the_delay_unless_the_owner_left_gracefully() {
             .all(|h| h.reason == HoldReason::LostDelay)
     );
     assert_eq!(plan.rebalance_delay, Some(Duration::from_secs(10)));
-    assert_eq!(plan.state.lost_deadline, Some(t0 + Duration::from_secs(10)));
+    assert_eq!(
+        plan.state.lost_deadline(),
+        Some(t0 + Duration::from_secs(10))
+    );
     assert_eq!(plan.lost[0].member_id, MemberId::from("c"));
 
     // 4 s later a replacement "d" joins, empty: still waiting, 6 s left.
@@ -222,7 +225,7 @@ fn lost_tasks_wait_the_delay_unless_the_owner_left_gracefully() {
     all_checks(&input, &plan);
     check::balance(&input, &plan).unwrap();
     assert_eq!(ids(&plan, 2), vec![4, 5]);
-    assert_eq!(plan.state.lost_deadline, None);
+    assert_eq!(plan.state.lost_deadline(), None);
 
     // Had "c" left gracefully, its tasks would have moved at once.
     let members = vec![
@@ -254,10 +257,7 @@ fn consecutive_revoking_rounds_back_off() {
     let assignor = Cooperative::default();
     let now = Duration::from_secs(50);
     // The previous round revoked too: this one must pause instead of revoking again.
-    let state = CooperativeState {
-        revoking_rounds: 1,
-        ..CooperativeState::default()
-    };
+    let state = CooperativeState::from_parts(None, 1, None);
     let input = AssignmentInput::new(&tasks, &members)
         .with_state(state)
         .at(now);
@@ -266,7 +266,7 @@ fn consecutive_revoking_rounds_back_off() {
     assert_eq!(plan.revoked_count(), 0);
     assert_eq!(plan.rebalance_delay, Some(Duration::from_millis(40)));
     assert_eq!(
-        plan.state.backoff_deadline,
+        plan.state.backoff_deadline(),
         Some(now + Duration::from_millis(40))
     );
 
@@ -277,7 +277,7 @@ fn consecutive_revoking_rounds_back_off() {
     let plan = assignor.assign(&input).unwrap();
     all_checks(&input, &plan);
     assert_eq!(revoked(&plan, 0), vec![3, 4, 5]);
-    assert_eq!(plan.state.revoking_rounds, 2);
+    assert_eq!(plan.state.revoking_rounds(), 2);
     assert_eq!(plan.rebalance_delay, Some(Duration::ZERO));
 
     // A round without revocation resets the count.
@@ -289,11 +289,7 @@ fn consecutive_revoking_rounds_back_off() {
     assert_eq!(plan.rebalance_delay, None);
 
     // So does a pending pause once the group is balanced without it.
-    let paused = CooperativeState {
-        revoking_rounds: 3,
-        backoff_deadline: Some(now + Duration::from_secs(60)),
-        ..CooperativeState::default()
-    };
+    let paused = CooperativeState::from_parts(None, 3, Some(now + Duration::from_secs(60)));
     let members = owning(&plan, 3);
     let input = AssignmentInput::new(&tasks, &members)
         .with_state(paused)

@@ -453,8 +453,9 @@ async fn stored_tasks(
                 crate::placement::table(&crate::placement::place(&store, view, &reports))
             ))
         }
-        Ok(Err(kroupier_worker::store::StoreError::Log(e)))
-            if e.kind() == kroupier_coordinator::log::LogErrorKind::Missing =>
+        Ok(Err(e))
+            if e.log()
+                .is_some_and(|e| e.kind() == kroupier_coordinator::log::LogErrorKind::Missing) =>
         {
             None
         }

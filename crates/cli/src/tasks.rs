@@ -259,14 +259,14 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let security = on.target.config.security()?;
     let topic = match &on.topic {
         Some(topic) => topic.clone(),
-        None => tasks_topic(&on.target.group).map_err(|e| match e {
+        None => tasks_topic(&on.target.group).map_err(|e| match e.invalid_topic() {
             // The worker's advice names its property; here the flag is what to change.
-            StoreError::InvalidTopic { group, reason, .. } => UsageError(format!(
+            Some((group, reason)) => UsageError(format!(
                 "group id {group:?} cannot name the task store's topic \
                  (kroupier-tasks-<group>): {reason}; pass --topic with the topic the workers \
                  use (their `tasks.store.topic`)"
             )),
-            other => UsageError(other.to_string()),
+            None => UsageError(e.to_string()),
         })?,
     };
     let request = Request::from_action(&args.action)?;
@@ -283,12 +283,19 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
             // and a command that fails leaves nothing behind.
             let create = matches!(request, Request::Put(..));
             let store = match TaskStore::open(cluster.clone(), topic.clone(), create).await {
-                Err(StoreError::Log(e)) if e.kind() == LogErrorKind::Missing => {
+                Err(e) if e.log().is_some_and(|e| e.kind() == LogErrorKind::Missing) => {
                     return Err(request.no_store(&on.target.group, &topic).into());
                 }
                 // A --topic Kafka cannot name a topic (refused before anything is sent).
-                Err(StoreError::Log(e)) if e.kafka().is_some_and(|(code, _)| code == 17) => {
-                    let message = e.kafka().map_or("", |(_, message)| message);
+                Err(e)
+                    if e.log()
+                        .and_then(|e| e.kafka())
+                        .is_some_and(|(code, _)| code == 17) =>
+                {
+                    let message = e
+                        .log()
+                        .and_then(|e| e.kafka())
+                        .map_or("", |(_, message)| message);
                     return Err(UsageError(format!("--topic: {message}")).into());
                 }
                 opened => opened?,

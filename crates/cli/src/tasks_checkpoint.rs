@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use kroupier_coordinator::log::LogErrorKind;
 use kroupier_coordinator::observer::Observer;
-use kroupier_worker::checkpoint::{CheckpointError, Checkpoints};
+use kroupier_worker::checkpoint::Checkpoints;
 use kroupier_worker::store::{
-    DesiredState, StoreError, TaskStore, checkpoints_topic, tasks_topic, validate_id,
+    DesiredState, TaskStore, checkpoints_topic, tasks_topic, validate_id,
 };
 
 use crate::command_config::UsageError;
@@ -108,7 +108,7 @@ pub(crate) fn run(action: &Action) -> Result<(), Box<dyn Error>> {
             };
             let checkpoints =
                 match Checkpoints::open(cluster.clone(), checkpoint_topic.clone()).await {
-                    Err(CheckpointError::Log(e)) if e.kind() == LogErrorKind::Missing => {
+                    Err(e) if e.log().is_some_and(|e| e.kind() == LogErrorKind::Missing) => {
                         return Err(format!(
                             "group `{group}` has no checkpoint topic (`{checkpoint_topic}`): its \
                          workers have not run with the task store"
@@ -143,7 +143,7 @@ async fn refuse_unless_paused(
     timeout: Duration,
 ) -> Result<Option<i32>, Box<dyn Error>> {
     let store = match TaskStore::open(cluster.clone(), topic.to_owned(), false).await {
-        Err(StoreError::Log(e)) if e.kind() == LogErrorKind::Missing => {
+        Err(e) if e.log().is_some_and(|e| e.kind() == LogErrorKind::Missing) => {
             return Err(UsageError(format!(
                 "task {id:?} is not in the task store: group `{}` has no task store (no topic \
                  `{topic}`)",

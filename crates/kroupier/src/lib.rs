@@ -9,7 +9,7 @@
 //!
 //! | Item | For |
 //! |---|---|
-//! | [`Task`], [`Kind`], [`Registry`] | a task is a struct; its kind is the name workers agree on and its config type |
+//! | [`Task`], [`Kind`] | a task is a struct; its kind is the name workers agree on and its config type |
 //! | [`TaskSpec`], [`Catalogue`] | task instances (id, kind, config, weight) given in code |
 //! | [`TaskContext`] | what a running task holds: cancellation, progress, checkpoints, exactly-once output |
 //! | [`FencingToken`], [`TaskLease`], [`LeaseError`] | whether this worker still owns the task; the token to write with |
@@ -42,8 +42,8 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    BuildError, Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, Registry, RestartPolicy,
-    Task, TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
+    BuildError, Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy, Task,
+    TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
     WorkerConfig, WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
@@ -55,9 +55,11 @@ pub use kroupier_worker::shutdown;
 pub mod worker {
     /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
     pub use kroupier_coordinator::log::TransactionError;
-    // Details of the status model and the task catalogue.
+    // Details of the status model, the task catalogue and the lease, with the kinds of their
+    // errors.
     pub use kroupier_worker::{
-        AssignedTimes, CatalogueError, CatalogueIter, GroupView, Lease, TaskConfigError, TaskView,
+        AssignedTimes, CatalogueError, CatalogueErrorKind, CatalogueIter, GroupView, Lease,
+        LeaseErrorKind, TaskConfigError, TaskConfigErrorKind, TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.

@@ -180,7 +180,8 @@ impl WorkerBuilder {
     }
 
     /// Replaces the registry (kinds registered by name, with constructors from JSON).
-    pub fn registry(mut self, registry: Registry) -> Self {
+    #[cfg(test)]
+    pub(crate) fn registry(mut self, registry: Registry) -> Self {
         self.registry = registry;
         self
     }

@@ -13,13 +13,13 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use crate::store::validate_id;
-use crate::task::{Kind, TaskConfigError};
+use crate::task::{Kind, TaskConfigDetail, TaskConfigError};
 
 /// One task instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
     /// Unique id (`task-0`), held to the task id rule when a catalogue takes it
-    /// ([`validate_id`]): 1 to 249 ASCII letters, digits, `.`, `_` and `-`. Ids ending in a decimal number encode most compactly on
+    /// (`store::validate_id`): 1 to 249 ASCII letters, digits, `.`, `_` and `-`. Ids ending in a decimal number encode most compactly on
     /// the wire (see `docs/protocol.md`).
     pub id: String,
     /// The registered kind that runs it.
@@ -51,7 +51,7 @@ impl TaskSpec {
     /// cannot name a kind it does not match; the kind's name is taken from `kind`.
     ///
     /// # Errors
-    /// [`TaskConfigError::InvalidConfig`] if `config` does not serialize to JSON (a map with
+    /// A [`TaskConfigError`] of kind `InvalidConfig` if `config` does not serialize to JSON (a map with
     /// non-string keys, or a `Serialize` impl that fails).
     pub fn typed<C: Serialize>(
         kind: &Kind<C>,
@@ -61,11 +61,12 @@ impl TaskSpec {
         let id = id.into();
         match serde_json::to_value(config) {
             Ok(config) => Ok(TaskSpec::new(id, kind.name(), config)),
-            Err(error) => Err(TaskConfigError::InvalidConfig {
+            Err(error) => Err(TaskConfigDetail::InvalidConfig {
                 task_id: id,
                 kind: kind.name().to_owned(),
                 message: error.to_string(),
-            }),
+            }
+            .into()),
         }
     }
 
@@ -76,10 +77,48 @@ impl TaskSpec {
     }
 }
 
-/// Why a catalogue was refused.
+/// Why a catalogue was refused. Its message names the task; [`kind`](Self::kind) sorts it for
+/// code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct CatalogueError(pub(crate) CatalogueDetail);
+
+/// What kind of [`CatalogueError`] happened, for code that acts on it (the message says the
+/// rest).
 #[non_exhaustive]
-pub enum CatalogueError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CatalogueErrorKind {
+    /// Two tasks share an id.
+    DuplicateId,
+    /// A task has an empty id.
+    EmptyId,
+    /// A task id breaks the task id rule: 1 to 249 ASCII letters, digits, `.`, `_` or `-`.
+    InvalidId,
+}
+
+impl CatalogueError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> CatalogueErrorKind {
+        match &self.0 {
+            CatalogueDetail::DuplicateId(_) => CatalogueErrorKind::DuplicateId,
+            CatalogueDetail::EmptyId { .. } => CatalogueErrorKind::EmptyId,
+            CatalogueDetail::InvalidId { .. } => CatalogueErrorKind::InvalidId,
+        }
+    }
+}
+
+impl From<CatalogueDetail> for CatalogueError {
+    fn from(detail: CatalogueDetail) -> Self {
+        Self(detail)
+    }
+}
+
+/// The error itself, with the fields its message is made of (crate-internal: the catalogue
+/// constructs it; users see the message and the [`CatalogueErrorKind`]).
+// The variants keep the names of the kinds they map to (each is about an id).
+#[allow(clippy::enum_variant_names)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CatalogueDetail {
     /// Two tasks share an id.
     #[error("task id `{0}` appears twice in the catalogue; give every task a unique id")]
     DuplicateId(String),
@@ -89,7 +128,7 @@ pub enum CatalogueError {
         /// The kind of the task without an id.
         kind: String,
     },
-    /// A task id breaks the task id rule ([`validate_id`]).
+    /// A task id breaks the task id rule (`store::validate_id`).
     #[error("a task of kind `{kind}`: {message}")]
     InvalidId {
         /// The id, as given.
@@ -101,17 +140,20 @@ pub enum CatalogueError {
     },
 }
 
-/// Holds `spec`'s id to the task id rule that every entry shares ([`validate_id`]).
+/// Holds `spec`'s id to the task id rule that every entry shares (`store::validate_id`).
 fn check_id(spec: &TaskSpec) -> Result<(), CatalogueError> {
     if spec.id.is_empty() {
-        return Err(CatalogueError::EmptyId {
+        return Err(CatalogueDetail::EmptyId {
             kind: spec.kind.clone(),
-        });
+        }
+        .into());
     }
-    validate_id(&spec.id).map_err(|error| CatalogueError::InvalidId {
-        id: spec.id.clone(),
-        kind: spec.kind.clone(),
-        message: error.to_string(),
+    validate_id(&spec.id).map_err(|error| {
+        CatalogueError::from(CatalogueDetail::InvalidId {
+            id: spec.id.clone(),
+            kind: spec.kind.clone(),
+            message: error.to_string(),
+        })
     })
 }
 
@@ -173,7 +215,7 @@ impl Catalogue {
     }
 
     /// A catalogue of `specs`; refuses duplicate ids and ids that break the task id rule
-    /// ([`validate_id`]).
+    /// (`store::validate_id`).
     pub fn from_specs(specs: impl IntoIterator<Item = TaskSpec>) -> Result<Self, CatalogueError> {
         let mut specs: Vec<TaskSpec> = specs.into_iter().collect();
         specs.iter().try_for_each(check_id)?;
@@ -181,7 +223,7 @@ impl Catalogue {
         // comparisons, a tenth of a worker's start-up at 100,000 tasks.
         specs.sort_unstable_by(|a, b| a.id.cmp(&b.id));
         if let Some(twice) = specs.windows(2).position(|pair| pair[0].id == pair[1].id) {
-            return Err(CatalogueError::DuplicateId(specs.swap_remove(twice).id));
+            return Err(CatalogueDetail::DuplicateId(specs.swap_remove(twice).id).into());
         }
         Ok(Catalogue::from_sorted_shared(
             specs.into_iter().map(Arc::new),
@@ -189,7 +231,7 @@ impl Catalogue {
     }
 
     /// Adds `spec`, replacing (and returning) a task with the same id; refuses an id that
-    /// breaks the task id rule ([`validate_id`]).
+    /// breaks the task id rule (`store::validate_id`).
     pub fn insert(&mut self, spec: TaskSpec) -> Result<Option<TaskSpec>, CatalogueError> {
         check_id(&spec)?;
         self.changed();
@@ -480,7 +522,7 @@ mod tests {
         let odd: Kind<BTreeMap<(u8, u8), u8>> = Kind::named("odd");
         let err = TaskSpec::typed(&odd, "odd-0", &BTreeMap::from([((1, 2), 3)])).unwrap_err();
         assert!(
-            matches!(&err, TaskConfigError::InvalidConfig { task_id, kind, .. }
+            matches!(&err.0, TaskConfigDetail::InvalidConfig { task_id, kind, .. }
                 if task_id == "odd-0" && kind == "odd"),
             "{err:?}"
         );
@@ -644,22 +686,22 @@ mod tests {
             let mut expected = Ok(());
             for spec in specs.iter().cloned() {
                 if spec.id.is_empty() {
-                    expected = Err(CatalogueError::EmptyId { kind: spec.kind.clone() });
+                    expected = Err(CatalogueError::from(CatalogueDetail::EmptyId { kind: spec.kind.clone() }));
                     break;
                 }
                 if one_by_one.contains(&spec.id) {
-                    expected = Err(CatalogueError::DuplicateId(spec.id.clone()));
+                    expected = Err(CatalogueError::from(CatalogueDetail::DuplicateId(spec.id.clone())));
                 }
                 one_by_one.insert(spec).unwrap();
             }
             match (Catalogue::from_specs(specs), expected) {
                 (Ok(built), Ok(())) => proptest::prop_assert_eq!(built, one_by_one),
                 (Err(error), Err(_)) if ids.iter().any(String::is_empty) => {
-                    let refused = matches!(error, CatalogueError::EmptyId { .. });
+                    let refused = matches!(error.0, CatalogueDetail::EmptyId { .. });
                     proptest::prop_assert!(refused, "{error:?}");
                 }
                 (Err(error), Err(_)) => {
-                    let CatalogueError::DuplicateId(id) = &error else {
+                    let CatalogueDetail::DuplicateId(id) = &error.0 else {
                         return Err(proptest::test_runner::TestCaseError::fail(format!("{error:?}")));
                     };
                     let count = ids.iter().filter(|i| *i == id).count();
@@ -678,13 +720,15 @@ mod tests {
     fn duplicate_and_empty_ids_are_refused() {
         assert_eq!(
             Catalogue::from_specs([spec("t", json!(1)), spec("t", json!(2))]),
-            Err(CatalogueError::DuplicateId("t".into()))
+            Err(CatalogueError::from(CatalogueDetail::DuplicateId(
+                "t".into()
+            )))
         );
         assert_eq!(
             Catalogue::from_specs([spec("", json!(1))]),
-            Err(CatalogueError::EmptyId {
+            Err(CatalogueError::from(CatalogueDetail::EmptyId {
                 kind: "copy".into()
-            })
+            }))
         );
     }
 
@@ -694,14 +738,14 @@ mod tests {
             let error =
                 Catalogue::from_specs([spec("ok", json!(1)), spec(id, json!(2))]).expect_err(id);
             assert!(
-                matches!(&error, CatalogueError::InvalidId { id: bad, kind, .. }
+                matches!(&error.0, CatalogueDetail::InvalidId { id: bad, kind, .. }
                     if bad == id && kind == "copy"),
                 "{id:?}: {error:?}"
             );
             assert!(error.to_string().contains("ASCII letters"), "{error}");
             let error = Catalogue::new().insert(spec(id, json!(1))).unwrap_err();
             assert!(
-                matches!(error, CatalogueError::InvalidId { .. }),
+                matches!(error.0, CatalogueDetail::InvalidId { .. }),
                 "{error:?}"
             );
         }

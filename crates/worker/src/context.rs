@@ -16,8 +16,8 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::catalogue::TaskSpec;
-use crate::checkpoint::{CheckpointError, Checkpoints};
-use crate::store::StoreError;
+use crate::checkpoint::{CheckpointDetail, CheckpointError, Checkpoints};
+use crate::store::{StoreDetail, StoreError};
 
 use crate::exactly_once::ExactlyOnce;
 use crate::generator::{Generators, StoreAccess};
@@ -157,12 +157,12 @@ impl TaskContext {
     /// it lands later (see [`checkpoint`](crate::checkpoint)).
     ///
     /// # Errors
-    /// [`CheckpointError::Fenced`] when the lease check fails, [`CheckpointError::Disabled`]
+    /// `Fenced` when the lease check fails, `Disabled`
     /// when the worker has no task store, and the serialization, size and topic errors of
     /// [`Checkpoints::save`].
     pub async fn save_checkpoint<T: Serialize>(&self, state: &T) -> Result<i64, CheckpointError> {
-        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
-        self.check_lease().map_err(|e| CheckpointError::Fenced {
+        let checkpoints = self.checkpoints().ok_or(CheckpointDetail::Disabled)?;
+        self.check_lease().map_err(|e| CheckpointDetail::Fenced {
             task: self.task_id().to_owned(),
             reason: e.to_string(),
         })?;
@@ -181,7 +181,7 @@ impl TaskContext {
     /// # Errors
     /// [`ExactlyOnceError::Lease`](crate::ExactlyOnceError::Lease) when the lease is already
     /// lost; [`ExactlyOnceError::Checkpoint`](crate::ExactlyOnceError::Checkpoint) with
-    /// [`CheckpointError::Disabled`] without a task store; the producer's errors (a broker
+    /// `Disabled` without a task store; the producer's errors (a broker
     /// without transactions, a missing ACL on the transactional id).
     pub async fn exactly_once(&self) -> Result<crate::ExactlyOnce, crate::ExactlyOnceError> {
         // A kind declared exactly-once was fenced by the worker before this run started.
@@ -196,7 +196,10 @@ impl TaskContext {
                 return Ok(fenced);
             }
         }
-        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?.clone();
+        let checkpoints = self
+            .checkpoints()
+            .ok_or(CheckpointError::from(CheckpointDetail::Disabled))?
+            .clone();
         Box::pin(crate::ExactlyOnce::open(
             checkpoints,
             self.inner.lease.clone(),
@@ -209,10 +212,10 @@ impl TaskContext {
     /// checkpoint saved anywhere before the call is seen.
     ///
     /// # Errors
-    /// [`CheckpointError::Disabled`] when the worker has no task store,
-    /// [`CheckpointError::Serde`] when the saved state does not deserialize into `T`.
+    /// `Disabled` when the worker has no task store,
+    /// `Serde` when the saved state does not deserialize into `T`.
     pub async fn last_checkpoint<T: DeserializeOwned>(&self) -> Result<Option<T>, CheckpointError> {
-        let checkpoints = self.checkpoints().ok_or(CheckpointError::Disabled)?;
+        let checkpoints = self.checkpoints().ok_or(CheckpointDetail::Disabled)?;
         // Boxed for the same reason as `save_checkpoint`.
         Box::pin(checkpoints.newest(self.task_id())).await
     }
@@ -237,10 +240,10 @@ impl TaskContext {
     /// written: 0 when the store already held the children as declared.
     ///
     /// # Errors
-    /// [`StoreError::Disabled`] when the worker has no task store; [`StoreError::InvalidId`]
-    /// or [`StoreError::InvalidRecord`] for a child the store cannot hold, a duplicate id, or
-    /// this task's own id (nothing is written then); [`StoreError::Fenced`] when the lease
-    /// check fails or a newer owner claimed this task; [`StoreError::Log`] when the write
+    /// `Disabled` when the worker has no task store; `InvalidId`
+    /// or `InvalidRecord` for a child the store cannot hold, a duplicate id, or
+    /// this task's own id (nothing is written then); `Fenced` when the lease
+    /// check fails or a newer owner claimed this task; `Log` when the write
     /// fails.
     pub async fn set_children(
         &self,
@@ -248,7 +251,7 @@ impl TaskContext {
     ) -> Result<usize, StoreError> {
         let children: Vec<TaskSpec> = children.into_iter().collect();
         let Some(sink) = &self.inner.progress else {
-            return Err(StoreError::Disabled);
+            return Err(StoreDetail::Disabled.into());
         };
         let services = &sink.services;
         let declare = crate::generator::declare(
@@ -301,6 +304,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::lease::{LeaseDetail, LeaseErrorKind};
 
     fn token(generation: i32, member: &str) -> FencingToken {
         FencingToken::new(generation, member)
@@ -342,10 +346,10 @@ mod tests {
         tokio::time::advance(Duration::from_secs(10)).await;
         assert_eq!(
             ctx.check_lease(),
-            Err(LeaseError::Expired {
+            Err(LeaseError::from(LeaseDetail::Expired {
                 task_id: "t".into(),
                 late: Duration::ZERO
-            })
+            }))
         );
     }
 
@@ -370,22 +374,19 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(10);
         let (ctx, cancel, member) = TaskContext::detached("t", token(3, "m"), deadline);
         member.send_modify(|lease| lease.token = token(5, "other"));
-        assert!(matches!(ctx.check_lease(), Err(LeaseError::Fenced { .. })));
+        assert!(matches!(ctx.check_lease(), Err(e) if e.kind() == LeaseErrorKind::Fenced));
         member.send_modify(|lease| lease.token = token(3, "m"));
         cancel.cancel();
         assert!(ctx.is_cancelled());
         assert_eq!(
             ctx.check_lease(),
-            Err(LeaseError::Revoked {
+            Err(LeaseError::from(LeaseDetail::Revoked {
                 task_id: "t".into()
-            })
+            }))
         );
         // The worker's side dropped: it is shutting down.
         drop(member);
-        assert!(matches!(
-            ctx.check_lease(),
-            Err(LeaseError::ShuttingDown { .. })
-        ));
+        assert!(matches!(ctx.check_lease(), Err(e) if e.kind() == LeaseErrorKind::ShuttingDown));
     }
 
     #[tokio::test(start_paused = true)]
@@ -399,7 +400,7 @@ mod tests {
         member
             .send_modify(|lease| lease.valid_until = (start + Duration::from_secs(30)).into_std());
         let (error, at) = waiter.await.unwrap();
-        assert!(matches!(error, LeaseError::Expired { .. }), "{error}");
+        assert!(error.kind() == LeaseErrorKind::Expired, "{error}");
         assert_eq!(at - start, Duration::from_secs(30));
     }
 }

@@ -36,10 +36,69 @@ pub(crate) fn no_lease() -> Lease {
 }
 
 /// Why a lease check failed. Returned from `run` (with `?`), it stops the task without counting
-/// as a failure.
+/// as a failure. Its message says why; [`kind`](Self::kind) sorts it for code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct LeaseError(LeaseDetail);
+
+/// Why a [`LeaseError`] happened, for code that acts on it (the message says the rest).
 #[non_exhaustive]
-pub enum LeaseError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeaseErrorKind {
+    /// The group revoked the task from this worker: stop side effects and return.
+    Revoked,
+    /// The worker is shutting down: stop side effects and return.
+    ShuttingDown,
+    /// No heartbeat succeeded in time: the member may have been removed from the group and the
+    /// task handed to another worker. The task runs again once the group assigns it again.
+    Expired,
+    /// The member was fenced: it now holds another membership than the one the task was
+    /// granted in. Stop side effects; the runtime restarts the task if it is assigned again.
+    Fenced,
+}
+
+impl LeaseError {
+    /// Why the check failed.
+    pub fn kind(&self) -> LeaseErrorKind {
+        match &self.0 {
+            LeaseDetail::Revoked { .. } => LeaseErrorKind::Revoked,
+            LeaseDetail::ShuttingDown { .. } => LeaseErrorKind::ShuttingDown,
+            LeaseDetail::Expired { .. } => LeaseErrorKind::Expired,
+            LeaseDetail::Fenced { .. } => LeaseErrorKind::Fenced,
+        }
+    }
+
+    /// The task whose lease failed.
+    pub fn task_id(&self) -> &str {
+        match &self.0 {
+            LeaseDetail::Revoked { task_id }
+            | LeaseDetail::ShuttingDown { task_id }
+            | LeaseDetail::Expired { task_id, .. }
+            | LeaseDetail::Fenced { task_id, .. } => task_id,
+        }
+    }
+
+    unstable_pub! {
+        /// How long ago the lease expired, for an error of kind `Expired`.
+        pub fn late(&self) -> Option<Duration> {
+            match &self.0 {
+                LeaseDetail::Expired { late, .. } => Some(*late),
+                _ => None,
+            }
+        }
+    }
+}
+
+impl From<LeaseDetail> for LeaseError {
+    fn from(detail: LeaseDetail) -> Self {
+        Self(detail)
+    }
+}
+
+/// The error itself, with the fields its message is made of (crate-internal: the lease
+/// constructs it; users see the message and the [`LeaseErrorKind`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LeaseDetail {
     /// The group revoked the task from this worker: stop side effects and return.
     #[error("task `{task_id}` was revoked from this worker; stop side effects and return")]
     Revoked {
@@ -115,27 +174,29 @@ impl TaskLease {
         let runtime_gone = self.member.has_changed().is_err();
         let member = self.member.borrow();
         if self.shutdown.is_cancelled() || runtime_gone {
-            return Err(LeaseError::ShuttingDown { task_id: task_id() });
+            return Err(LeaseDetail::ShuttingDown { task_id: task_id() }.into());
         }
         if self.cancel.is_cancelled() {
-            return Err(LeaseError::Revoked { task_id: task_id() });
+            return Err(LeaseDetail::Revoked { task_id: task_id() }.into());
         }
         if member.token.member_id != self.granted.member_id
             || member.token.generation_id < self.granted.generation_id
         {
-            return Err(LeaseError::Fenced {
+            return Err(LeaseDetail::Fenced {
                 task_id: task_id(),
                 granted: self.granted.clone(),
                 current: member.token.clone(),
-            });
+            }
+            .into());
         }
         // The lease timeline: a suspended host's time counts (see kroupier_coordinator::clock).
         let now = kroupier_coordinator::clock::now();
         if now >= member.valid_until {
-            return Err(LeaseError::Expired {
+            return Err(LeaseDetail::Expired {
                 task_id: task_id(),
                 late: now - member.valid_until,
-            });
+            }
+            .into());
         }
         Ok(member.token.clone())
     }
@@ -174,7 +235,10 @@ impl TaskLease {
                 _ = tokio::time::sleep_until(to_monotonic(until)) => {}
                 changed = member.changed() => {
                     if changed.is_err() {
-                        return LeaseError::ShuttingDown { task_id: self.task_id.to_string() };
+                        return LeaseDetail::ShuttingDown {
+                            task_id: self.task_id.to_string(),
+                        }
+                        .into();
                     }
                 }
             }

@@ -58,7 +58,7 @@
 //! # }
 //! ```
 //!
-//! - [`Task`], [`Kind`] and the [`Registry`] of task kinds; the [`Catalogue`] of task
+//! - [`Task`] and [`Kind`] (registered with [`WorkerBuilder::register`]); the [`Catalogue`] of task
 //!   instances ([`TaskSpec`]);
 //! - [`TaskContext`]: what a task runs with: fencing token ([`FencingToken`]), lease
 //!   ([`TaskLease`]), cancellation; [`RestartPolicy`] says how failed tasks are restarted;
@@ -75,6 +75,22 @@
 //!   at once; the demo, the examples and kroupier's tests use it.
 
 #![warn(unreachable_pub)]
+
+/// Declares a `pub` item (a function, a method, a constant) shared with kroupier's own crates
+/// (the command line, the tests, the benchmarks) but not promised to users: `pub` and hidden
+/// from the docs with the `unstable` feature, `pub(crate)` without it.
+macro_rules! unstable_pub {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        $(#[$attr])*
+        #[cfg(feature = "unstable")]
+        #[doc(hidden)]
+        pub $($item)*
+        $(#[$attr])*
+        #[cfg(not(feature = "unstable"))]
+        #[allow(dead_code)]
+        pub(crate) $($item)*
+    };
+}
 
 mod builder;
 mod catalogue;
@@ -119,15 +135,23 @@ mod supervisor;
 mod task;
 
 pub use builder::{BuildError, WorkerBuilder};
-pub use catalogue::{Catalogue, CatalogueError, CatalogueIter, TaskSpec};
+pub use catalogue::{Catalogue, CatalogueError, CatalogueErrorKind, CatalogueIter, TaskSpec};
 pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };
 pub use context::TaskContext;
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
-pub use lease::{FencingToken, Lease, LeaseError, TaskLease};
+pub use lease::{FencingToken, Lease, LeaseError, LeaseErrorKind, TaskLease};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy};
-pub use task::{Kind, Registry, Task, TaskConfigError, TaskError};
+// The registry of task kinds: users register kinds through `WorkerBuilder::register`; kroupier's
+// own tests build one directly (`unstable`).
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub use task::Registry;
+#[cfg(not(feature = "unstable"))]
+#[allow(unused_imports)]
+pub(crate) use task::Registry;
+pub use task::{Kind, Task, TaskConfigError, TaskConfigErrorKind, TaskError};

@@ -203,10 +203,54 @@ impl From<serde_json::Error> for TaskError {
 }
 
 /// Why a task from the catalogue cannot be built on this worker. The task becomes `FAILED` with
-/// this message; the worker itself keeps running.
+/// this message; the worker itself keeps running. [`kind`](Self::kind) sorts it for code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct TaskConfigError(pub(crate) TaskConfigDetail);
+
+/// What kind of [`TaskConfigError`] happened, for code that acts on it (the message says the
+/// rest).
 #[non_exhaustive]
-pub enum TaskConfigError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskConfigErrorKind {
+    /// The task's config does not deserialize into its kind's struct.
+    InvalidConfig,
+    /// No constructor is registered for the task's kind on this worker.
+    UnknownKind,
+    /// The task id is not in this worker's catalogue.
+    NotInCatalogue,
+}
+
+impl TaskConfigError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> TaskConfigErrorKind {
+        match &self.0 {
+            TaskConfigDetail::InvalidConfig { .. } => TaskConfigErrorKind::InvalidConfig,
+            TaskConfigDetail::UnknownKind { .. } => TaskConfigErrorKind::UnknownKind,
+            TaskConfigDetail::NotInCatalogue { .. } => TaskConfigErrorKind::NotInCatalogue,
+        }
+    }
+
+    /// The task that cannot be built.
+    pub fn task_id(&self) -> &str {
+        match &self.0 {
+            TaskConfigDetail::InvalidConfig { task_id, .. }
+            | TaskConfigDetail::UnknownKind { task_id, .. }
+            | TaskConfigDetail::NotInCatalogue { task_id } => task_id,
+        }
+    }
+}
+
+impl From<TaskConfigDetail> for TaskConfigError {
+    fn from(detail: TaskConfigDetail) -> Self {
+        Self(detail)
+    }
+}
+
+/// The error itself, with the fields its message is made of (crate-internal: the registry and
+/// the supervisor construct it; users see the message and the [`TaskConfigErrorKind`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TaskConfigDetail {
     /// The task's config does not deserialize into its kind's struct.
     #[error(
         "task `{task_id}` of kind `{kind}`: invalid config: {message}; fix the task's config in \
@@ -265,6 +309,7 @@ type Constructor =
 /// The kinds a worker registered travel in its group metadata, so the assignor gives a task
 /// only to workers that know its kind.
 #[derive(Clone, Default)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct Registry {
     kinds: BTreeMap<String, Constructor>,
     /// The kinds declared exactly-once ([`Kind::exactly_once`]).
@@ -279,6 +324,7 @@ impl fmt::Debug for Registry {
     }
 }
 
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -355,14 +401,17 @@ impl Registry {
         let constructor =
             self.kinds
                 .get(&spec.kind)
-                .ok_or_else(|| TaskConfigError::UnknownKind {
+                .ok_or_else(|| TaskConfigDetail::UnknownKind {
                     task_id: spec.id.clone(),
                     kind: spec.kind.clone(),
                 })?;
-        constructor(config).map_err(|message| TaskConfigError::InvalidConfig {
-            task_id: spec.id.clone(),
-            kind: spec.kind.clone(),
-            message,
+        constructor(config).map_err(|message| {
+            TaskConfigDetail::InvalidConfig {
+                task_id: spec.id.clone(),
+                kind: spec.kind.clone(),
+                message,
+            }
+            .into()
         })
     }
 }
@@ -412,7 +461,7 @@ mod tests {
     fn invalid_config_reports_serde_message() {
         let spec = TaskSpec::new("t1", "copy", json!({"source": 5}));
         let err = registry().check(&spec).unwrap_err();
-        let TaskConfigError::InvalidConfig { message, .. } = &err else {
+        let TaskConfigDetail::InvalidConfig { message, .. } = &err.0 else {
             panic!("unexpected error {err:?}");
         };
         assert_eq!(message, "invalid type: integer `5`, expected a string");
@@ -431,10 +480,10 @@ mod tests {
         let spec = TaskSpec::new("t1", "paste", json!({}));
         assert_eq!(
             registry().check(&spec),
-            Err(TaskConfigError::UnknownKind {
+            Err(TaskConfigError::from(TaskConfigDetail::UnknownKind {
                 task_id: "t1".into(),
                 kind: "paste".into()
-            })
+            }))
         );
     }
 

@@ -37,7 +37,7 @@ use crate::{
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cooperative {
     /// Its configuration.
-    pub config: CooperativeConfig,
+    pub(crate) config: CooperativeConfig,
 }
 
 impl Cooperative {

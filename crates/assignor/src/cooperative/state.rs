@@ -38,7 +38,7 @@ impl Default for CooperativeConfig {
 
 impl CooperativeConfig {
     /// Checks the values are consistent.
-    pub fn validate(&self) -> Result<(), AssignError> {
+    pub(crate) fn validate(&self) -> Result<(), AssignError> {
         if self.revocation_backoff_multiplier == 0 {
             return Err(
                 Repr::InvalidConfig("revocation_backoff_multiplier must be at least 1").into(),
@@ -72,11 +72,49 @@ impl CooperativeConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CooperativeState {
     /// When the lost tasks now waiting may move (same epoch as `now`).
-    pub lost_deadline: Option<Duration>,
+    pub(crate) lost_deadline: Option<Duration>,
     /// How many rounds in a row revoked tasks to balance load.
-    pub revoking_rounds: u32,
+    pub(crate) revoking_rounds: u32,
     /// Until when balancing revocations are paused.
-    pub backoff_deadline: Option<Duration>,
+    pub(crate) backoff_deadline: Option<Duration>,
+}
+
+impl CooperativeState {
+    unstable_pub! {
+        /// A state with these parts (for tests of the cooperative assignor's history).
+        pub fn from_parts(
+            lost_deadline: Option<Duration>,
+            revoking_rounds: u32,
+            backoff_deadline: Option<Duration>,
+        ) -> Self {
+            Self {
+                lost_deadline,
+                revoking_rounds,
+                backoff_deadline,
+            }
+        }
+    }
+
+    unstable_pub! {
+        /// When the lost tasks now waiting may move (same epoch as `now`).
+        pub fn lost_deadline(&self) -> Option<Duration> {
+            self.lost_deadline
+        }
+    }
+
+    unstable_pub! {
+        /// How many rounds in a row revoked tasks to balance load.
+        pub fn revoking_rounds(&self) -> u32 {
+            self.revoking_rounds
+        }
+    }
+
+    unstable_pub! {
+        /// Until when balancing revocations are paused.
+        pub fn backoff_deadline(&self) -> Option<Duration> {
+            self.backoff_deadline
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::*;
+use crate::catalogue::CatalogueDetail;
+use crate::task::TaskConfigDetail;
 use crate::{TaskContext, TaskError};
 
 #[derive(Serialize, Deserialize)]
@@ -55,10 +57,10 @@ fn an_unknown_kind_fails_the_build() {
         .unwrap_err();
     assert_eq!(
         err,
-        BuildError::Task(TaskConfigError::UnknownKind {
+        BuildError::Task(TaskConfigError::from(TaskConfigDetail::UnknownKind {
             task_id: "t-0".into(),
             kind: "cpoy".into()
-        })
+        }))
     );
     assert!(err.to_string().contains("register the kind"), "{err}");
 }
@@ -70,7 +72,7 @@ fn a_task_id_that_breaks_the_id_rule_fails_the_build() {
         .build_runtime()
         .unwrap_err();
     assert!(
-        matches!(&err, BuildError::Catalogue(CatalogueError::InvalidId { id, .. }) if id == "copy/0"),
+        matches!(&err, BuildError::Catalogue(CatalogueError(CatalogueDetail::InvalidId { id, .. })) if id == "copy/0"),
         "{err:?}"
     );
     assert!(err.to_string().contains("ASCII letters"), "{err}");
@@ -93,7 +95,7 @@ fn a_config_that_does_not_fit_its_kind_fails_the_build() {
         .build_runtime()
         .unwrap_err();
     assert!(
-        matches!(&err, BuildError::Task(TaskConfigError::InvalidConfig { task_id, .. }) if task_id == "t-0"),
+        matches!(&err, BuildError::Task(TaskConfigError(TaskConfigDetail::InvalidConfig { task_id, .. })) if task_id == "t-0"),
         "{err:?}"
     );
 }

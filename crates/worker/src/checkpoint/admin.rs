@@ -35,7 +35,7 @@ use std::sync::PoisonError;
 use kroupier_coordinator::log::LogRecord;
 
 use super::record::{CheckpointValue, key};
-use super::store::{CheckpointError, Checkpoints, MAX_CHECKPOINT_BYTES};
+use super::store::{CheckpointDetail, CheckpointError, Checkpoints, MAX_CHECKPOINT_BYTES};
 use super::view::{Checkpoint, CheckpointView};
 
 /// The `member` field of an operator's records.
@@ -55,11 +55,12 @@ pub(crate) fn operator_generation(
 }
 
 impl Checkpoints {
+    unstable_pub! {
     /// The newest checkpoint of `task_id` as a record (generation, offset, writer, state),
     /// read up to the topic's end as of the call; `None` when it has none (or it was reset).
     ///
     /// # Errors
-    /// [`CheckpointError::Log`] when the end of the topic cannot be learned.
+    /// `Log` when the end of the topic cannot be learned.
     pub async fn newest_record(
         &self,
         task_id: &str,
@@ -68,14 +69,16 @@ impl Checkpoints {
         let view = self.view.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(view.newest(task_id).cloned())
     }
+    }
 
+    unstable_pub! {
     /// Writes `state` as `task_id`'s checkpoint on an operator's behalf, and returns the
     /// offset it landed at. `owner_generation` is the generation in which the task's current
     /// owner was granted it, when the caller knows it. Only for a paused, stopped task: the
     /// caller checks that. Why the write keeps the fencing rule: `checkpoint/admin.rs`, and docs/tasks.md.
     ///
     /// # Errors
-    /// [`CheckpointError::TooLarge`], [`CheckpointError::Log`], [`CheckpointError::Write`].
+    /// `TooLarge`, `Log`, `Write`.
     pub async fn set(
         &self,
         task_id: &str,
@@ -85,7 +88,9 @@ impl Checkpoints {
         self.operator_write(task_id, state, false, owner_generation)
             .await
     }
+    }
 
+    unstable_pub! {
     /// Resets `task_id`'s checkpoint on an operator's behalf: its next start reads none.
     /// Returns the offset of the reset record; as [`set`](Self::set) otherwise.
     ///
@@ -98,6 +103,7 @@ impl Checkpoints {
     ) -> Result<i64, CheckpointError> {
         self.operator_write(task_id, serde_json::Value::Null, true, owner_generation)
             .await
+    }
     }
 
     async fn operator_write(
@@ -117,16 +123,17 @@ impl Checkpoints {
             state,
             reset,
         };
-        let bytes = serde_json::to_vec(&value).map_err(|e| CheckpointError::Serde {
+        let bytes = serde_json::to_vec(&value).map_err(|e| CheckpointDetail::Serde {
             task: task_id.to_owned(),
             message: e.to_string(),
         })?;
         if bytes.len() > MAX_CHECKPOINT_BYTES {
-            return Err(CheckpointError::TooLarge {
+            return Err(CheckpointDetail::TooLarge {
                 task: task_id.to_owned(),
                 bytes: bytes.len(),
                 max: MAX_CHECKPOINT_BYTES,
-            });
+            }
+            .into());
         }
         let offset = self
             .write(LogRecord {

@@ -22,15 +22,23 @@
 //! (Kafka deletes an empty group after `offsets.retention.minutes`, and then counts again from
 //! 1; docs/tasks.md says what to do).
 //!
-//! An operator may set or reset a paused task's checkpoint ([`Checkpoints::set`],
-//! [`Checkpoints::reset`]); `admin.rs` argues why those writes keep the rule.
+//! An operator may set or reset a paused task's checkpoint (`kroupier tasks checkpoint`, or the
+//! status API); `admin.rs` argues why those writes keep the rule.
 
 mod admin;
 mod record;
 mod store;
 #[cfg(test)]
 mod tests;
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 mod view;
 
-pub use store::{CheckpointError, Checkpoints, MAX_CHECKPOINT_BYTES};
+pub(crate) use store::CheckpointDetail;
+pub use store::{CheckpointError, CheckpointErrorKind, Checkpoints, MAX_CHECKPOINT_BYTES};
+// The records as read (writer, generation, offset) and the reader's view: for kroupier's
+// command line, status API and tests; a task reads its state with `Checkpoints::newest`.
+#[cfg(feature = "unstable")]
 pub use view::{Checkpoint, CheckpointView};
+#[cfg(not(feature = "unstable"))]
+#[allow(unused_imports)]
+pub(crate) use view::{Checkpoint, CheckpointView};

@@ -22,10 +22,75 @@ const MAX_BATCH: usize = 500;
 /// The largest checkpoint value accepted (Kafka's default record limit is 1 MiB).
 pub const MAX_CHECKPOINT_BYTES: usize = 512 * 1024;
 
-/// Why a checkpoint was not saved or read.
+/// Why a checkpoint was not saved or read. Its message says what happened;
+/// [`kind`](Self::kind) sorts it for code.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct CheckpointError(CheckpointDetail);
+
+/// What kind of [`CheckpointError`] happened, for code that acts on it (the message says the
+/// rest).
 #[non_exhaustive]
-pub enum CheckpointError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CheckpointErrorKind {
+    /// The task may have lost its lease: it must not write.
+    Fenced,
+    /// The state does not serialize to JSON, or the newest one does not deserialize into the
+    /// type asked for.
+    Serde,
+    /// The serialized state is larger than [`MAX_CHECKPOINT_BYTES`].
+    TooLarge,
+    /// The checkpoint topic could not be used; `log` says how.
+    Log,
+    /// The produce that carried the checkpoint failed.
+    Write,
+    /// The worker stopped its checkpoint client (it is shutting down).
+    Closed,
+    /// This worker has no checkpoint topic configured.
+    Disabled,
+}
+
+impl CheckpointError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> CheckpointErrorKind {
+        match &self.0 {
+            CheckpointDetail::Fenced { .. } => CheckpointErrorKind::Fenced,
+            CheckpointDetail::Serde { .. } => CheckpointErrorKind::Serde,
+            CheckpointDetail::TooLarge { .. } => CheckpointErrorKind::TooLarge,
+            CheckpointDetail::Log(_) => CheckpointErrorKind::Log,
+            CheckpointDetail::Write { .. } => CheckpointErrorKind::Write,
+            CheckpointDetail::Closed => CheckpointErrorKind::Closed,
+            CheckpointDetail::Disabled => CheckpointErrorKind::Disabled,
+        }
+    }
+
+    /// The topic log's error, for an error of kind [`Log`](CheckpointErrorKind::Log): its
+    /// [`kind`](LogError::kind) says whether the topic is missing or the principal may not use
+    /// it.
+    pub fn log(&self) -> Option<&LogError> {
+        match &self.0 {
+            CheckpointDetail::Log(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<CheckpointDetail> for CheckpointError {
+    fn from(detail: CheckpointDetail) -> Self {
+        Self(detail)
+    }
+}
+
+impl From<LogError> for CheckpointError {
+    fn from(error: LogError) -> Self {
+        Self(CheckpointDetail::Log(error))
+    }
+}
+
+/// The error itself, with the fields its message is made of (crate-internal: the checkpoint
+/// client constructs it; users see the message and the [`CheckpointErrorKind`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckpointDetail {
     /// The task may have lost its lease: it must not write.
     #[error("task `{task}` may no longer own its lease; checkpoint not written: {reason}")]
     Fenced {
@@ -55,7 +120,7 @@ pub enum CheckpointError {
     },
     /// The checkpoint topic could not be used.
     #[error("checkpoint topic: {0}")]
-    Log(#[from] LogError),
+    Log(LogError),
     /// The produce that carried the checkpoint failed.
     #[error("checkpoint not written: {message}")]
     Write {
@@ -101,14 +166,28 @@ impl Checkpoints {
     /// end, and keeps reading it in the background.
     ///
     /// # Errors
-    /// [`CheckpointError::Log`] when the topic cannot be created or read (the message names
+    /// `Log` when the topic cannot be created or read (the message names
     /// the ACL or setting to change).
     pub async fn open(
         cluster: Arc<Cluster>,
         topic: impl Into<String>,
     ) -> Result<Self, CheckpointError> {
+        let topic = topic.into();
+        // No worker's exactly-once tasks write through this client: the topic names them.
+        let transactional_prefix = format!("{topic}-");
+        Self::open_with_prefix(cluster, topic, transactional_prefix).await
+    }
+
+    /// As [`open`](Self::open), for a worker: its exactly-once tasks' transactional ids start
+    /// with `transactional_prefix` (`tasks.store.transactional_id_prefix`, resolved by the
+    /// worker's config).
+    pub(crate) async fn open_with_prefix(
+        cluster: Arc<Cluster>,
+        topic: String,
+        transactional_prefix: String,
+    ) -> Result<Self, CheckpointError> {
         let spec = TopicSpec {
-            name: topic.into(),
+            name: topic,
             replication_factor: None,
         };
         let log = TopicLog::open(cluster.clone(), spec, true).await?;
@@ -128,7 +207,6 @@ impl Checkpoints {
             tokio::spawn(tail(log.clone(), view.clone(), read_to_tx)),
             tokio::spawn(append(log.clone(), queue)),
         ];
-        let transactional_prefix = format!("{}-", log.topic());
         Ok(Checkpoints {
             log,
             cluster,
@@ -145,13 +223,6 @@ impl Checkpoints {
         self.log.topic()
     }
 
-    /// The same client, giving exactly-once tasks transactional ids that start with `prefix`
-    /// (by default, the topic's name and a dash).
-    pub(crate) fn with_transactional_prefix(mut self, prefix: String) -> Self {
-        self.transactional_prefix = prefix;
-        self
-    }
-
     /// The checkpoint record of `state` for `task_id` under `token`, and the tombstones of the
     /// task's older generations this worker has read: what a save appends.
     pub(crate) fn records<T: Serialize>(
@@ -160,7 +231,7 @@ impl Checkpoints {
         token: &FencingToken,
         state: &T,
     ) -> Result<(LogRecord, Vec<LogRecord>), CheckpointError> {
-        let serde_error = |e: serde_json::Error| CheckpointError::Serde {
+        let serde_error = |e: serde_json::Error| CheckpointDetail::Serde {
             task: task_id.to_owned(),
             message: e.to_string(),
         };
@@ -171,11 +242,12 @@ impl Checkpoints {
         };
         let bytes = serde_json::to_vec(&value).map_err(serde_error)?;
         if bytes.len() > MAX_CHECKPOINT_BYTES {
-            return Err(CheckpointError::TooLarge {
+            return Err(CheckpointDetail::TooLarge {
                 task: task_id.to_owned(),
                 bytes: bytes.len(),
                 max: MAX_CHECKPOINT_BYTES,
-            });
+            }
+            .into());
         }
         let record = LogRecord {
             key: key(task_id, token.generation_id),
@@ -207,7 +279,7 @@ impl Checkpoints {
     /// Callers check the task's lease just before (see `TaskContext::save_checkpoint`).
     ///
     /// # Errors
-    /// [`CheckpointError::Serde`], [`CheckpointError::TooLarge`], [`CheckpointError::Log`].
+    /// `Serde`, `TooLarge`, `Log`.
     pub async fn save<T: Serialize>(
         &self,
         task_id: &str,
@@ -228,8 +300,8 @@ impl Checkpoints {
     /// topic up to its current end, so a checkpoint written anywhere before the call is seen.
     ///
     /// # Errors
-    /// [`CheckpointError::Serde`] when the state does not deserialize into `T`;
-    /// [`CheckpointError::Log`] when the end of the topic cannot be learned.
+    /// `Serde` when the state does not deserialize into `T`;
+    /// `Log` when the end of the topic cannot be learned.
     pub async fn newest<T: DeserializeOwned>(
         &self,
         task_id: &str,
@@ -241,21 +313,24 @@ impl Checkpoints {
         };
         match state {
             None => Ok(None),
-            Some(state) => T::deserialize(&*state)
-                .map(Some)
-                .map_err(|e| CheckpointError::Serde {
+            Some(state) => T::deserialize(&*state).map(Some).map_err(|e| {
+                CheckpointDetail::Serde {
                     task: task_id.to_owned(),
                     message: e.to_string(),
-                }),
+                }
+                .into()
+            }),
         }
     }
 
+    unstable_pub! {
     /// A copy of what this worker has read of the topic.
     pub fn view(&self) -> CheckpointView {
         self.view
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
     }
 
     /// Waits until this client has read the topic up to its end as of the call.
@@ -265,7 +340,7 @@ impl Checkpoints {
         read_to
             .wait_for(|offset| *offset >= end)
             .await
-            .map_err(|_| CheckpointError::Closed)?;
+            .map_err(|_| CheckpointDetail::Closed)?;
         Ok(())
     }
 
@@ -275,11 +350,11 @@ impl Checkpoints {
         self.writes
             .send((record, done))
             .await
-            .map_err(|_| CheckpointError::Closed)?;
+            .map_err(|_| CheckpointDetail::Closed)?;
         match offset.await {
             Ok(Ok(offset)) => Ok(offset),
-            Ok(Err(message)) => Err(CheckpointError::Write { message }),
-            Err(_) => Err(CheckpointError::Closed),
+            Ok(Err(message)) => Err(CheckpointDetail::Write { message }.into()),
+            Err(_) => Err(CheckpointDetail::Closed.into()),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use crate::catalogue::TaskSpec;
 use crate::store::view::StoreView;
-use crate::store::{GeneratedBy, StoreError, TaskRecord, validate_id};
+use crate::store::{GeneratedBy, StoreDetail, StoreError, TaskRecord, validate_id};
 
 /// What one reconciliation writes.
 #[derive(Debug, Default, PartialEq)]
@@ -50,9 +50,12 @@ pub(crate) fn check(generator: &str, declared: &[TaskSpec]) -> Result<(), StoreE
     let mut seen = BTreeSet::new();
     for spec in declared {
         validate_id(&spec.id)?;
-        let invalid = |reason: &str| StoreError::InvalidRecord {
-            id: spec.id.clone(),
-            reason: reason.to_owned(),
+        let invalid = |reason: &str| -> StoreError {
+            StoreDetail::InvalidRecord {
+                id: spec.id.clone(),
+                reason: reason.to_owned(),
+            }
+            .into()
         };
         if spec.id == generator {
             return Err(invalid("a generator cannot declare itself as its child"));

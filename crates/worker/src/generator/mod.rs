@@ -26,7 +26,7 @@ use crate::catalogue::{Catalogue, TaskSpec};
 use crate::lease::TaskLease;
 use crate::store::DesiredState;
 use crate::store::lineage::{ClaimValue, RemovedValue, claim_key};
-use crate::store::{StoreError, StoreView, TaskStore};
+use crate::store::{StoreDetail, StoreError, StoreView, TaskStore};
 
 /// How long a write waits for this worker's view of the store to show it, so that the next
 /// difference is computed against it. Past it the write stands; the next difference may write
@@ -91,7 +91,7 @@ pub(crate) async fn declare(
     lease: &TaskLease,
     children: Vec<TaskSpec>,
 ) -> Result<usize, StoreError> {
-    let access = access.ok_or(StoreError::Disabled)?;
+    let access = access.ok_or(StoreDetail::Disabled)?;
     diff::check(lease.task_id(), &children)?;
     let run = generators.run(access, lease);
     let mut declared = run.declared.lock().await;
@@ -143,9 +143,12 @@ async fn reconcile(
     if !live {
         return Ok(0);
     }
-    let fenced = |reason: String| StoreError::Fenced {
-        task: generator.to_owned(),
-        reason,
+    let fenced = |reason: String| -> StoreError {
+        StoreDetail::Fenced {
+            task: generator.to_owned(),
+            reason,
+        }
+        .into()
     };
     let plan = match diff::plan(&view, generator, generation, declared) {
         Ok(plan) => plan,

@@ -374,10 +374,13 @@ async fn open_store(
         Some(prefix) => prefix.clone(),
         None => format!("kroupier-{}-", config.member.membership.group_id),
     };
-    let checkpoints = crate::checkpoint::Checkpoints::open(Arc::new(cluster), checkpoint_topic)
-        .await
-        .map_err(|e| failed(&e))?
-        .with_transactional_prefix(transactional_prefix);
+    let checkpoints = crate::checkpoint::Checkpoints::open_with_prefix(
+        Arc::new(cluster),
+        checkpoint_topic,
+        transactional_prefix,
+    )
+    .await
+    .map_err(|e| failed(&e))?;
     runtime.supervisor().set_checkpoints(Arc::new(checkpoints));
     let tail = tailed.tail(view);
     runtime

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::ApiState;
 use super::error::error;
-use crate::checkpoint::{CheckpointError, Checkpoints, MAX_CHECKPOINT_BYTES};
+use crate::checkpoint::{CheckpointError, CheckpointErrorKind, Checkpoints, MAX_CHECKPOINT_BYTES};
 use crate::store::DesiredState;
 
 /// The largest body `PUT /tasks/{id}/checkpoint` reads.
@@ -40,9 +40,9 @@ fn checkpoints(state: &ApiState) -> Result<Arc<Checkpoints>, Box<Response>> {
 }
 
 fn failed(id: &str, e: &CheckpointError) -> Response {
-    let status = match e {
-        CheckpointError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-        CheckpointError::Serde { .. } => StatusCode::BAD_REQUEST,
+    let status = match e.kind() {
+        CheckpointErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        CheckpointErrorKind::Serde => StatusCode::BAD_REQUEST,
         _ => StatusCode::SERVICE_UNAVAILABLE,
     };
     error(status, format!("task `{id}`: {e}"))

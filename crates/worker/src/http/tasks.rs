@@ -27,8 +27,10 @@ use kroupier_coordinator::log::LogErrorKind;
 
 use crate::TaskSpec;
 use crate::runtime::desired::{Desired, Source};
-use crate::store::{DesiredState, MAX_VALUE_BYTES, StoreError, TaskRecord, TaskStore, validate_id};
-use crate::task::TaskConfigError;
+use crate::store::{
+    DesiredState, MAX_VALUE_BYTES, StoreError, StoreErrorKind, TaskRecord, TaskStore, validate_id,
+};
+use crate::task::TaskConfigDetail;
 
 /// The largest request body `PUT /tasks/{id}` reads: the store's record limit plus room for
 /// the JSON around the config (the store refuses an oversized record with 413 itself).
@@ -92,19 +94,20 @@ impl WriteError {
 impl From<StoreError> for WriteError {
     fn from(error: StoreError) -> Self {
         let message = error.to_string();
-        match error {
-            StoreError::NotFound { .. } => WriteError::NotFound(message),
-            StoreError::TooLarge { .. } => WriteError::TooLarge(message),
-            StoreError::Log(e) if e.kind() == LogErrorKind::RecordTooLarge => {
+        let log = error.log().map(|e| e.kind());
+        match error.kind() {
+            StoreErrorKind::NotFound => WriteError::NotFound(message),
+            StoreErrorKind::TooLarge => WriteError::TooLarge(message),
+            StoreErrorKind::Log if log == Some(LogErrorKind::RecordTooLarge) => {
                 WriteError::TooLarge(message)
             }
-            StoreError::Log(e) if e.kind() == LogErrorKind::NotAuthorized => {
+            StoreErrorKind::Log if log == Some(LogErrorKind::NotAuthorized) => {
                 WriteError::Forbidden(message)
             }
-            StoreError::InvalidId { .. }
-            | StoreError::InvalidRecord { .. }
-            | StoreError::Unreadable { .. }
-            | StoreError::InvalidTopic { .. } => WriteError::Invalid(message),
+            StoreErrorKind::InvalidId
+            | StoreErrorKind::InvalidRecord
+            | StoreErrorKind::Unreadable
+            | StoreErrorKind::InvalidTopic => WriteError::Invalid(message),
             _ => WriteError::Unavailable(message),
         }
     }
@@ -358,8 +361,8 @@ pub(super) async fn put(
         if registry.contains(&record.kind)
             && let Err(e) = registry.check(&record.to_spec(&id))
         {
-            let message = match e {
-                TaskConfigError::InvalidConfig { kind, message, .. } => format!(
+            let message = match e.0 {
+                TaskConfigDetail::InvalidConfig { kind, message, .. } => format!(
                     "task `{id}`: kind `{kind}` refuses this config: {message}; send a \
                      `config` that kind `{kind}` accepts in the body of PUT /tasks/{{id}}"
                 ),

@@ -45,7 +45,7 @@ impl FakeStore {
             let mut view = self.view.lock().unwrap();
             let value = record.map(|r| r.encode(id));
             match value.transpose() {
-                Err(crate::store::StoreError::TooLarge { .. }) => {
+                Err(e) if e.kind() == crate::store::StoreErrorKind::TooLarge => {
                     Err(WriteError::TooLarge("too large".into()))
                 }
                 Err(e) => Err(WriteError::Invalid(e.to_string())),

@@ -42,7 +42,7 @@ pub enum TaskState {
 
 impl TaskState {
     /// Every state, in display order.
-    pub const ALL: [TaskState; 8] = [
+    pub(crate) const ALL: [TaskState; 8] = [
         TaskState::Starting,
         TaskState::Running,
         TaskState::Restarting,
@@ -68,7 +68,7 @@ impl TaskState {
     }
 
     /// Whether a supervised run is still alive in this state.
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(
             self,
             TaskState::Starting | TaskState::Running | TaskState::Restarting | TaskState::Stopping

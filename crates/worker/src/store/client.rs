@@ -18,16 +18,16 @@ use kroupier_coordinator::log::{LogRecord, ReadBatch, TopicLog, TopicSpec};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::StoreError;
 use super::lineage::claim_key;
 use super::record::{DesiredState, MAX_VALUE_BYTES, TaskRecord, validate_id};
 use super::view::StoreView;
+use super::{StoreDetail, StoreError};
 
 /// How long a tail's read waits for new records at the broker (Fetch's `max_wait_ms`).
 pub(crate) const TAIL_WAIT: Duration = Duration::from_millis(500);
 
 /// How long [`TaskStore::read_all`] waits for records below the end offset it was told
-/// before it gives up with [`StoreError::Incomplete`].
+/// before it gives up with `Incomplete`.
 const CATCH_UP_STALL: Duration = Duration::from_secs(10);
 
 /// A tail's backoff between failed reads.
@@ -48,7 +48,7 @@ impl TaskStore {
     /// (compacted, one partition, the broker's default replication factor).
     ///
     /// # Errors
-    /// [`StoreError::Log`]: the topic is missing (and `create` is false), or the principal may
+    /// `Log`: the topic is missing (and `create` is false), or the principal may
     /// not describe or create it, or no broker answered.
     pub async fn open(
         cluster: Arc<Cluster>,
@@ -76,7 +76,7 @@ impl TaskStore {
     /// Every stored task, read up to the topic's end offset (as of the call).
     ///
     /// # Errors
-    /// [`StoreError::Log`] if a read fails; [`StoreError::Incomplete`] if records below the
+    /// `Log` if a read fails; `Incomplete` if records below the
     /// end offset do not come.
     pub async fn read_all(&self) -> Result<StoreView, StoreError> {
         let mut view = StoreView::new();
@@ -88,7 +88,7 @@ impl TaskStore {
     ///
     /// # Errors
     /// As [`read_all`](Self::read_all).
-    pub async fn catch_up(&self, view: &mut StoreView) -> Result<(), StoreError> {
+    pub(crate) async fn catch_up(&self, view: &mut StoreView) -> Result<(), StoreError> {
         let end = self.log.end_offset().await?;
         if end < view.offset {
             reset(view, self.topic(), end);
@@ -109,11 +109,12 @@ impl TaskStore {
             }
             let since = *stalled_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= CATCH_UP_STALL {
-                return Err(StoreError::Incomplete {
+                return Err(StoreDetail::Incomplete {
                     topic: self.topic().to_owned(),
                     offset: from,
                     end,
-                });
+                }
+                .into());
             }
         }
         Ok(())
@@ -123,8 +124,8 @@ impl TaskStore {
     /// offset the record landed at.
     ///
     /// # Errors
-    /// [`StoreError::InvalidId`], [`StoreError::InvalidRecord`] or [`StoreError::TooLarge`]
-    /// before anything is written; [`StoreError::Log`] if the write fails.
+    /// `InvalidId`, `InvalidRecord` or `TooLarge`
+    /// before anything is written; `Log` if the write fails.
     pub async fn put(&self, id: &str, record: TaskRecord) -> Result<i64, StoreError> {
         let value = record.encode(id)?;
         self.append(id, Some(value)).await
@@ -188,7 +189,7 @@ impl TaskStore {
     /// it declared (and theirs, for children that generate), which are tombstoned first.
     ///
     /// # Errors
-    /// [`StoreError::NotFound`] if the store does not hold the task; as [`put`](Self::put)
+    /// `NotFound` if the store does not hold the task; as [`put`](Self::put)
     /// otherwise.
     pub async fn delete(&self, id: &str) -> Result<i64, StoreError> {
         validate_id(id)?;
@@ -214,8 +215,8 @@ impl TaskStore {
     /// is not written again: its current version is returned.
     ///
     /// # Errors
-    /// [`StoreError::NotFound`] if the store does not hold the task,
-    /// [`StoreError::Unreadable`] if its latest record is not a task record; as
+    /// `NotFound` if the store does not hold the task,
+    /// `Unreadable` if its latest record is not a task record; as
     /// [`put`](Self::put) otherwise.
     pub async fn set_state(&self, id: &str, state: DesiredState) -> Result<i64, StoreError> {
         let (mut record, version) = self.current(id).await?;
@@ -258,12 +259,13 @@ impl TaskStore {
             return Ok((task.record, task.version));
         }
         match view.invalid.remove(id) {
-            Some(invalid) => Err(StoreError::Unreadable {
+            Some(invalid) => Err(StoreDetail::Unreadable {
                 id: id.to_owned(),
                 topic: self.topic().to_owned(),
                 offset: invalid.offset,
                 reason: invalid.reason,
-            }),
+            }
+            .into()),
             None => Err(self.not_found(id)),
         }
     }
@@ -277,10 +279,11 @@ impl TaskStore {
     }
 
     fn not_found(&self, id: &str) -> StoreError {
-        StoreError::NotFound {
+        StoreDetail::NotFound {
             id: id.to_owned(),
             topic: self.topic().to_owned(),
         }
+        .into()
     }
 }
 
@@ -319,11 +322,18 @@ fn descendants(view: &StoreView, id: &str) -> Vec<Bytes> {
 pub struct StoreTail {
     /// The latest view; changes each time the offset advances. A clone outlives the tail but
     /// sees no change after it is dropped.
-    pub receiver: watch::Receiver<Arc<StoreView>>,
+    pub(crate) receiver: watch::Receiver<Arc<StoreView>>,
     task: JoinHandle<()>,
 }
 
 impl StoreTail {
+    unstable_pub! {
+        /// The channel the latest view travels on (for tests that watch every change).
+        pub fn receiver(&self) -> &watch::Receiver<Arc<StoreView>> {
+            &self.receiver
+        }
+    }
+
     /// The latest view.
     pub fn view(&self) -> Arc<StoreView> {
         self.receiver.borrow().clone()

@@ -2,10 +2,129 @@
 
 use kroupier_coordinator::log::LogError;
 
-/// A task store error.
+/// A task store error. Its message says what to do next; [`kind`](Self::kind) sorts it for
+/// code, [`task_id`](Self::task_id) names the task it concerns.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct StoreError(StoreDetail);
+
+/// What kind of [`StoreError`] happened, for code that acts on it (the message says the rest).
 #[non_exhaustive]
-pub enum StoreError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StoreErrorKind {
+    /// The task id cannot be stored (1 to 249 ASCII letters, digits, '.', '_' or '-').
+    InvalidId,
+    /// The record breaks a rule every reader checks (an empty kind, weight 0).
+    InvalidRecord,
+    /// The record's value is over [`MAX_VALUE_BYTES`](super::MAX_VALUE_BYTES); nothing was
+    /// written.
+    TooLarge,
+    /// No such task in the store.
+    NotFound,
+    /// The task's latest record is not a task record this version reads, so it cannot be
+    /// changed in place.
+    Unreadable,
+    /// The group id cannot name a topic; the store needs an explicit one.
+    InvalidTopic,
+    /// Reading or writing the topic failed; [`StoreError::log`] says how.
+    Log,
+    /// A read did not reach the end offset the broker reported.
+    Incomplete,
+    /// A generator's worker may no longer own the generator: it writes none of its children.
+    Fenced,
+    /// The task runs outside a worker with a task store, so it cannot declare children.
+    Disabled,
+}
+
+impl StoreError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> StoreErrorKind {
+        match &self.0 {
+            StoreDetail::InvalidId { .. } => StoreErrorKind::InvalidId,
+            StoreDetail::InvalidRecord { .. } => StoreErrorKind::InvalidRecord,
+            StoreDetail::TooLarge { .. } => StoreErrorKind::TooLarge,
+            StoreDetail::NotFound { .. } => StoreErrorKind::NotFound,
+            StoreDetail::Unreadable { .. } => StoreErrorKind::Unreadable,
+            StoreDetail::InvalidTopic { .. } => StoreErrorKind::InvalidTopic,
+            StoreDetail::Log(_) => StoreErrorKind::Log,
+            StoreDetail::Incomplete { .. } => StoreErrorKind::Incomplete,
+            StoreDetail::Fenced { .. } => StoreErrorKind::Fenced,
+            StoreDetail::Disabled => StoreErrorKind::Disabled,
+        }
+    }
+
+    /// The task the error concerns (for a batch write, the one that was refused), if one.
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.0 {
+            StoreDetail::InvalidId { id, .. }
+            | StoreDetail::InvalidRecord { id, .. }
+            | StoreDetail::TooLarge { id, .. }
+            | StoreDetail::NotFound { id, .. }
+            | StoreDetail::Unreadable { id, .. } => Some(id),
+            StoreDetail::Fenced { task, .. } => Some(task),
+            _ => None,
+        }
+    }
+
+    /// The topic log's error, for an error of kind [`Log`](StoreErrorKind::Log): its
+    /// [`kind`](LogError::kind) says whether the topic is missing or the principal may not use
+    /// it.
+    pub fn log(&self) -> Option<&LogError> {
+        match &self.0 {
+            StoreDetail::Log(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    unstable_pub! {
+        /// The store's topic, for the kinds whose message names it.
+        pub fn topic(&self) -> Option<&str> {
+            match &self.0 {
+                StoreDetail::NotFound { topic, .. }
+                | StoreDetail::Unreadable { topic, .. }
+                | StoreDetail::Incomplete { topic, .. } => Some(topic),
+                _ => None,
+            }
+        }
+    }
+
+    unstable_pub! {
+        /// The value's size and the limit, for an error of kind `TooLarge`.
+        pub fn too_large(&self) -> Option<(usize, usize)> {
+            match &self.0 {
+                StoreDetail::TooLarge { bytes, max, .. } => Some((*bytes, *max)),
+                _ => None,
+            }
+        }
+    }
+
+    unstable_pub! {
+        /// The group id and what Kafka refuses in it, for an error of kind `InvalidTopic`.
+        pub fn invalid_topic(&self) -> Option<(&str, &str)> {
+            match &self.0 {
+                StoreDetail::InvalidTopic { group, reason, .. } => Some((group, reason)),
+                _ => None,
+            }
+        }
+    }
+}
+
+impl From<StoreDetail> for StoreError {
+    fn from(detail: StoreDetail) -> Self {
+        Self(detail)
+    }
+}
+
+impl From<LogError> for StoreError {
+    fn from(error: LogError) -> Self {
+        Self(StoreDetail::Log(error))
+    }
+}
+
+/// The error itself, with the fields its message is made of (crate-internal: the store
+/// constructs it; users see the message, the [`StoreErrorKind`] and the accessors).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StoreDetail {
     /// The task id cannot be stored.
     #[error(
         "task id {id:?} is invalid: {reason}; a task id is 1 to 249 ASCII letters, digits, '.', '_' or '-' (as a Kafka topic name)"
@@ -76,7 +195,7 @@ pub enum StoreError {
     /// Reading or writing the topic failed (the message names the topic, the operation and
     /// the ACL or setting to change).
     #[error(transparent)]
-    Log(#[from] LogError),
+    Log(LogError),
     /// A read did not reach the end offset the broker reported.
     #[error(
         "reading task store topic {topic} stopped at offset {offset} before its end offset {end}: no records came; retry, and check the topic's partition leader"

@@ -2,7 +2,7 @@
 //! CLI, any worker's status API) and read by every worker.
 //!
 //! - [`TaskRecord`]: the record format (key = task id, value = JSON), its limits
-//!   ([`MAX_VALUE_BYTES`], [`MAX_ID_BYTES`]) and id rules ([`validate_id`]);
+//!   ([`MAX_VALUE_BYTES`], [`MAX_ID_BYTES`]) and id rules (checked by every write);
 //! - [`StoreView`]: what a reader builds from the records ([`StoredTask`]s, with their versions:
 //!   offsets);
 //! - [`tasks_topic`] and [`checkpoints_topic`]: the default topic names of a group;
@@ -91,9 +91,18 @@ mod topic;
 pub(crate) mod view;
 
 pub use client::{StoreTail, TaskStore};
-pub use error::StoreError;
-pub use record::{
-    DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord, validate_id,
-};
+pub(crate) use error::StoreDetail;
+pub use error::{StoreError, StoreErrorKind};
+pub use record::{DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord};
+// The id rules, checked by every write: for kroupier's command line, which refuses a bad id
+// before it asks the cluster anything.
+#[cfg(feature = "unstable")]
+pub use record::validate_id;
+#[cfg(not(feature = "unstable"))]
+pub(crate) use record::validate_id;
 pub use topic::{checkpoints_topic, tasks_topic};
-pub use view::{InvalidRecord, StoreView, StoredTask};
+pub use view::{StoreView, StoredTask};
+// The records a reader skipped: the status API and the worker's log report them; kroupier's
+// tests read them (`unstable`).
+#[cfg(feature = "unstable")]
+pub use view::InvalidRecord;

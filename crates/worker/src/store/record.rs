@@ -14,7 +14,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::StoreError;
+use super::{StoreDetail, StoreError};
 use crate::catalogue::TaskSpec;
 
 /// The largest record value the store writes: 512 KiB. Half of Kafka's default
@@ -126,34 +126,37 @@ impl TaskRecord {
     }
 
     /// The catalogue entry of this record under `id` (desired state and restart apart).
-    pub fn to_spec(&self, id: &str) -> TaskSpec {
+    pub(crate) fn to_spec(&self, id: &str) -> TaskSpec {
         TaskSpec::new(id, self.kind.clone(), self.config.clone()).with_weight(self.weight)
     }
 
+    unstable_pub! {
     /// The record's value, checked: a valid id, a non-empty kind, weight at least 1, at most
     /// [`MAX_VALUE_BYTES`].
     ///
     /// # Errors
-    /// [`StoreError::InvalidId`], [`StoreError::InvalidRecord`] or [`StoreError::TooLarge`];
+    /// `InvalidId`, `InvalidRecord` or `TooLarge`;
     /// nothing is written then.
     pub fn encode(&self, id: &str) -> Result<Bytes, StoreError> {
         validate_id(id)?;
-        self.check().map_err(|reason| StoreError::InvalidRecord {
+        self.check().map_err(|reason| StoreDetail::InvalidRecord {
             id: id.to_owned(),
             reason: reason.to_owned(),
         })?;
-        let value = serde_json::to_vec(self).map_err(|error| StoreError::InvalidRecord {
+        let value = serde_json::to_vec(self).map_err(|error| StoreDetail::InvalidRecord {
             id: id.to_owned(),
             reason: format!("its config does not serialize to JSON: {error}"),
         })?;
         if value.len() > MAX_VALUE_BYTES {
-            return Err(StoreError::TooLarge {
+            return Err(StoreDetail::TooLarge {
                 id: id.to_owned(),
                 bytes: value.len(),
                 max: MAX_VALUE_BYTES,
-            });
+            }
+            .into());
         }
         Ok(Bytes::from(value))
+    }
     }
 
     /// Reads a record's value.
@@ -184,6 +187,7 @@ impl TaskRecord {
     }
 }
 
+unstable_pub! {
 /// Checks a task id against the one rule every entry holds it to (the CLI, the status API's
 /// `PUT /tasks/{id}`, [`Catalogue`](crate::catalogue::Catalogue), the task store and its
 /// readers): Kafka's rule for topic names. Non-empty, at most [`MAX_ID_BYTES`] characters, only
@@ -192,7 +196,7 @@ impl TaskRecord {
 /// that needs quoting there.
 ///
 /// # Errors
-/// [`StoreError::InvalidId`] saying which rule the id breaks.
+/// `InvalidId` saying which rule the id breaks.
 pub fn validate_id(id: &str) -> Result<(), StoreError> {
     let reason = if id.is_empty() {
         "it is empty".to_owned()
@@ -206,10 +210,12 @@ pub fn validate_id(id: &str) -> Result<(), StoreError> {
     } else {
         return Ok(());
     };
-    Err(StoreError::InvalidId {
+    Err(StoreDetail::InvalidId {
         id: id.to_owned(),
         reason,
-    })
+    }
+    .into())
+}
 }
 
 #[cfg(test)]
@@ -217,6 +223,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::store::StoreErrorKind;
 
     #[test]
     fn writes_the_documented_value_format() {
@@ -259,7 +266,7 @@ mod tests {
     #[test]
     fn refuses_to_encode_what_readers_would_skip() {
         let error = TaskRecord::new("", json!({})).encode("t").unwrap_err();
-        assert!(matches!(error, StoreError::InvalidRecord { .. }), "{error}");
+        assert!(error.kind() == StoreErrorKind::InvalidRecord, "{error}");
         let error = TaskRecord::new("beat", json!({}))
             .with_weight(0)
             .encode("t")
@@ -279,18 +286,15 @@ mod tests {
         // What breaks tables, URLs and file names: refused, saying what an id may hold.
         for id in ["✓\n", "x/y", "a b", "é", "t@3", "a:b", "a\\b", "\0"] {
             let error = validate_id(id).unwrap_err();
-            assert!(
-                matches!(error, StoreError::InvalidId { .. }),
-                "{id:?}: {error}"
-            );
+            assert!(error.kind() == StoreErrorKind::InvalidId, "{id:?}: {error}");
             assert!(error.to_string().contains("it holds"), "{error}");
         }
         let error = TaskRecord::new("beat", json!({})).encode("").unwrap_err();
-        assert!(matches!(error, StoreError::InvalidId { .. }), "{error}");
+        assert!(error.kind() == StoreErrorKind::InvalidId, "{error}");
         let error = TaskRecord::new("beat", json!({}))
             .encode("x/y")
             .unwrap_err();
-        assert!(matches!(error, StoreError::InvalidId { .. }), "{error}");
+        assert!(error.kind() == StoreErrorKind::InvalidId, "{error}");
     }
 
     #[test]
@@ -301,9 +305,10 @@ mod tests {
         assert_eq!(fits.encode("t").unwrap().len(), MAX_VALUE_BYTES);
         let over = TaskRecord::new("k", json!("x".repeat(MAX_VALUE_BYTES - frame + 1)));
         match over.encode("t").unwrap_err() {
-            StoreError::TooLarge { id, bytes, max } => {
+            error if error.kind() == StoreErrorKind::TooLarge => {
+                let (bytes, max) = error.too_large().unwrap();
                 assert_eq!(
-                    (id.as_str(), bytes, max),
+                    (error.task_id().unwrap(), bytes, max),
                     ("t", MAX_VALUE_BYTES + 1, MAX_VALUE_BYTES)
                 );
             }

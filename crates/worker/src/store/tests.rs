@@ -115,7 +115,9 @@ async fn puts_many_tasks_in_batches_that_fit_a_record() {
         ("bad".to_owned(), beat().with_weight(0)),
     ];
     match store.put_all(tasks).await {
-        Err(StoreError::InvalidRecord { id, .. }) => assert_eq!(id, "bad"),
+        Err(e) if e.kind() == StoreErrorKind::InvalidRecord => {
+            assert_eq!(e.task_id(), Some("bad"))
+        }
         other => panic!("expected InvalidRecord, got {other:?}"),
     }
     assert_eq!(store.read_all().await.unwrap(), view);

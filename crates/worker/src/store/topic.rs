@@ -6,7 +6,7 @@
 //! (`tasks.store.topic`, `tasks.checkpoint.topic`) rather than a silently mangled one, which two
 //! groups could end up sharing.
 
-use super::StoreError;
+use super::{StoreDetail, StoreError};
 
 /// The longest topic name Kafka accepts.
 pub(crate) const MAX_TOPIC_NAME_BYTES: usize = 249;
@@ -14,7 +14,7 @@ pub(crate) const MAX_TOPIC_NAME_BYTES: usize = 249;
 /// The task store's topic of `group`: `kroupier-tasks-<group>`.
 ///
 /// # Errors
-/// [`StoreError::InvalidTopic`] if the group id is empty, holds a character Kafka refuses in
+/// `InvalidTopic` if the group id is empty, holds a character Kafka refuses in
 /// topic names, or makes the name longer than 249 characters.
 pub fn tasks_topic(group: &str) -> Result<String, StoreError> {
     topic_of("kroupier-tasks-", group, "tasks.store.topic")
@@ -29,10 +29,13 @@ pub fn checkpoints_topic(group: &str) -> Result<String, StoreError> {
 }
 
 fn topic_of(prefix: &str, group: &str, setting: &'static str) -> Result<String, StoreError> {
-    let invalid = |reason: String| StoreError::InvalidTopic {
-        group: group.to_owned(),
-        reason,
-        setting,
+    let invalid = |reason: String| -> StoreError {
+        StoreDetail::InvalidTopic {
+            group: group.to_owned(),
+            reason,
+            setting,
+        }
+        .into()
     };
     if group.is_empty() {
         return Err(invalid("the group id is empty".to_owned()));
@@ -58,6 +61,7 @@ fn topic_of(prefix: &str, group: &str, setting: &'static str) -> Result<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::StoreErrorKind;
 
     #[test]
     fn names_the_topics_after_the_group() {
@@ -74,7 +78,7 @@ mod tests {
             let error = tasks_topic(group).unwrap_err();
             let message = error.to_string();
             assert!(
-                matches!(error, StoreError::InvalidTopic { .. }),
+                error.kind() == StoreErrorKind::InvalidTopic,
                 "{group:?}: {error:?}"
             );
             assert!(message.contains("tasks.store.topic"), "{message}");

@@ -46,6 +46,7 @@ impl StoredTask {
 
 /// A record a reader skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct InvalidRecord {
     /// Its offset.
     pub offset: i64,
@@ -61,16 +62,26 @@ pub struct StoreView {
     /// The stored tasks by id.
     pub tasks: BTreeMap<String, StoredTask>,
     /// Tasks whose latest record is not a task record, by id (a key that is not UTF-8 shows
-    /// with its bytes replaced as by [`String::from_utf8_lossy`]).
-    pub invalid: BTreeMap<String, InvalidRecord>,
+    /// with its bytes replaced as by [`String::from_utf8_lossy`]). The status API and the
+    /// worker's log report them.
+    pub(crate) invalid: BTreeMap<String, InvalidRecord>,
     /// What the store holds of generators: claims, removed children, ignored writes.
     pub(crate) lineage: Lineage,
 }
 
 impl StoreView {
+    unstable_pub! {
+        /// Tasks whose latest record is not a task record, by id (for kroupier's tests).
+        pub fn invalid(&self) -> &BTreeMap<String, InvalidRecord> {
+            &self.invalid
+        }
+    }
+
+    unstable_pub! {
     /// An empty view at offset 0.
     pub fn new() -> Self {
         Self::default()
+    }
     }
 
     /// Applies one record read from the topic; ignored when its offset is below
@@ -79,6 +90,7 @@ impl StoreView {
         self.apply_parts(record.offset, &record.key, record.value.as_deref());
     }
 
+    unstable_pub! {
     /// Applies the record at `offset` (a `value` of `None` is a tombstone); ignored when
     /// `offset` is below [`offset`](Self::offset). Records must come in offset order.
     pub fn apply_parts(&mut self, offset: i64, key: &[u8], value: Option<&[u8]>) {
@@ -140,6 +152,7 @@ impl StoreView {
                 self.skip(id.to_owned(), offset, Some(value), reason);
             }
         }
+    }
     }
 
     /// Whether the write at `offset` to `id` comes from an older owner of its generator than

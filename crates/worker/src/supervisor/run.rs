@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointDetail, CheckpointError};
 use crate::context::{ProgressSink, TaskContext, TaskServices};
 use crate::exactly_once::ExactlyOnce;
 use crate::lease::{FencingToken, Lease, TaskLease};
@@ -29,7 +29,7 @@ use crate::secrets::{ConfigProviders, Secrets};
 use crate::status::model::{TaskState, TaskTable, unix_ms};
 use crate::supervisor::policy::RestartPolicy;
 use crate::supervisor::{Slot, lock};
-use crate::task::{Registry, RunFuture, TaskConfigError, TaskError};
+use crate::task::{Registry, RunFuture, TaskConfigDetail, TaskConfigError, TaskError};
 
 /// What every run of one supervisor shares.
 #[derive(Debug)]
@@ -183,9 +183,9 @@ impl Running {
             return;
         }
         if self.spec.is_none() {
-            let error = TaskConfigError::NotInCatalogue {
+            let error = TaskConfigError::from(TaskConfigDetail::NotInCatalogue {
                 task_id: self.task_id.to_string(),
-            };
+            });
             tracing::warn!(task = %self.task_id, %error, "task not started");
             self.finish(TaskState::Failed, Some(error.to_string()));
             return;
@@ -314,11 +314,11 @@ impl Running {
         let resolved = match self.shared.providers.resolve(&spec.config) {
             Ok(resolved) => resolved,
             Err(unresolved) => {
-                let error = TaskConfigError::InvalidConfig {
+                let error = TaskConfigError::from(TaskConfigDetail::InvalidConfig {
                     task_id: spec.id.clone(),
                     kind: spec.kind.clone(),
                     message: unresolved.to_string(),
-                };
+                });
                 tracing::warn!(task = %id, %error, "task config rejected");
                 self.finish(TaskState::Failed, Some(error.to_string()));
                 return None;
@@ -400,7 +400,7 @@ async fn fenced_first(
         .checkpoints
         .get()
         .cloned()
-        .ok_or_else(|| TaskError::failed(CheckpointError::Disabled))?;
+        .ok_or_else(|| TaskError::failed(CheckpointError::from(CheckpointDetail::Disabled)))?;
     let id: Arc<str> = ctx.task_id().into();
     let producer = ExactlyOnce::open(checkpoints, lease).await?;
     let _slot = FencedSlot::put(shared, id, producer);

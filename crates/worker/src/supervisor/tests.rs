@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::*;
 use crate::catalogue::TaskSpec;
 use crate::context::TaskContext;
-use crate::lease::LeaseError;
+use crate::lease::{LeaseError, LeaseErrorKind};
 use crate::task::{Task, TaskError};
 
 /// Returns when cancelled.
@@ -311,9 +311,9 @@ async fn lease_is_invalid_as_soon_as_revoke_is_called() {
     let stopping = f.supervisor.revoke(["exposed"]);
     assert_eq!(
         ctx.check_lease(),
-        Err(LeaseError::Revoked {
+        Err(LeaseError::from(crate::lease::LeaseDetail::Revoked {
             task_id: "exposed".into()
-        })
+        }))
     );
     assert_eq!(stopping.await.graceful, ["exposed"]);
 }
@@ -385,7 +385,7 @@ async fn stop_all_is_bounded_by_its_deadline() {
     assert_eq!(report.aborted, ["stubborn"]);
     assert!(matches!(
         ctx.check_lease(),
-        Err(LeaseError::ShuttingDown { .. })
+        Err(e) if e.kind() == LeaseErrorKind::ShuttingDown
     ));
     assert!(f.supervisor.table().snapshot().is_empty());
     assert_eq!(
