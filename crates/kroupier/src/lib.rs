@@ -127,10 +127,12 @@ pub mod connection {
 /// as a public API): implement [`GroupProtocol`](protocol::GroupProtocol) — its metadata and
 /// the leader's assignment — and run it with [`Member`](protocol::Member). The member joins,
 /// syncs, heartbeats, fences itself when it may have lost its generation, and reports what
-/// happens as [`MemberEvent`](protocol::MemberEvent)s.
+/// happens as one ordered stream of [`MemberEvent`](protocol::MemberEvent)s, which the
+/// protocol's owner acts on.
 pub mod protocol {
     pub use kroupier_coordinator::driver::{
-        Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
+        Member, MemberConfig, MemberError, MemberEvent, MemberEvents, MemberHandle, MemberStatus,
+        RebalanceTimes, SharedEvents,
     };
     pub use kroupier_coordinator::membership::{
         AssignContext, AssignError, FatalError, FencingToken, Generation, GroupMember,

@@ -8,19 +8,19 @@
 //!
 //! The worker loop has two halves, as the membership has: a sans-IO
 //! `reconciler` decides, on virtual time in its tests, and a short tokio loop (`run/`) feeds it
-//! the member's events and the end of the stops it started, and carries out its actions.
+//! the member's events (one ordered stream that drops nothing) and the end of the stops it
+//! started, and carries out its actions.
 //!
 //! ```text
 //!  member event / input      reconciler decides                        loop does (runtime)
 //!  ──────────────────────    ───────────────────────────────────────   ──────────────────────────
-//!  Revoked (callback)        —                                         rebalance_started; eager: revoke_all
-//!  Revoked (event)           ack once revoked tasks stopped            revocations_done → JoinGroup
+//!  Revoked                   —                                         rebalance_started; eager: revoke_all
+//!                            ack once revoked tasks stopped            revocations_done → JoinGroup
 //!  Assigned                  Apply (lost tasks after their hold; a     apply(change), then await its
 //!                            static takeover after the old lease)      revocations if asked
 //!  revocations stopped       Rejoin (cooperative follow-up)            rejoin, if still current
-//!  Lagged                    ack the held revocation, apply current    —
 //!  lease extended            —                                         extend_lease(valid_until)
-//!  Lost (callback / event)   drop every wait, hold and follow-up       lost(deadline)
+//!  Lost                      drop every wait, hold and follow-up       lost(deadline)
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
 //!  task store view moved     —                                         new effective catalogue; the

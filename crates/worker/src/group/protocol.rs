@@ -1,18 +1,21 @@
-//! [`WorkerProtocol`]: the kroupier [`GroupProtocol`] — what a worker offers at JoinGroup, how
-//! the leader assigns, and what happens at once when a generation is revoked or lost.
+//! [`WorkerProtocol`]: the kroupier [`GroupProtocol`] — what a worker offers at JoinGroup and
+//! how the leader assigns — and what the worker loop does at once, from the member's events,
+//! when a generation is assigned, revoked or lost.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kroupier_assignor::{Assignor, RebalanceProtocol, TaskSet, UnplacedReason};
+use kroupier_coordinator::driver::MemberStatus;
 use kroupier_coordinator::membership::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, ProtocolMetadata,
 };
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
@@ -39,7 +42,7 @@ impl fmt::Debug for Stopping {
     }
 }
 
-/// What the protocol remembers between callbacks.
+/// What the protocol remembers between the member's events.
 #[derive(Debug, Default)]
 struct State {
     /// The leader's memory of the round it last completed (committed on `on_assigned`).
@@ -140,11 +143,14 @@ pub(crate) struct AssignedFrom {
 ///   their kind, resolves claims by generation, runs the selected assignor and encodes each
 ///   member's full target set and revocations; the cooperative cross-round state stays here
 ///   between the rounds this member leads.
-/// - `on_revoked`: marks the status as rebalancing; with an eager assignor also cancels every
-///   task, and hands the wait for their stop to the worker loop, which acknowledges the
+///
+/// The worker loop reads the member's events and calls, in their order:
+/// - [`assigned`](Self::assigned): the generation is live; the leader's memory is confirmed.
+/// - [`revoked`](Self::revoked): marks the status as rebalancing; with an eager assignor also
+///   cancels every task, and hands the wait for their stop to the loop, which acknowledges the
 ///   revocation (the join gate) only once they stopped.
-/// - `on_lost`: stops every task at once (lease checks fail from the call), within the
-///   self-fencing margin.
+/// - [`lost`](Self::lost): stops every task at once (lease checks fail from the call), within
+///   the self-fencing margin.
 ///
 /// Assignments themselves are applied by the worker loop, which also knows the lease.
 pub(crate) struct WorkerProtocol {
@@ -155,6 +161,9 @@ pub(crate) struct WorkerProtocol {
     abort_timeout: Duration,
     /// What this worker's fast-failover links proved (see `proof.rs`).
     proofs: Arc<Proofs>,
+    /// The member's status, as its driver publishes it before every request: whether the
+    /// member still holds a generation when the driver reads the metadata for a JoinGroup.
+    member: OnceLock<watch::Receiver<MemberStatus>>,
     state: Mutex<State>,
 }
 
@@ -172,8 +181,23 @@ impl WorkerProtocol {
             self_fence_margin,
             abort_timeout,
             proofs: Arc::default(),
+            member: OnceLock::new(),
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Reads the member's `status` from now on: a JoinGroup after a loss, which the driver
+    /// sends before the worker loop has taken the loss in, then claims nothing.
+    pub(crate) fn follow_member(&self, status: watch::Receiver<MemberStatus>) {
+        let _ = self.member.set(status);
+    }
+
+    /// Whether the member holds a generation (a lease), as its driver last published; `true`
+    /// before [`follow_member`](Self::follow_member).
+    fn holds_generation(&self) -> bool {
+        self.member
+            .get()
+            .is_none_or(|status| status.borrow().lease.is_some())
     }
 
     /// The runtime this protocol drives.
@@ -296,6 +320,90 @@ impl WorkerProtocol {
         self.state().assigned_from
     }
 
+    /// The member's assignment for `generation` arrived ([`MemberEvent::Assigned`]): its
+    /// generation is live, and what this member led is confirmed (or forgotten if another
+    /// led). The worker loop calls it before it decodes and applies `assignment`; the next
+    /// JoinGroup, which the join gate holds until the loop has applied it and stopped what it
+    /// revokes, reads the metadata this leaves.
+    ///
+    /// [`MemberEvent::Assigned`]: kroupier_coordinator::membership::MemberEvent::Assigned
+    pub(crate) fn assigned(&self, generation: &Generation, assignment: &Bytes) {
+        let mut state = self.state();
+        state.leader_reads_compressed = crate::protocol::sender_reads_compressed(assignment);
+        state.live = Some((generation.generation_id, generation.member_id.clone()));
+        state.eager_previous = None;
+        if generation.is_leader() {
+            if let Some(pending) = state.pending.take() {
+                state.memory = Some(pending);
+            }
+            state.assigned_from = state
+                .pending_from
+                .take()
+                .filter(|from| from.generation == generation.generation_id);
+        } else {
+            // Another member led: this one's memory is stale from now on.
+            state.memory = None;
+            state.pending = None;
+            state.pending_from = None;
+            state.assigned_from = None;
+        }
+    }
+
+    /// A rebalance of `generation` started ([`MemberEvent::Revoked`]): status shows it; with
+    /// an eager assignor every task stops now (lease checks fail from this call) and the stop
+    /// waits in [`take_revocation`](Self::take_revocation) for the loop, which acknowledges
+    /// the revocation (the join gate) once it is done: the next JoinGroup still claims what
+    /// was held.
+    ///
+    /// [`MemberEvent::Revoked`]: kroupier_coordinator::membership::MemberEvent::Revoked
+    pub(crate) fn revoked(&self, generation: &Generation) {
+        self.runtime.rebalance_started();
+        let mut state = self.state();
+        if self.is_eager(&generation.protocol_name) {
+            // Eager: stop everything before the rejoin (lease checks fail from this call).
+            state.eager_previous = Some(self.runtime.owned());
+            drop(state);
+            let stopping = Stopping(Box::pin(self.runtime.revoke_all()));
+            self.state().revocation = Some(stopping);
+        }
+    }
+
+    /// The generation is gone ([`MemberEvent::Lost`]): every task stops at once (lease checks
+    /// fail from this call), within the self-fencing margin, and this member forgets what it
+    /// led and claimed. Until the loop calls this, [`protocols`](GroupProtocol::protocols)
+    /// already claims nothing: it reads the member's status, which the driver updates before
+    /// it sends the JoinGroup that follows a loss.
+    ///
+    /// [`MemberEvent::Lost`]: kroupier_coordinator::membership::MemberEvent::Lost
+    pub(crate) fn lost(&self, generation: Option<&Generation>, reason: &LostReason) {
+        {
+            let mut state = self.state();
+            state.memory = None;
+            state.pending = None;
+            state.pending_from = None;
+            state.assigned_from = None;
+            state.eager_previous = None;
+            state.held_claims.clear();
+            state.live = None;
+            state.leader_reads_compressed = false;
+            // The loss stops every task within its own bound; nothing to acknowledge.
+            state.revocation = None;
+        }
+        // The group may hand the tasks to others once the margin after the self-fencing
+        // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
+        let deadline = match reason.fence_deadline() {
+            Some(deadline) => Instant::from_std(deadline) + self.self_fence_margin,
+            None => Instant::now() + self.abort_timeout,
+        };
+        tracing::warn!(
+            generation = generation.map(|g| g.generation_id),
+            ?reason,
+            "membership lost; stopping every task"
+        );
+        // The stop runs in its own tokio task; the wait is not needed here.
+        drop(self.runtime.lost(deadline));
+    }
+
     /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
     pub(crate) fn is_eager(&self, name: &str) -> bool {
         self.assignor(name)
@@ -330,13 +438,19 @@ impl GroupProtocol for WorkerProtocol {
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
         let mut metadata = self.runtime.metadata();
+        // A loss the worker loop has not taken in yet (the driver rejoins at once): what the
+        // runtime still holds is being stopped, and is claimed no more, as after `lost`.
+        let holds_generation = self.holds_generation();
+        if !holds_generation {
+            metadata.owned.clear();
+        }
         let state = self.state();
-        if let Some(previous) = &state.eager_previous {
+        if holds_generation && let Some(previous) = &state.eager_previous {
             for (task, generation) in previous {
                 metadata.owned.entry(task.clone()).or_insert(*generation);
             }
         }
-        for (task, generation) in &state.held_claims {
+        for (task, generation) in state.held_claims.iter().filter(|_| holds_generation) {
             metadata.owned.entry(task.clone()).or_insert(*generation);
         }
         metadata.leaving = state.leaving;
@@ -355,7 +469,7 @@ impl GroupProtocol for WorkerProtocol {
             metadata.held = held.clone();
             metadata.hold_left = Some(*until - now);
         }
-        let compressed = state.leader_reads_compressed;
+        let compressed = state.leader_reads_compressed && holds_generation;
         drop(state);
         // Compressed only for a leader known to read it; a member new to the group (or one
         // that lost its membership) writes plain metadata, which every build reads.
@@ -515,74 +629,6 @@ impl GroupProtocol for WorkerProtocol {
             ahead: outcome.ahead,
         });
         Ok(outcome.assignments)
-    }
-
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        // The worker loop applies `assignment`; the metadata of the next JoinGroup is read
-        // from the runtime right before it is sent, which the join gate holds until the loop
-        // has applied this assignment and stopped what it revokes.
-        // The worker loop decodes and applies `assignment` (and notes its leader), off this
-        // callback, which must stay cheap.
-        let mut state = self.state();
-        state.leader_reads_compressed = crate::protocol::sender_reads_compressed(assignment);
-        state.live = Some((generation.generation_id, generation.member_id.clone()));
-        state.eager_previous = None;
-        if generation.is_leader() {
-            if let Some(pending) = state.pending.take() {
-                state.memory = Some(pending);
-            }
-            state.assigned_from = state
-                .pending_from
-                .take()
-                .filter(|from| from.generation == generation.generation_id);
-        } else {
-            // Another member led: this one's memory is stale from now on.
-            state.memory = None;
-            state.pending = None;
-            state.pending_from = None;
-            state.assigned_from = None;
-        }
-    }
-
-    fn on_revoked(&self, generation: &Generation) {
-        self.runtime.rebalance_started();
-        let mut state = self.state();
-        if self.is_eager(&generation.protocol_name) {
-            // Eager: stop everything before the rejoin (lease checks fail from this call).
-            state.eager_previous = Some(self.runtime.owned());
-            drop(state);
-            let stopping = Stopping(Box::pin(self.runtime.revoke_all()));
-            self.state().revocation = Some(stopping);
-        }
-    }
-
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        {
-            let mut state = self.state();
-            state.memory = None;
-            state.pending = None;
-            state.pending_from = None;
-            state.assigned_from = None;
-            state.eager_previous = None;
-            state.held_claims.clear();
-            state.live = None;
-            state.leader_reads_compressed = false;
-            // The loss stops every task within its own bound; nothing to acknowledge.
-            state.revocation = None;
-        }
-        // The group may hand the tasks to others once the margin after the self-fencing
-        // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
-        let deadline = match reason.fence_deadline() {
-            Some(deadline) => Instant::from_std(deadline) + self.self_fence_margin,
-            None => Instant::now() + self.abort_timeout,
-        };
-        tracing::warn!(
-            generation = generation.map(|g| g.generation_id),
-            ?reason,
-            "membership lost; stopping every task"
-        );
-        // The stop runs in its own tokio task; the wait is not needed here.
-        drop(self.runtime.lost(deadline));
     }
 }
 
@@ -816,7 +862,7 @@ mod tests {
     #[test]
     fn assignments_carry_the_generation_and_leader_of_the_round() {
         // A fresh protocol that saw no generation leads generation 7: the assignment records
-        // the JoinGroup's generation and this member's id, not a guess from earlier callbacks.
+        // the JoinGroup's generation and this member's id, not a guess from earlier events.
         let p = protocol(&["cooperative"]);
         let other = protocol(&["cooperative"]);
         let members = [
@@ -854,7 +900,7 @@ mod tests {
         };
         let mut assignment = Assignment::new("m1", 5);
         assignment.tasks = ids(&["t-0", "t-1"]);
-        p.on_assigned(
+        p.assigned(
             &generation(5, "cooperative"),
             &Bytes::from(assignment.encode()),
         );
@@ -868,12 +914,12 @@ mod tests {
         let mut next = Assignment::new("m1", 6);
         next.tasks = ids(&["t-0", "t-2"]);
         next.revoked = ids(&["t-1"]);
-        p.on_assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
+        p.assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
         let _ = runtime.apply(&change(6, &["t-0", "t-2"], &["t-1"])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
 
         // Lost: every task stops at once and the metadata claims nothing.
-        p.on_lost(
+        p.lost(
             Some(&generation(6, "cooperative")),
             &LostReason::HeartbeatTimeout {
                 deadline: std::time::Instant::now(),
@@ -932,7 +978,7 @@ mod tests {
 
         // Assigned by a leader that reads envelopes, the member's metadata may travel
         // compressed, and says what it owns.
-        p.on_assigned(&generation(1, "cooperative"), &assignments[0].assignment);
+        p.assigned(&generation(1, "cooperative"), &assignments[0].assignment);
         let _ = runtime
             .apply(&AssignmentChange {
                 token: FencingToken::new(1, "m1"),
@@ -955,13 +1001,13 @@ mod tests {
         // A leader of an older build (its assignment is version 2) gets plain metadata.
         let mut older = mine.clone();
         older.generation = 2;
-        p.on_assigned(
+        p.assigned(
             &generation(2, "cooperative"),
             &as_version_2(&older.encode()),
         );
         assert!(!is_envelope(&p.protocols()[0].metadata));
         // ... and compressed again once the leader reads envelopes.
-        p.on_assigned(&generation(3, "cooperative"), &assignments[0].assignment);
+        p.assigned(&generation(3, "cooperative"), &assignments[0].assignment);
         assert!(is_envelope(&p.protocols()[0].metadata));
     }
 
@@ -969,7 +1015,7 @@ mod tests {
     fn only_the_live_generation_is_applied_and_extended() {
         let p = protocol(&["cooperative"]);
         assert_eq!(p.if_live(1, "m1", || 7), None, "nothing assigned yet");
-        p.on_assigned(&generation(1, "cooperative"), &Bytes::new());
+        p.assigned(&generation(1, "cooperative"), &Bytes::new());
         assert_eq!(p.if_live(1, "m1", || 7), Some(7));
         assert_eq!(p.if_live(1, "m2", || 7), None);
         let mut extended = false;
@@ -991,7 +1037,7 @@ mod tests {
                 leader_catalogue_fingerprint: None,
             })
             .await;
-        p.on_revoked(&generation(3, "sticky"));
+        p.revoked(&generation(3, "sticky"));
         assert!(runtime.owned().is_empty(), "eager: everything stops");
         assert!(runtime.board().is_rebalancing());
         assert_eq!(owned(&p), [("t-0".into(), 3), ("t-1".into(), 3)]);
@@ -1009,7 +1055,7 @@ mod tests {
                 leader_catalogue_fingerprint: None,
             })
             .await;
-        p.on_revoked(&generation(3, "cooperative"));
+        p.revoked(&generation(3, "cooperative"));
         assert_eq!(runtime.owned().len(), 1);
     }
 

@@ -10,7 +10,6 @@
 //! [`handle_assigned`](Reconciler::handle_assigned) then
 //! [`handle_applied`](Reconciler::handle_applied) once the loop tried the apply,
 //! [`handle_revoked`](Reconciler::handle_revoked), [`handle_lost`](Reconciler::handle_lost),
-//! [`handle_lagged`](Reconciler::handle_lagged),
 //! [`handle_revocations_stopped`](Reconciler::handle_revocations_stopped),
 //! [`handle_revoked_stopped`](Reconciler::handle_revoked_stopped),
 //! [`handle_timeout`](Reconciler::handle_timeout). Outputs:
@@ -321,28 +320,6 @@ impl Reconciler {
         self.ack = None;
         self.stopping = false;
         self.held = None;
-    }
-
-    /// The loop missed some of the member's events: `join_held` is the revocation the member
-    /// waits for, if any (`eager_stop` as in [`handle_revoked`](Self::handle_revoked)), and
-    /// `current` its current stable assignment, applied if it is not the last one applied.
-    pub(crate) fn handle_lagged(
-        &mut self,
-        now: Instant,
-        join_held: Option<i32>,
-        eager_stop: bool,
-        current: Option<Assigned>,
-    ) {
-        if let Some(generation) = join_held {
-            self.ack = Some(generation);
-            self.stopping |= eager_stop;
-        }
-        if let Some(assigned) = current
-            && self.stable.as_ref() != Some(&assigned.token)
-        {
-            self.handle_assigned(now, assigned);
-        }
-        self.maybe_ack();
     }
 
     /// The revocations of the assignment of `generation` have stopped.

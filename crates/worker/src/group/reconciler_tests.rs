@@ -189,46 +189,6 @@ fn a_lost_generation_s_apply_is_not_recorded() {
 }
 
 #[test]
-fn a_lagging_loop_acknowledges_the_held_revocation_and_applies_the_current_assignment() {
-    let base = Instant::now();
-    let mut r = reconciler(Takeover::Clean);
-    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
-    applied(&mut r);
-    // Missed: generation 2's assignment, then a revocation whose gate now waits.
-    r.handle_lagged(
-        base + ms(50),
-        Some(2),
-        false,
-        Some(assigned(base, 2, &["a", "b"], &[])),
-    );
-    let actions = actions(&mut r);
-    assert!(
-        matches!(actions.as_slice(), [Action::Apply { change, .. }, Action::AckRevocation { generation: 2 }] if change.run == set(&["a", "b"])),
-        "{actions:?}"
-    );
-}
-
-#[test]
-fn a_lagging_loop_does_not_apply_the_same_assignment_twice() {
-    let base = Instant::now();
-    let mut r = reconciler(Takeover::Clean);
-    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
-    applied(&mut r);
-    r.handle_lagged(base, None, false, Some(assigned(base, 1, &["a"], &[])));
-    assert!(actions(&mut r).is_empty());
-}
-
-#[test]
-fn a_lagging_loop_waits_for_an_eager_stop_before_acknowledging() {
-    let base = Instant::now();
-    let mut r = reconciler(Takeover::Clean);
-    r.handle_lagged(base, Some(3), true, None);
-    assert!(actions(&mut r).is_empty());
-    r.handle_revoked_stopped();
-    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 3 }]);
-}
-
-#[test]
 fn a_static_takeover_starts_nothing_until_the_old_process_lease_has_ended() {
     let base = Instant::now();
     let mut r = reconciler(Takeover::MustWait);

@@ -86,7 +86,10 @@ pub(crate) async fn spawn(
     let fast = FastFailoverStart::prepare(&config, provable, advertised_addr, description).await;
 
     let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;
+    // The worker loop owns the member's event stream; the protocol reads the member's status
+    // for the metadata of a JoinGroup that follows a loss the loop has not taken in yet.
     let member_events = member.events();
+    protocol.follow_member(member.status());
     tokio::spawn(driver);
     let (failover, fast_failover) = fast.run(&config, &protocol, &member);
 

@@ -1,53 +1,32 @@
-//! What the loop hands the reconciler: an assignment with its lease, checked; and the member's
-//! current status when the loop fell behind its events.
+//! What the loop hands the reconciler: an assignment with its lease, decoded and checked.
 
-use std::time::Duration;
-
-use kroupier_coordinator::driver::MemberStatus;
-use kroupier_coordinator::membership::{FencingToken, Lease, MemberState};
+use kroupier_coordinator::membership::{FencingToken, Generation};
 use tokio::time::Instant;
 
-use super::{Loop, Stops};
-use crate::group::reconciler::{Assigned, Reconciler};
+use super::Loop;
+use crate::group::reconciler::Assigned;
 use crate::protocol::Assignment;
 
 impl Loop {
-    /// The loop missed events: catch up from the member's current status.
-    pub(super) async fn lagged(&self, reconciler: &mut Reconciler, stops: &mut Stops) {
-        let now = self.member.current();
-        // A revocation whose rejoin waits for this loop may be among the skipped events.
-        let join_held = now.join_held;
-        if join_held.is_some() && stops.stopping.is_none() {
-            stops.stopping = self.protocol.take_revocation();
-        }
-        // So may an assignment: the current one is applied if it was not.
-        let current = match (now.state, now.generation.as_ref(), now.assignment.as_ref()) {
-            (MemberState::Stable, Some(generation), Some(bytes)) => {
-                self.assigned(&generation.token(), bytes).await
-            }
-            _ => None,
-        };
-        reconciler.handle_lagged(Instant::now(), join_held, stops.stopping.is_some(), current);
-    }
-
-    /// What the reconciler needs of an assignment: its lease, leader and assignor, and the
-    /// decoded bytes; `None` if the assignment is already stale.
-    pub(super) async fn assigned(&self, token: &FencingToken, bytes: &[u8]) -> Option<Assigned> {
-        let Some((lease, leader, protocol)) = self.lease_for(token).await else {
-            tracing::debug!(
-                generation = token.generation_id,
-                "assignment superseded before it applied"
-            );
-            return None;
-        };
+    /// What the reconciler needs of the assignment of `generation` (SyncGroup's answer, its
+    /// lease valid until `valid_until`): its lease, leader and assignor, and the decoded
+    /// bytes.
+    pub(super) fn assigned(
+        &self,
+        generation: &Generation,
+        valid_until: Instant,
+        bytes: &[u8],
+    ) -> Assigned {
+        let token = generation.token();
         let mut rejected = false;
         let assignment = if bytes.is_empty() {
             None
         } else {
             match Assignment::decode(bytes) {
                 Ok(assignment) => {
-                    self.protocol.note_leader(&leader, &assignment);
-                    Some(self.checked(assignment, token))
+                    self.protocol
+                        .note_leader(&generation.leader_id, &assignment);
+                    Some(self.checked(assignment, &token))
                 }
                 Err(error) => {
                     tracing::error!(
@@ -59,14 +38,14 @@ impl Loop {
                 }
             }
         };
-        Some(Assigned {
-            token: token.clone(),
-            leader,
-            eager: self.protocol.is_eager(&protocol),
+        Assigned {
+            token,
+            leader: generation.leader_id.clone(),
+            eager: self.protocol.is_eager(&generation.protocol_name),
             assignment,
-            valid_until: Instant::from_std(lease.valid_until),
+            valid_until,
             rejected,
-        })
+        }
     }
 
     /// Drops what no leader may ask of this worker, with a logged reason: tasks its catalogue
@@ -152,32 +131,6 @@ impl Loop {
             );
         }
         assignment
-    }
-
-    /// Waits (briefly) until the member's status shows the lease of `token`; with the leader's
-    /// member id and the protocol (assignor) the group selected.
-    pub(super) async fn lease_for(&self, token: &FencingToken) -> Option<(Lease, String, String)> {
-        let mut status = self.member.status();
-        let settled = |s: &MemberStatus| {
-            s.stopped
-                || s.lease.as_ref().is_some_and(|l| &l.token == token)
-                || s.generation
-                    .as_ref()
-                    .is_some_and(|g| g.generation_id > token.generation_id)
-                || (s.lease.is_none() && s.generation.is_none())
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(1), status.wait_for(settled)).await;
-        let s = status.borrow();
-        let lease = s.lease.clone().filter(|l| &l.token == token)?;
-        let generation = s
-            .generation
-            .as_ref()
-            .filter(|g| g.generation_id == token.generation_id);
-        let leader = generation.map(|g| g.leader_id.clone()).unwrap_or_default();
-        let protocol = generation
-            .map(|g| g.protocol_name.clone())
-            .unwrap_or_default();
-        Some((lease, leader, protocol))
     }
 }
 

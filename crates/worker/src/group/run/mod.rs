@@ -5,9 +5,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{MemberEvent, MemberHandle, MemberStatus, RebalanceTimes};
+use kroupier_coordinator::driver::{
+    MemberEvent, MemberEvents, MemberHandle, MemberStatus, RebalanceTimes,
+};
 use kroupier_coordinator::membership::MemberState;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -65,7 +67,7 @@ impl Loop {
     /// Runs until `shutdown` fires (stop tasks, leave, `Ok`), or the member ends.
     pub(crate) async fn run(
         mut self,
-        mut member_events: broadcast::Receiver<MemberEvent>,
+        mut member_events: MemberEvents,
         shutdown: CancellationToken,
     ) -> Result<(), WorkerError> {
         let mut store = self.store.take();
@@ -97,12 +99,64 @@ impl Loop {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => return self.stop_and_leave(&mut member_events).await,
+                // The member's events before its status: a status that shows a later lease
+                // than a loss still queued must not extend the lease of the lost generation.
+                event = member_events.recv() => match event {
+                    Some(MemberEvent::Assigned { generation, assignment, valid_until, times }) => {
+                        let token = generation.token();
+                        self.protocol.assigned(&generation, &assignment);
+                        arrival = Some((token.generation_id, Instant::now(), times));
+                        self.runtime.board().rebalance_arrived(times.rebalance);
+                        let valid_until = Instant::from_std(valid_until);
+                        let assigned = self.assigned(&generation, valid_until, &assignment);
+                        // An assignment that revokes tasks is followed by another round as soon
+                        // as they stop: the group is read after that one.
+                        // (Eager assignors hand tasks over within one round.)
+                        refresh_failover = assigned.eager
+                            || assigned.assignment.as_ref().is_none_or(|a| a.revoked.is_empty());
+                        reconciler.handle_assigned(Instant::now(), assigned);
+                    }
+                    Some(MemberEvent::Revoked { generation, reason }) => {
+                        tracing::debug!(generation = generation.generation_id, %reason,
+                            "revoked; holding the rejoin");
+                        self.protocol.revoked(&generation);
+                        stops.stopping = self.protocol.take_revocation();
+                        reconciler.handle_revoked(generation.generation_id, stops.stopping.is_some());
+                    }
+                    Some(MemberEvent::Lost { generation, reason }) => {
+                        self.protocol.lost(generation.as_ref(), &reason);
+                        stops = Stops::default();
+                        reconciler.handle_lost();
+                        let generation = generation.map(|g| g.generation_id);
+                        tracing::warn!(?generation, ?reason, "membership lost; tasks stopped");
+                        self.emit(WorkerEvent::Lost { generation });
+                    }
+                    Some(MemberEvent::Joined { generation }) => {
+                        tracing::debug!(generation = generation.generation_id,
+                            member_id = %generation.member_id, leader = generation.is_leader(),
+                            "joined the group");
+                        reconciler.handle_joined(Instant::now());
+                        if let Some(until) = reconciler.takeover_until() {
+                            self.protocol
+                                .set_takeover_hold(super::protocol::TakeoverHold::Until(until));
+                        }
+                    }
+                    Some(MemberEvent::AssignmentFailed { generation, error }) => {
+                        tracing::warn!(generation, %error, "the assignment failed; rejoining");
+                    }
+                    Some(event @ (MemberEvent::Fenced { .. } | MemberEvent::Fatal(_)
+                        | MemberEvent::Left)) => {
+                        return self.member_ended(Some(event)).await;
+                    }
+                    Some(_) => {}
+                    None => return self.member_ended(None).await,
+                },
                 changed = status.changed() => {
                     if changed.is_err() {
                         // The driver ended; its last event says why.
-                        let last = std::iter::from_fn(|| member_events.try_recv().ok())
+                        let last = std::iter::from_fn(|| member_events.try_recv())
                             .filter(|e| matches!(e, MemberEvent::Fenced { .. }
-                                | MemberEvent::Fatal { .. } | MemberEvent::Left))
+                                | MemberEvent::Fatal(_) | MemberEvent::Left))
                             .last();
                         return self.member_ended(last).await;
                     }
@@ -112,54 +166,6 @@ impl Loop {
                 }
                 view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
                 () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),
-                event = member_events.recv() => match event {
-                    Ok(MemberEvent::Assigned { token, assignment, times }) => {
-                        arrival = Some((token.generation_id, Instant::now(), times));
-                        self.runtime.board().rebalance_arrived(times.rebalance);
-                        let assigned = self.assigned(&token, &assignment).await;
-                        // An assignment that revokes tasks is followed by another round as soon
-                        // as they stop: the group is read after that one.
-                        // (Eager assignors hand tasks over within one round.)
-                        refresh_failover = assigned.as_ref().is_none_or(|a| {
-                            a.eager || a.assignment.as_ref().is_none_or(|a| a.revoked.is_empty())
-                        });
-                        if let Some(assigned) = assigned {
-                            reconciler.handle_assigned(Instant::now(), assigned);
-                        }
-                    }
-                    Ok(MemberEvent::Revoked { generation, reason }) => {
-                        tracing::debug!(generation, %reason, "revoked; holding the rejoin");
-                        stops.stopping = self.protocol.take_revocation();
-                        reconciler.handle_revoked(generation, stops.stopping.is_some());
-                    }
-                    Ok(MemberEvent::Lost { generation, reason }) => {
-                        stops = Stops::default();
-                        reconciler.handle_lost();
-                        tracing::warn!(?generation, ?reason, "membership lost; tasks stopped");
-                        self.emit(WorkerEvent::Lost { generation });
-                    }
-                    Ok(MemberEvent::Joined { generation, member_id, leader }) => {
-                        tracing::debug!(generation, %member_id, leader, "joined the group");
-                        reconciler.handle_joined(Instant::now());
-                        if let Some(until) = reconciler.takeover_until() {
-                            self.protocol
-                                .set_takeover_hold(super::protocol::TakeoverHold::Until(until));
-                        }
-                    }
-                    Ok(MemberEvent::AssignmentFailed { generation, error }) => {
-                        tracing::warn!(generation, %error, "the assignment failed; rejoining");
-                    }
-                    Ok(event @ (MemberEvent::Fenced { .. } | MemberEvent::Fatal { .. }
-                        | MemberEvent::Left)) => {
-                        return self.member_ended(Some(event)).await;
-                    }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(skipped)) => {
-                        tracing::warn!(skipped, "worker fell behind the member's events");
-                        self.lagged(&mut reconciler, &mut stops).await;
-                    }
-                    Err(RecvError::Closed) => return self.member_ended(None).await,
-                },
                 report = async {
                     match stops.revoking.as_mut() {
                         Some((_, waiting)) => waiting.await,
