@@ -14,13 +14,15 @@
 //! ```text
 //!  member event / input      reconciler decides                        loop does (runtime)
 //!  ──────────────────────    ───────────────────────────────────────   ──────────────────────────
-//!  Revoked                   —                                         rebalance_started; eager: revoke_all
+//!  Revoked                   RevokeAll if the assignor is eager;       rebalance_started; revoke_all
 //!                            ack once revoked tasks stopped            revocations_done → JoinGroup
-//!  Assigned                  Apply (lost tasks after their hold; a     apply(change), then await its
-//!                            static takeover after the old lease)      revocations if asked
+//!  Assigned                  Apply while its generation is live (lost  apply(change), then await its
+//!                            tasks after their hold; a static          revocations if asked
+//!                            takeover after the old lease)
 //!  revocations stopped       Rejoin (cooperative follow-up)            rejoin, if still current
-//!  lease extended            —                                         extend_lease(valid_until)
-//!  Lost                      drop every wait, hold and follow-up       lost(deadline)
+//!  lease extended (status)   ExtendLease for the live membership       extend_lease(valid_until)
+//!  Lost                      Lost { deadline }; drop every wait, hold  lost(deadline), forget the
+//!                            and follow-up                             leader's memory
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
 //!  task store view moved     —                                         new effective catalogue; the

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,8 +11,8 @@ use bytes::Bytes;
 use kroupier_assignor::{Assignor, RebalanceProtocol, TaskSet, UnplacedReason};
 use kroupier_coordinator::driver::MemberStatus;
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, MemberAssignment,
+    ProtocolMetadata,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -23,24 +22,6 @@ use super::proof::{self, Proofs};
 use crate::catalogue::Catalogue;
 use crate::protocol::{MemberMetadata, PROTOCOL_TYPE};
 use crate::runtime::Runtime;
-use crate::supervisor::StopReport;
-
-/// The stop of the tasks a revocation cancelled, for the worker loop to await before it lets
-/// the member rejoin.
-pub(crate) struct Stopping(Pin<Box<dyn Future<Output = StopReport> + Send>>);
-
-impl Stopping {
-    /// Completes once every revoked task has stopped (gracefully or aborted).
-    pub(crate) async fn stopped(&mut self) -> StopReport {
-        (&mut self.0).await
-    }
-}
-
-impl fmt::Debug for Stopping {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Stopping")
-    }
-}
 
 /// What the protocol remembers between the member's events.
 #[derive(Debug, Default)]
@@ -49,15 +30,9 @@ struct State {
     memory: Option<Memory>,
     /// The memory of the round computed but not yet confirmed by SyncGroup.
     pending: Option<Memory>,
-    /// The generation (and member id) whose assignment arrived and was not lost since: the
-    /// worker loop applies assignments and extends the lease only while it is current.
-    live: Option<(i32, String)>,
     /// With an eager assignor: what this member held before it revoked everything, so that
     /// its next metadata still tells the (sticky) leader what it ran.
     eager_previous: Option<BTreeMap<String, i32>>,
-    /// With an eager assignor: the stop of everything `on_revoked` cancelled, until the worker
-    /// loop takes it to await it before acknowledging the revocation.
-    revocation: Option<Stopping>,
     /// Tasks assigned here whose start the worker loop holds back (a static takeover's wait,
     /// lost tasks' hold): still claimed in the metadata, so a rebalance meanwhile keeps them.
     held_claims: BTreeMap<String, i32>,
@@ -144,21 +119,19 @@ pub(crate) struct AssignedFrom {
 ///   member's full target set and revocations; the cooperative cross-round state stays here
 ///   between the rounds this member leads.
 ///
-/// The worker loop reads the member's events and calls, in their order:
-/// - [`assigned`](Self::assigned): the generation is live; the leader's memory is confirmed.
-/// - [`revoked`](Self::revoked): marks the status as rebalancing; with an eager assignor also
-///   cancels every task, and hands the wait for their stop to the loop, which acknowledges the
-///   revocation (the join gate) only once they stopped.
-/// - [`lost`](Self::lost): stops every task at once (lease checks fail from the call), within
-///   the self-fencing margin.
+/// The worker loop reads the member's events, and the reconciler decides; the loop tells this
+/// protocol what its metadata must say:
+/// - [`assigned`](Self::assigned): the leader's memory is confirmed (or forgotten if another
+///   led), and whether the leader reads compressed envelopes.
+/// - [`keep_claims`](Self::keep_claims): an eager revocation stopped every task; the next
+///   JoinGroup still claims them.
+/// - [`forget_generation`](Self::forget_generation): the generation is lost.
 ///
 /// Assignments themselves are applied by the worker loop, which also knows the lease.
 pub(crate) struct WorkerProtocol {
     runtime: Arc<Runtime>,
     /// The assignors offered, most preferred first; their names are the protocol names.
     assignors: Vec<Arc<dyn Assignor>>,
-    self_fence_margin: Duration,
-    abort_timeout: Duration,
     /// What this worker's fast-failover links proved (see `proof.rs`).
     proofs: Arc<Proofs>,
     /// The member's status, as its driver publishes it before every request: whether the
@@ -169,17 +142,10 @@ pub(crate) struct WorkerProtocol {
 
 impl WorkerProtocol {
     /// The protocol for `runtime`, offering `assignors` (most preferred first, unique names).
-    pub(crate) fn new(
-        runtime: Arc<Runtime>,
-        assignors: Vec<Arc<dyn Assignor>>,
-        self_fence_margin: Duration,
-        abort_timeout: Duration,
-    ) -> Self {
+    pub(crate) fn new(runtime: Arc<Runtime>, assignors: Vec<Arc<dyn Assignor>>) -> Self {
         WorkerProtocol {
             runtime,
             assignors,
-            self_fence_margin,
-            abort_timeout,
             proofs: Arc::default(),
             member: OnceLock::new(),
             state: Mutex::new(State::default()),
@@ -222,37 +188,6 @@ impl WorkerProtocol {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `f` (an assignment's apply) only if `generation` of `member_id` is still live, under
-    /// the lock `on_lost` takes: either `f` runs before the loss (whose stop then covers what
-    /// `f` started), or not at all.
-    pub(crate) fn if_live<R>(
-        &self,
-        generation: i32,
-        member_id: &str,
-        f: impl FnOnce() -> R,
-    ) -> Option<R> {
-        let state = self.state();
-        let live = state
-            .live
-            .as_ref()
-            .is_some_and(|(g, m)| *g == generation && m == member_id);
-        live.then(f)
-    }
-
-    /// Runs `f` (a lease extension) only if `member_id` holds a live generation.
-    pub(crate) fn if_member_live(&self, member_id: &str, f: impl FnOnce()) {
-        let state = self.state();
-        if state.live.as_ref().is_some_and(|(_, m)| m == member_id) {
-            f();
-        }
-    }
-
-    /// The stop `on_revoked` started (eager assignors), for the loop to await before it
-    /// acknowledges the revocation; `None` if nothing was stopped.
-    pub(crate) fn take_revocation(&self) -> Option<Stopping> {
-        self.state().revocation.take()
     }
 
     /// Advertises where this worker's status API is reached, `host:port`; `provable`: its
@@ -330,7 +265,6 @@ impl WorkerProtocol {
     pub(crate) fn assigned(&self, generation: &Generation, assignment: &Bytes) {
         let mut state = self.state();
         state.leader_reads_compressed = crate::protocol::sender_reads_compressed(assignment);
-        state.live = Some((generation.generation_id, generation.member_id.clone()));
         state.eager_previous = None;
         if generation.is_leader() {
             if let Some(pending) = state.pending.take() {
@@ -349,59 +283,26 @@ impl WorkerProtocol {
         }
     }
 
-    /// A rebalance of `generation` started ([`MemberEvent::Revoked`]): status shows it; with
-    /// an eager assignor every task stops now (lease checks fail from this call) and the stop
-    /// waits in [`take_revocation`](Self::take_revocation) for the loop, which acknowledges
-    /// the revocation (the join gate) once it is done: the next JoinGroup still claims what
-    /// was held.
-    ///
-    /// [`MemberEvent::Revoked`]: kroupier_coordinator::membership::MemberEvent::Revoked
-    pub(crate) fn revoked(&self, generation: &Generation) {
-        self.runtime.rebalance_started();
-        let mut state = self.state();
-        if self.is_eager(&generation.protocol_name) {
-            // Eager: stop everything before the rejoin (lease checks fail from this call).
-            state.eager_previous = Some(self.runtime.owned());
-            drop(state);
-            let stopping = Stopping(Box::pin(self.runtime.revoke_all()));
-            self.state().revocation = Some(stopping);
-        }
+    /// An eager revocation stopped every task (the reconciler's `RevokeAll`): the next
+    /// JoinGroup still claims `held`, with the generation each was granted in, so that a
+    /// sticky leader gives them back.
+    pub(crate) fn keep_claims(&self, held: BTreeMap<String, i32>) {
+        self.state().eager_previous = Some(held);
     }
 
-    /// The generation is gone ([`MemberEvent::Lost`]): every task stops at once (lease checks
-    /// fail from this call), within the self-fencing margin, and this member forgets what it
-    /// led and claimed. Until the loop calls this, [`protocols`](GroupProtocol::protocols)
+    /// The generation is lost (the reconciler's `Lost`): this member forgets what it led
+    /// and claimed. Until the loop carries the loss out, [`protocols`](GroupProtocol::protocols)
     /// already claims nothing: it reads the member's status, which the driver updates before
     /// it sends the JoinGroup that follows a loss.
-    ///
-    /// [`MemberEvent::Lost`]: kroupier_coordinator::membership::MemberEvent::Lost
-    pub(crate) fn lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        {
-            let mut state = self.state();
-            state.memory = None;
-            state.pending = None;
-            state.pending_from = None;
-            state.assigned_from = None;
-            state.eager_previous = None;
-            state.held_claims.clear();
-            state.live = None;
-            state.leader_reads_compressed = false;
-            // The loss stops every task within its own bound; nothing to acknowledge.
-            state.revocation = None;
-        }
-        // The group may hand the tasks to others once the margin after the self-fencing
-        // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
-        let deadline = match reason.fence_deadline() {
-            Some(deadline) => Instant::from_std(deadline) + self.self_fence_margin,
-            None => Instant::now() + self.abort_timeout,
-        };
-        tracing::warn!(
-            generation = generation.map(|g| g.generation_id),
-            ?reason,
-            "membership lost; stopping every task"
-        );
-        // The stop runs in its own tokio task; the wait is not needed here.
-        drop(self.runtime.lost(deadline));
+    pub(crate) fn forget_generation(&self) {
+        let mut state = self.state();
+        state.memory = None;
+        state.pending = None;
+        state.pending_from = None;
+        state.assigned_from = None;
+        state.eager_previous = None;
+        state.held_claims.clear();
+        state.leader_reads_compressed = false;
     }
 
     /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
@@ -425,8 +326,6 @@ impl fmt::Debug for WorkerProtocol {
         f.debug_struct("WorkerProtocol")
             .field("runtime", &self.runtime)
             .field("assignors", &names)
-            .field("self_fence_margin", &self.self_fence_margin)
-            .field("abort_timeout", &self.abort_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -673,6 +572,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::group::reconciler::{Action, Reconciler, Settings, Takeover};
     use crate::protocol::Assignment;
     use crate::runtime::AssignmentChange;
     use crate::{
@@ -713,8 +613,6 @@ mod tests {
                 .iter()
                 .map(|name| Arc::from(kroupier_assignor::by_name(name).unwrap()))
                 .collect(),
-            Duration::from_secs(3),
-            Duration::from_secs(1),
         )
     }
 
@@ -841,8 +739,6 @@ mod tests {
             vec![Arc::from(
                 kroupier_assignor::by_name("cooperative").unwrap(),
             )],
-            Duration::from_secs(3),
-            Duration::from_secs(1),
         );
         let members = [member("m1", &leaving), member("m2", &staying)];
         assert_eq!(warnings_of_assign(&leaving, &members), 1);
@@ -918,17 +814,39 @@ mod tests {
         let _ = runtime.apply(&change(6, &["t-0", "t-2"], &["t-1"])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
 
-        // Lost: every task stops at once and the metadata claims nothing.
-        p.lost(
-            Some(&generation(6, "cooperative")),
-            &LostReason::HeartbeatTimeout {
-                deadline: std::time::Instant::now(),
-            },
-        );
+        // Lost: every task stops at once and the metadata claims nothing. (That the loop
+        // applies nothing of that generation any more is the reconciler's decision, tested
+        // there.)
+        carry_out(&p, |r| r.handle_lost(Instant::now(), None));
         assert!(runtime.owned().is_empty());
         assert!(owned(&p).is_empty());
-        // ... and the loop applies nothing of that generation any more.
-        assert_eq!(p.if_live(6, "m1", || ()), None);
+    }
+
+    /// What the worker loop does with the reconciler's decisions on an input `feed` gives it:
+    /// the stops and claims of `RevokeAll` and `Lost`.
+    fn carry_out(p: &WorkerProtocol, feed: impl FnOnce(&mut Reconciler)) {
+        let mut r = Reconciler::new(Settings {
+            stop_bound: Duration::from_secs(2),
+            session_timeout: Duration::from_secs(10),
+            takeover: Takeover::Clean,
+            self_fence_margin: Duration::from_secs(3),
+            abort_timeout: Duration::from_secs(1),
+        });
+        feed(&mut r);
+        let runtime = p.runtime();
+        while let Some(action) = r.poll_action() {
+            match action {
+                Action::RevokeAll => {
+                    p.keep_claims(runtime.owned());
+                    drop(runtime.revoke_all());
+                }
+                Action::Lost { deadline } => {
+                    p.forget_generation();
+                    drop(runtime.lost(deadline));
+                }
+                _ => {}
+            }
+        }
     }
 
     /// A compressed envelope starts with the version -1.
@@ -1011,18 +929,6 @@ mod tests {
         assert!(is_envelope(&p.protocols()[0].metadata));
     }
 
-    #[test]
-    fn only_the_live_generation_is_applied_and_extended() {
-        let p = protocol(&["cooperative"]);
-        assert_eq!(p.if_live(1, "m1", || 7), None, "nothing assigned yet");
-        p.assigned(&generation(1, "cooperative"), &Bytes::new());
-        assert_eq!(p.if_live(1, "m1", || 7), Some(7));
-        assert_eq!(p.if_live(1, "m2", || 7), None);
-        let mut extended = false;
-        p.if_member_live("m1", || extended = true);
-        assert!(extended);
-    }
-
     #[tokio::test]
     async fn eager_revocation_stops_every_task_but_keeps_the_claims_for_sticky() {
         let p = protocol(&["sticky"]);
@@ -1037,7 +943,8 @@ mod tests {
                 leader_catalogue_fingerprint: None,
             })
             .await;
-        p.revoked(&generation(3, "sticky"));
+        runtime.rebalance_started();
+        carry_out(&p, |r| r.handle_revoked(3, p.is_eager("sticky")));
         assert!(runtime.owned().is_empty(), "eager: everything stops");
         assert!(runtime.board().is_rebalancing());
         assert_eq!(owned(&p), [("t-0".into(), 3), ("t-1".into(), 3)]);
@@ -1055,7 +962,7 @@ mod tests {
                 leader_catalogue_fingerprint: None,
             })
             .await;
-        p.revoked(&generation(3, "cooperative"));
+        carry_out(&p, |r| r.handle_revoked(3, p.is_eager("cooperative")));
         assert_eq!(runtime.owned().len(), 1);
     }
 

@@ -10,24 +10,34 @@
 //! [`handle_assigned`](Reconciler::handle_assigned) then
 //! [`handle_applied`](Reconciler::handle_applied) once the loop tried the apply,
 //! [`handle_revoked`](Reconciler::handle_revoked), [`handle_lost`](Reconciler::handle_lost),
+//! [`handle_lease`](Reconciler::handle_lease),
 //! [`handle_revocations_stopped`](Reconciler::handle_revocations_stopped),
 //! [`handle_revoked_stopped`](Reconciler::handle_revoked_stopped),
 //! [`handle_timeout`](Reconciler::handle_timeout). Outputs:
 //! [`poll_action`](Reconciler::poll_action) and [`poll_timeout`](Reconciler::poll_timeout).
 //!
-//! What it decides:
+//! What it decides, one function each:
 //!
-//! - **Apply**: the assignment of a generation, as a runtime change. Tasks whose previous
+//! - **Apply** ([`handle_assigned`](Reconciler::handle_assigned), `start`, `apply`): the
+//!   assignment of a generation, as a runtime change, only while that generation is live (its
+//!   assignment came and no loss since). Tasks whose previous
 //!   owner vanished (the assignment's `lost`) start only after the hold the leader set, which
 //!   a later assignment that keeps them here cannot shorten, and a
 //!   static worker that may have replaced a live process with its instance id starts
 //!   nothing until that process's lease has surely ended (see [`Takeover`]).
-//! - **Acknowledge a revocation** (the join gate): only once the revoked tasks have stopped —
+//! - **Acknowledge a revocation** (the join gate; `maybe_ack`): only once the revoked tasks have stopped —
 //!   those of the last assignment's revocations and, with an eager assignor, everything the
 //!   revocation cancelled.
-//! - **Rejoin**: the follow-up round of the incremental cooperative protocol, once revoked
-//!   tasks stopped, or after the delay the leader asked for; never for a generation the group
-//!   has left.
+//! - **Rejoin** ([`handle_timeout`](Reconciler::handle_timeout)): the follow-up round of the
+//!   incremental cooperative protocol, once revoked tasks stopped, or after the delay the
+//!   leader asked for; never for a generation the group has left.
+//! - **Revoke all** ([`handle_revoked`](Reconciler::handle_revoked)): with an eager assignor,
+//!   every task stops when a rebalance starts.
+//! - **Lost, with a deadline** ([`handle_lost`](Reconciler::handle_lost)): every task stops by
+//!   the instant the group may hand it to others (a self-fencing deadline plus the margin, or
+//!   the abort timeout after a loss the coordinator reported).
+//! - **Extend the tasks' lease** ([`handle_lease`](Reconciler::handle_lease)): only for the
+//!   live membership the tasks were granted under, never after a loss.
 //!
 //! One transition travels one way, once: the loop never decides, it only does.
 
@@ -67,6 +77,12 @@ pub(crate) struct Settings {
     pub(crate) session_timeout: Duration,
     /// See [`Takeover`].
     pub(crate) takeover: Takeover,
+    /// The self-fencing margin: after a self-fencing deadline passed, the time left before the
+    /// group may hand the tasks to others.
+    pub(crate) self_fence_margin: Duration,
+    /// How long a task may take to stop once aborted: the bound of a stop after a loss the
+    /// coordinator reported (no deadline of its own).
+    pub(crate) abort_timeout: Duration,
 }
 
 /// An assignment delivered by SyncGroup, with what the loop learned around it.
@@ -94,8 +110,8 @@ pub(crate) const REJECTED_REJOIN_DELAY: Duration = Duration::from_secs(1);
 /// What the loop must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
-    /// Apply `change` through the runtime if its generation is still live, then report with
-    /// [`Reconciler::handle_applied`]; if `await_revocations`, wait for the revoked tasks to
+    /// Apply `change` through the runtime (its generation is live: the reconciler emits no
+    /// other), then report with [`Reconciler::handle_applied`]; if `await_revocations`, wait for the revoked tasks to
     /// stop and report with [`Reconciler::handle_revocations_stopped`].
     Apply {
         /// The change.
@@ -114,6 +130,21 @@ pub(crate) enum Action {
         generation: i32,
         /// Why (KIP-800 reason).
         reason: &'static str,
+    },
+    /// An eager revocation: stop every task now (lease checks fail from the call), await the
+    /// stop and report it with [`Reconciler::handle_revoked_stopped`].
+    RevokeAll,
+    /// The membership is lost: stop every task now (lease checks fail from the call), all of
+    /// them by `deadline`, the instant the group may hand them to others; forget what this
+    /// member led.
+    Lost {
+        /// When every task must have stopped.
+        deadline: Instant,
+    },
+    /// A heartbeat extended the lease of the live membership: the tasks' lease follows.
+    ExtendLease {
+        /// The new self-fencing deadline.
+        valid_until: Instant,
     },
 }
 
@@ -170,6 +201,11 @@ pub(crate) struct Reconciler {
     /// Whether this member joined since the process started (a takeover's wait counts from
     /// its first join).
     joined_once: bool,
+    /// The generation (and member id) whose assignment arrived and was not lost since: only
+    /// its assignments apply, and only its member's lease extends the tasks'.
+    live: Option<FencingToken>,
+    /// The member id the tasks' lease was last granted to (by the last apply).
+    granted_to: Option<FencingToken>,
     /// The generation whose assignment was applied last (and not lost since).
     stable: Option<FencingToken>,
     pending: Option<Pending>,
@@ -197,6 +233,8 @@ impl Reconciler {
         Reconciler {
             settings,
             joined_once: false,
+            live: None,
+            granted_to: None,
             stable: None,
             pending: None,
             revoking: None,
@@ -222,8 +260,15 @@ impl Reconciler {
         }
     }
 
-    /// SyncGroup delivered an assignment.
-    pub(crate) fn handle_assigned(&mut self, now: Instant, mut assigned: Assigned) {
+    /// SyncGroup delivered an assignment: its generation is live from now on.
+    pub(crate) fn handle_assigned(&mut self, now: Instant, assigned: Assigned) {
+        self.live = Some(assigned.token.clone());
+        self.start(now, assigned);
+    }
+
+    /// Starts what `assigned` asks for: at once, or held (a takeover's wait, lost tasks'
+    /// hold).
+    fn start(&mut self, now: Instant, mut assigned: Assigned) {
         self.held = None;
         // Lost tasks held back by an earlier assignment keep their hold in this one.
         self.holding_lost = self.holding_lost.take().filter(|(_, until)| *until > now);
@@ -286,6 +331,7 @@ impl Reconciler {
             return;
         }
         self.stable = Some(pending.token.clone());
+        self.granted_to = Some(pending.token.clone());
         if pending.completes {
             return;
         }
@@ -299,20 +345,33 @@ impl Reconciler {
     }
 
     /// A rebalance started: the member holds its JoinGroup until the revocation of
-    /// `generation` is acknowledged. `eager_stop`: the revocation cancelled tasks whose stop
-    /// the loop now awaits.
-    pub(crate) fn handle_revoked(&mut self, generation: i32, eager_stop: bool) {
+    /// `generation` is acknowledged. `eager`: the group's assignor revokes everything when a
+    /// rebalance starts, so every task stops now ([`Action::RevokeAll`]) and the
+    /// acknowledgement waits for that stop.
+    pub(crate) fn handle_revoked(&mut self, generation: i32, eager: bool) {
         self.stable = None;
         // An eager assignor hands everything out again in the next generation: what this one
         // held back must not start any more.
         self.held = self.held.take().filter(|h| !h.assigned.eager);
         self.ack = Some(generation);
-        self.stopping = eager_stop;
+        self.stopping = eager;
+        if eager {
+            self.actions.push_back(Action::RevokeAll);
+        }
         self.maybe_ack();
     }
 
-    /// The membership was lost: every task is being stopped by the runtime.
-    pub(crate) fn handle_lost(&mut self) {
+    /// The membership was lost: every task stops ([`Action::Lost`]) by the instant the group
+    /// may hand them to others — `fence_deadline` (a self-fencing loss's deadline) plus the
+    /// margin, or at once plus the abort timeout when the coordinator reported the loss (the
+    /// work may be elsewhere already). Nothing of the generation applies any more.
+    pub(crate) fn handle_lost(&mut self, now: Instant, fence_deadline: Option<Instant>) {
+        let deadline = match fence_deadline {
+            Some(deadline) => deadline + self.settings.self_fence_margin,
+            None => now + self.settings.abort_timeout,
+        };
+        self.actions.push_back(Action::Lost { deadline });
+        self.live = None;
         self.stable = None;
         self.pending = None;
         self.revoking = None;
@@ -320,6 +379,17 @@ impl Reconciler {
         self.ack = None;
         self.stopping = false;
         self.held = None;
+    }
+
+    /// The member's status shows `lease` valid until `valid_until` (a heartbeat, join or sync
+    /// succeeded): the tasks' lease follows it if it is the live membership's, the one the
+    /// tasks were granted under. Never after a loss: tasks of a lost generation must not
+    /// resume on a later lease.
+    pub(crate) fn handle_lease(&mut self, lease: &FencingToken, valid_until: Instant) {
+        let member = |t: &FencingToken| *t.member_id == *lease.member_id;
+        if self.live.as_ref().is_some_and(member) && self.granted_to.as_ref().is_some_and(member) {
+            self.actions.push_back(Action::ExtendLease { valid_until });
+        }
     }
 
     /// The revocations of the assignment of `generation` have stopped.
@@ -352,7 +422,7 @@ impl Reconciler {
             if held.completes {
                 self.apply(now, held.assigned, true);
             } else {
-                self.handle_assigned(now, held.assigned);
+                self.start(now, held.assigned);
             }
         }
         if self.revoking.is_none()
@@ -433,6 +503,14 @@ impl Reconciler {
     /// same assignment (its held lost tasks), which keeps that apply's waits and follow-up.
     fn apply(&mut self, now: Instant, assigned: Assigned, completes: bool) {
         let token = assigned.token.clone();
+        if self.live.as_ref() != Some(&token) {
+            // Lost or superseded since it came: nothing of it runs.
+            tracing::debug!(
+                generation = token.generation_id,
+                "assignment no longer live"
+            );
+            return;
+        }
         let generation = token.generation_id;
         // Moved, not copied: the sets may hold tens of thousands of ids.
         let (run, revoke, delay, fingerprint) = match assigned.assignment {

@@ -11,12 +11,16 @@ use super::*;
 
 const SESSION: Duration = Duration::from_secs(6);
 const STOP: Duration = Duration::from_secs(6);
+const MARGIN: Duration = Duration::from_secs(1);
+const ABORT: Duration = Duration::from_secs(2);
 
 fn reconciler(takeover: Takeover) -> Reconciler {
     Reconciler::new(Settings {
         stop_bound: STOP,
         session_timeout: SESSION,
         takeover,
+        self_fence_margin: MARGIN,
+        abort_timeout: ABORT,
     })
 }
 
@@ -141,7 +145,11 @@ fn an_eager_revocation_is_acknowledged_once_everything_it_cancelled_stopped() {
     r.handle_assigned(base, first);
     applied(&mut r);
     r.handle_revoked(1, true);
-    assert!(actions(&mut r).is_empty());
+    assert_eq!(
+        actions(&mut r),
+        [Action::RevokeAll],
+        "everything stops; no ack yet"
+    );
     r.handle_revoked_stopped();
     assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 1 }]);
 }
@@ -163,7 +171,16 @@ fn a_loss_drops_every_wait_and_follow_up() {
     r.handle_assigned(base, assigned(base, 2, &["a"], &["c"]));
     applied(&mut r);
     r.handle_revoked(2, true);
-    r.handle_lost();
+    r.handle_lost(base, None);
+    assert_eq!(
+        actions(&mut r),
+        [
+            Action::RevokeAll,
+            Action::Lost {
+                deadline: base + ABORT
+            }
+        ]
+    );
     assert_eq!(r.poll_timeout(), None);
     r.handle_revocations_stopped(base + ms(500), 2);
     r.handle_timeout(base + Duration::from_secs(60));
@@ -308,7 +325,13 @@ fn a_newer_assignment_or_a_loss_cancels_a_hold() {
     let with_lost = with_lost_x(base, &["a", "x"]);
     r.handle_assigned(base, with_lost.clone());
     applied(&mut r);
-    r.handle_lost();
+    r.handle_lost(base, Some(base + ms(100)));
+    assert_eq!(
+        actions(&mut r),
+        [Action::Lost {
+            deadline: base + ms(100) + MARGIN
+        }]
+    );
     r.handle_timeout(base + ms(700));
     assert!(
         actions(&mut r).is_empty(),
@@ -376,7 +399,7 @@ fn an_eager_revocation_cancels_held_starts() {
     applied(&mut r);
     r.handle_revoked(3, true);
     r.handle_timeout(base + ms(700));
-    assert!(actions(&mut r).is_empty());
+    assert_eq!(actions(&mut r), [Action::RevokeAll], "nothing held starts");
 }
 
 #[test]
@@ -426,4 +449,85 @@ fn a_rejected_assignment_runs_nothing_and_rejoins_soon() {
         actions(&mut r).as_slice(),
         [Action::Rejoin { generation: 2, .. }]
     ));
+}
+
+#[test]
+fn a_loss_stops_every_task_by_the_deadline_the_group_allows() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    // Self-fenced: the group may hand the tasks over once the margin after the deadline is
+    // over.
+    r.handle_lost(base + ms(50), Some(base + ms(40)));
+    assert_eq!(
+        actions(&mut r),
+        [Action::Lost {
+            deadline: base + ms(40) + MARGIN
+        }]
+    );
+    // Reset by the coordinator: the work may be elsewhere already; abort at once.
+    r.handle_assigned(base + ms(60), assigned(base, 2, &["a"], &[]));
+    applied(&mut r);
+    r.handle_lost(base + ms(70), None);
+    assert_eq!(
+        actions(&mut r),
+        [Action::Lost {
+            deadline: base + ms(70) + ABORT
+        }]
+    );
+}
+
+#[test]
+fn only_the_live_generation_is_applied_and_extended() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_lease(&token(1, "m1"), base + SESSION);
+    assert!(actions(&mut r).is_empty(), "nothing assigned yet");
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    r.handle_lease(&token(1, "m1"), base + SESSION + ms(10));
+    assert_eq!(
+        actions(&mut r),
+        [Action::ExtendLease {
+            valid_until: base + SESSION + ms(10)
+        }]
+    );
+    r.handle_lease(&token(1, "m2"), base + SESSION + ms(20));
+    assert!(actions(&mut r).is_empty(), "another member's lease");
+    // Lost: nothing of the generation applies or extends any more.
+    r.handle_lost(base + ms(30), None);
+    let _ = actions(&mut r);
+    r.handle_lease(&token(1, "m1"), base + SESSION + ms(40));
+    assert!(actions(&mut r).is_empty(), "never after a loss");
+}
+
+#[test]
+fn an_assignment_held_back_does_not_apply_once_its_generation_is_lost() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    r.handle_assigned(base + ms(10), assigned(base, 6, &["a"], &[]));
+    assert!(actions(&mut r).is_empty(), "held: a takeover's wait");
+    r.handle_lost(base + ms(20), None);
+    let _ = actions(&mut r);
+    r.handle_timeout(base + SESSION + ms(10));
+    assert!(
+        actions(&mut r).is_empty(),
+        "the loop applies nothing of generation 6"
+    );
+}
+
+#[test]
+fn an_eager_revocation_stops_everything_and_a_cooperative_one_nothing() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 3, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(3, false);
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 3 }]);
+    r.handle_assigned(base, assigned(base, 4, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(4, true);
+    assert_eq!(actions(&mut r), [Action::RevokeAll]);
 }

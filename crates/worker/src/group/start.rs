@@ -192,12 +192,7 @@ fn protocol(
     runtime: &Arc<Runtime>,
     assignors: Vec<Arc<dyn Assignor>>,
 ) -> Arc<WorkerProtocol> {
-    let protocol = Arc::new(WorkerProtocol::new(
-        runtime.clone(),
-        assignors,
-        config.self_fence_margin(),
-        config.abort_timeout(),
-    ));
+    let protocol = Arc::new(WorkerProtocol::new(runtime.clone(), assignors));
     // A member that Kafka removed while it still runs passes its lease checks for up to one
     // session; without a proof that its process ended, the new owners of its tasks wait that
     // long, plus a round trip (see leader::LostHold).

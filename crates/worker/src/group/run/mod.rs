@@ -5,9 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{
-    MemberEvent, MemberEvents, MemberHandle, MemberStatus, RebalanceTimes,
-};
+use kroupier_coordinator::driver::{MemberEvent, MemberEvents, MemberHandle, RebalanceTimes};
 use kroupier_coordinator::membership::MemberState;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -19,11 +17,11 @@ mod store;
 
 pub(crate) use store::StoreLink;
 
-use super::protocol::Stopping;
 use super::reconciler::{Action, Reconciler, Settings, Takeover};
 use super::{AssignedTimes, WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
 use crate::runtime::{ApplyReport, Runtime, started_and_stopped};
+use crate::supervisor::StopReport;
 
 type Waiting = Pin<Box<dyn Future<Output = ApplyReport> + Send>>;
 
@@ -63,6 +61,9 @@ struct Stops {
     stopping: Option<Stopping>,
 }
 
+/// The stop of every task an eager revocation cancelled.
+type Stopping = Pin<Box<dyn Future<Output = StopReport> + Send>>;
+
 impl Loop {
     /// Runs until `shutdown` fires (stop tasks, leave, `Ok`), or the member ends.
     pub(crate) async fn run(
@@ -77,6 +78,8 @@ impl Loop {
             stop_bound: self.config.stop_bound(),
             session_timeout: self.config.member.membership.session_timeout,
             takeover: self.takeover,
+            self_fence_margin: self.config.self_fence_margin(),
+            abort_timeout: self.config.abort_timeout(),
         });
         let mut held_key = None;
         let mut stops = Stops::default();
@@ -119,16 +122,18 @@ impl Loop {
                     Some(MemberEvent::Revoked { generation, reason }) => {
                         tracing::debug!(generation = generation.generation_id, %reason,
                             "revoked; holding the rejoin");
-                        self.protocol.revoked(&generation);
-                        stops.stopping = self.protocol.take_revocation();
-                        reconciler.handle_revoked(generation.generation_id, stops.stopping.is_some());
+                        self.runtime.rebalance_started();
+                        let eager = self.protocol.is_eager(&generation.protocol_name);
+                        reconciler.handle_revoked(generation.generation_id, eager);
                     }
                     Some(MemberEvent::Lost { generation, reason }) => {
-                        self.protocol.lost(generation.as_ref(), &reason);
-                        stops = Stops::default();
-                        reconciler.handle_lost();
                         let generation = generation.map(|g| g.generation_id);
-                        tracing::warn!(?generation, ?reason, "membership lost; tasks stopped");
+                        tracing::warn!(?generation, ?reason, "membership lost; stopping every task");
+                        let fence_deadline = reason.fence_deadline().map(Instant::from_std);
+                        reconciler.handle_lost(Instant::now(), fence_deadline);
+                        // At once, before any other input: no task of the lost generation
+                        // passes a lease check from here on.
+                        self.act(&mut reconciler, &mut stops, &arrival).await;
                         self.emit(WorkerEvent::Lost { generation });
                     }
                     Some(MemberEvent::Joined { generation }) => {
@@ -161,7 +166,10 @@ impl Loop {
                         return self.member_ended(last).await;
                     }
                     let snapshot = status.borrow_and_update().clone();
-                    self.extend_lease(&snapshot);
+                    if let Some(lease) = &snapshot.lease {
+                        reconciler
+                            .handle_lease(&lease.token, Instant::from_std(lease.valid_until));
+                    }
                     self.runtime.board().set_unreachable(snapshot.unreachable.as_deref());
                 }
                 view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
@@ -179,7 +187,7 @@ impl Loop {
                 }
                 report = async {
                     match stops.stopping.as_mut() {
-                        Some(stopping) => stopping.stopped().await,
+                        Some(stopping) => stopping.await,
                         None => std::future::pending().await,
                     }
                 } => {
@@ -222,12 +230,9 @@ impl Loop {
                     // lookup per task or a copy of every id is most of an assignment's cost
                     // on a worker whose tasks barely change.
                     let before = self.runtime.supervisor().held_ids();
-                    let waiting = self
-                        .protocol
-                        .if_live(generation, &token.member_id, || self.runtime.apply(&change));
+                    let waiting = self.runtime.apply(&change);
                     let times = assigned_times(arrival, generation, applying);
-                    reconciler.handle_applied(&token, waiting.is_some());
-                    let Some(waiting) = waiting else { continue };
+                    reconciler.handle_applied(&token, true);
                     let leader = self
                         .member
                         .current()
@@ -256,22 +261,20 @@ impl Loop {
                 Action::Rejoin { generation, reason } => {
                     self.rejoin_if_current(generation, reason).await;
                 }
+                Action::RevokeAll => {
+                    // Eager: stop everything before the rejoin; the next JoinGroup still claims
+                    // it for a sticky leader.
+                    self.protocol.keep_claims(self.runtime.owned());
+                    stops.stopping = Some(Box::pin(self.runtime.revoke_all()));
+                }
+                Action::Lost { deadline } => {
+                    *stops = Stops::default();
+                    self.protocol.forget_generation();
+                    // The stop runs in its own tokio task; the wait is not needed here.
+                    drop(self.runtime.lost(deadline));
+                }
+                Action::ExtendLease { valid_until } => self.runtime.extend_lease(valid_until),
             }
-        }
-    }
-
-    /// A heartbeat (or join, or sync) succeeded: the tasks' lease follows the membership's.
-    fn extend_lease(&self, status: &MemberStatus) {
-        let Some(lease) = &status.lease else {
-            return;
-        };
-        let current = self.runtime.supervisor().member_lease();
-        if *current.token.member_id == *lease.token.member_id {
-            // Never after a loss: tasks of a lost generation must not resume on a later lease.
-            self.protocol.if_member_live(&lease.token.member_id, || {
-                self.runtime
-                    .extend_lease(Instant::from_std(lease.valid_until));
-            });
         }
     }
 
