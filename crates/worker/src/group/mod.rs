@@ -23,6 +23,8 @@
 //!  lease extended (status)   ExtendLease for the live membership       extend_lease(valid_until)
 //!  Lost                      Lost { deadline }; drop every wait, hold  lost(deadline), forget the
 //!                            and follow-up                             leader's memory
+//!  any of the above          Advertise, when the metadata's claims,    hand the snapshot to the
+//!                            holds or encoding change                  protocol (next JoinGroup)
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
 //!  task store view moved     —                                         new effective catalogue; the
@@ -80,6 +82,7 @@
 //! # Ok(()) }
 //! ```
 
+mod advertised;
 pub(crate) mod failover;
 mod leader;
 mod proof;

@@ -2,7 +2,6 @@
 //! how the leader assigns — and what the worker loop does at once, from the member's events,
 //! when a generation is assigned, revoked or lost.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,6 +16,7 @@ use kroupier_coordinator::membership::{
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::advertised::Advertised;
 use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
 use super::proof::{self, Proofs};
 use crate::catalogue::Catalogue;
@@ -30,36 +30,25 @@ struct State {
     memory: Option<Memory>,
     /// The memory of the round computed but not yet confirmed by SyncGroup.
     pending: Option<Memory>,
-    /// With an eager assignor: what this member held before it revoked everything, so that
-    /// its next metadata still tells the (sticky) leader what it ran.
-    eager_previous: Option<BTreeMap<String, i32>>,
-    /// Tasks assigned here whose start the worker loop holds back (a static takeover's wait,
-    /// lost tasks' hold): still claimed in the metadata, so a rebalance meanwhile keeps them.
-    held_claims: BTreeMap<String, i32>,
     /// How the members hold back tasks whose previous owner vanished (see
     /// `leader::Round::lost_hold`); this worker's session timeout goes into its metadata.
     lost_hold: Option<LostHold>,
     /// This worker's heartbeat interval, advertised for leaders of earlier releases.
     heartbeat_interval: Option<Duration>,
-    /// Lost tasks assigned here whose start the worker loop holds back, and until when: the
-    /// metadata says so, and the leader keeps the hold on them wherever they go.
-    held_lost: Option<(std::collections::BTreeSet<String>, Instant)>,
-    /// The worker stopped every task to shut down: its metadata says so.
+    /// The worker stopped every task to shut down: its metadata says so (and claims no held
+    /// start).
     leaving: bool,
-    /// A static takeover's wait, advertised in the metadata (see [`TakeoverHold`]).
-    takeover: Option<TakeoverHold>,
+    /// What the reconciler's decisions put in the metadata (claims, holds, encoding).
+    advertised: Arc<Advertised>,
     /// The leader of the last assignment this member received, with how to reach it (see
     /// `leader::Round::vanished_leader`).
     previous_leader: Option<(String, LeaderContact)>,
     /// Where this worker's status API is reached, and whether its peers can prove this
     /// process's end there (see `proof.rs`: then its metadata carries its process and network
     /// identities).
-    advertised: Option<(String, bool)>,
+    status_addr: Option<(String, bool)>,
     /// What the round computed but not yet confirmed was assigned from.
     pending_from: Option<AssignedFrom>,
-    /// The last assignment came from a leader that reads compressed envelopes (version 3 or
-    /// above): this member's metadata may then travel compressed.
-    leader_reads_compressed: bool,
     /// The tasks the last round this member led left unplaced (warned about once).
     unplaced: std::collections::BTreeSet<String>,
     /// The assignor's view of the last catalogue this member led a round with (building it
@@ -69,30 +58,6 @@ struct State {
     /// placement moves away from it (a task added or deleted in the task store), this leader
     /// starts a rebalance.
     assigned_from: Option<AssignedFrom>,
-}
-
-/// How long the process a static worker may have replaced can still run its tasks (see
-/// `takeover.rs`), which its metadata tells the leader as
-/// [`takeover_hold`](crate::protocol::MemberMetadata::takeover_hold).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TakeoverHold {
-    /// Before this worker first joined: a whole session timeout. That process's lease ends at
-    /// most one session after this worker's JoinGroup replaced it, and the leader's hold
-    /// counts from a later moment (the new owner's receipt of its assignment).
-    BeforeJoin(Duration),
-    /// Once it joined: until this instant (its first join plus one session timeout).
-    Until(Instant),
-}
-
-impl TakeoverHold {
-    /// What is left of the hold at `now`; `None` once it is over.
-    fn left(self, now: Instant) -> Option<Duration> {
-        match self {
-            TakeoverHold::BeforeJoin(session) => Some(session),
-            TakeoverHold::Until(at) => Some(at.saturating_duration_since(now)),
-        }
-        .filter(|d| !d.is_zero())
-    }
 }
 
 /// The catalogue a leader's round was computed from.
@@ -193,7 +158,7 @@ impl WorkerProtocol {
     /// Advertises where this worker's status API is reached, `host:port`; `provable`: its
     /// peers can prove this process's end there (see `proof.rs`).
     pub(crate) fn set_status_addr(&self, addr: String, provable: bool) {
-        self.state().advertised = Some((addr, provable));
+        self.state().status_addr = Some((addr, provable));
     }
 
     /// What this worker's links prove, shared with fast failover.
@@ -206,19 +171,10 @@ impl WorkerProtocol {
         self.state().heartbeat_interval = Some(interval);
     }
 
-    /// Replaces the lost tasks the worker loop holds back, and until when.
-    pub(crate) fn set_held_lost(
-        &self,
-        held: Option<(std::collections::BTreeSet<String>, Instant)>,
-    ) {
-        self.state().held_lost = held;
-    }
-
-    /// The worker stopped every task to shut down: its next metadata says `leaving`.
+    /// The worker stopped every task to shut down: its next metadata says `leaving`, and
+    /// claims no held start.
     pub(crate) fn set_leaving(&self) {
-        let mut state = self.state();
-        state.leaving = true;
-        state.held_claims.clear();
+        self.state().leaving = true;
     }
 
     /// Sets how long, in the assignments this member computes as leader, the new owners of
@@ -227,14 +183,9 @@ impl WorkerProtocol {
         self.state().lost_hold = Some(hold);
     }
 
-    /// Sets the static takeover's wait this worker advertises in its next metadata.
-    pub(crate) fn set_takeover_hold(&self, hold: TakeoverHold) {
-        self.state().takeover = Some(hold);
-    }
-
-    /// Replaces the tasks the worker loop holds back, claimed in the next metadata.
-    pub(crate) fn set_held_claims(&self, claims: Vec<(String, i32)>) {
-        self.state().held_claims = claims.into_iter().collect();
+    /// What the reconciler's decisions put in the next metadata (its `Advertise` action).
+    pub(crate) fn advertise(&self, advertised: Arc<Advertised>) {
+        self.state().advertised = advertised;
     }
 
     /// Remembers the leader of the assignment the worker loop just decoded, with how to reach
@@ -255,17 +206,13 @@ impl WorkerProtocol {
         self.state().assigned_from
     }
 
-    /// The member's assignment for `generation` arrived ([`MemberEvent::Assigned`]): its
-    /// generation is live, and what this member led is confirmed (or forgotten if another
-    /// led). The worker loop calls it before it decodes and applies `assignment`; the next
-    /// JoinGroup, which the join gate holds until the loop has applied it and stopped what it
-    /// revokes, reads the metadata this leaves.
+    /// The member's assignment for `generation` arrived ([`MemberEvent::Assigned`]): what
+    /// this member led is confirmed (or forgotten if another led), for the next round it
+    /// leads.
     ///
     /// [`MemberEvent::Assigned`]: kroupier_coordinator::membership::MemberEvent::Assigned
-    pub(crate) fn assigned(&self, generation: &Generation, assignment: &Bytes) {
+    pub(crate) fn assigned(&self, generation: &Generation) {
         let mut state = self.state();
-        state.leader_reads_compressed = crate::protocol::sender_reads_compressed(assignment);
-        state.eager_previous = None;
         if generation.is_leader() {
             if let Some(pending) = state.pending.take() {
                 state.memory = Some(pending);
@@ -283,13 +230,6 @@ impl WorkerProtocol {
         }
     }
 
-    /// An eager revocation stopped every task (the reconciler's `RevokeAll`): the next
-    /// JoinGroup still claims `held`, with the generation each was granted in, so that a
-    /// sticky leader gives them back.
-    pub(crate) fn keep_claims(&self, held: BTreeMap<String, i32>) {
-        self.state().eager_previous = Some(held);
-    }
-
     /// The generation is lost (the reconciler's `Lost`): this member forgets what it led
     /// and claimed. Until the loop carries the loss out, [`protocols`](GroupProtocol::protocols)
     /// already claims nothing: it reads the member's status, which the driver updates before
@@ -300,9 +240,6 @@ impl WorkerProtocol {
         state.pending = None;
         state.pending_from = None;
         state.assigned_from = None;
-        state.eager_previous = None;
-        state.held_claims.clear();
-        state.leader_reads_compressed = false;
     }
 
     /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
@@ -344,19 +281,21 @@ impl GroupProtocol for WorkerProtocol {
             metadata.owned.clear();
         }
         let state = self.state();
-        if holds_generation && let Some(previous) = &state.eager_previous {
-            for (task, generation) in previous {
+        let advertised = state.advertised.clone();
+        if holds_generation && let Some(previous) = &advertised.eager_previous {
+            for (task, generation) in previous.iter() {
                 metadata.owned.entry(task.clone()).or_insert(*generation);
             }
         }
-        for (task, generation) in state.held_claims.iter().filter(|_| holds_generation) {
+        let held = advertised.held_claims.iter();
+        for (task, generation) in held.filter(|_| holds_generation && !state.leaving) {
             metadata.owned.entry(task.clone()).or_insert(*generation);
         }
         metadata.leaving = state.leaving;
-        metadata.takeover_hold = state.takeover.and_then(|t| t.left(Instant::now()));
+        metadata.takeover_hold = advertised.takeover.and_then(|t| t.left(Instant::now()));
         metadata.heartbeat_interval = state.heartbeat_interval;
         metadata.session_timeout = state.lost_hold.map(|h| h.session_timeout);
-        if let Some((addr, provable)) = &state.advertised {
+        if let Some((addr, provable)) = &state.status_addr {
             metadata.status_addr = Some(addr.clone());
             if *provable {
                 metadata.process_id = Some(proof::own().process.clone());
@@ -364,11 +303,12 @@ impl GroupProtocol for WorkerProtocol {
             }
         }
         let now = Instant::now();
-        if let Some((held, until)) = state.held_lost.as_ref().filter(|(_, until)| *until > now) {
+        let holding_lost = advertised.holding_lost.as_ref();
+        if let Some((held, until)) = holding_lost.filter(|(_, until)| *until > now) {
             metadata.held = held.clone();
             metadata.hold_left = Some(*until - now);
         }
-        let compressed = state.leader_reads_compressed && holds_generation;
+        let compressed = advertised.leader_reads_compressed && holds_generation;
         drop(state);
         // Compressed only for a leader known to read it; a member new to the group (or one
         // that lost its membership) writes plain metadata, which every build reads.
@@ -394,11 +334,11 @@ impl GroupProtocol for WorkerProtocol {
         };
         let (memory, lost_hold, contact, previous_leader) = {
             let state = self.state();
-            let provable = state.advertised.as_ref().is_some_and(|(_, p)| *p);
+            let provable = state.status_addr.as_ref().is_some_and(|(_, p)| *p);
             let contact = LeaderContact {
                 heartbeat_interval: state.heartbeat_interval,
                 session_timeout: state.lost_hold.map(|h| h.session_timeout),
-                status_addr: state.advertised.as_ref().map(|(addr, _)| addr.clone()),
+                status_addr: state.status_addr.as_ref().map(|(addr, _)| addr.clone()),
                 network_id: proof::own().network.clone().filter(|_| provable),
             };
             let previous_leader = state.previous_leader.clone();
@@ -796,7 +736,8 @@ mod tests {
         };
         let mut assignment = Assignment::new("m1", 5);
         assignment.tasks = ids(&["t-0", "t-1"]);
-        p.assigned(
+        take_assignment(
+            &p,
             &generation(5, "cooperative"),
             &Bytes::from(assignment.encode()),
         );
@@ -810,7 +751,11 @@ mod tests {
         let mut next = Assignment::new("m1", 6);
         next.tasks = ids(&["t-0", "t-2"]);
         next.revoked = ids(&["t-1"]);
-        p.assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
+        take_assignment(
+            &p,
+            &generation(6, "cooperative"),
+            &Bytes::from(next.encode()),
+        );
         let _ = runtime.apply(&change(6, &["t-0", "t-2"], &["t-1"])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
 
@@ -823,7 +768,7 @@ mod tests {
     }
 
     /// What the worker loop does with the reconciler's decisions on an input `feed` gives it:
-    /// the stops and claims of `RevokeAll` and `Lost`.
+    /// the stops and claims of `RevokeAll` and `Lost`, and what the metadata advertises.
     fn carry_out(p: &WorkerProtocol, feed: impl FnOnce(&mut Reconciler)) {
         let mut r = Reconciler::new(Settings {
             stop_bound: Duration::from_secs(2),
@@ -837,9 +782,11 @@ mod tests {
         while let Some(action) = r.poll_action() {
             match action {
                 Action::RevokeAll => {
-                    p.keep_claims(runtime.owned());
+                    let held = runtime.owned();
                     drop(runtime.revoke_all());
+                    r.handle_revoked_all(held);
                 }
+                Action::Advertise(advertised) => p.advertise(advertised),
                 Action::Lost { deadline } => {
                     p.forget_generation();
                     drop(runtime.lost(deadline));
@@ -847,6 +794,23 @@ mod tests {
                 _ => {}
             }
         }
+    }
+
+    /// What the worker loop does when the assignment `bytes` of `generation` arrives: the
+    /// protocol confirms the leader's memory, and the reconciler's decisions are carried out
+    /// (the test applies the runtime change itself).
+    fn take_assignment(p: &WorkerProtocol, generation: &Generation, bytes: &[u8]) {
+        p.assigned(generation);
+        let assigned = crate::group::reconciler::Assigned {
+            token: generation.token(),
+            leader: generation.leader_id.clone(),
+            eager: false,
+            assignment: None,
+            valid_until: Instant::now() + Duration::from_secs(30),
+            rejected: false,
+            reads_compressed: crate::protocol::sender_reads_compressed(bytes),
+        };
+        carry_out(p, |r| r.handle_assigned(Instant::now(), assigned));
     }
 
     /// A compressed envelope starts with the version -1.
@@ -896,7 +860,11 @@ mod tests {
 
         // Assigned by a leader that reads envelopes, the member's metadata may travel
         // compressed, and says what it owns.
-        p.assigned(&generation(1, "cooperative"), &assignments[0].assignment);
+        take_assignment(
+            &p,
+            &generation(1, "cooperative"),
+            &assignments[0].assignment,
+        );
         let _ = runtime
             .apply(&AssignmentChange {
                 token: FencingToken::new(1, "m1"),
@@ -919,13 +887,18 @@ mod tests {
         // A leader of an older build (its assignment is version 2) gets plain metadata.
         let mut older = mine.clone();
         older.generation = 2;
-        p.assigned(
+        take_assignment(
+            &p,
             &generation(2, "cooperative"),
             &as_version_2(&older.encode()),
         );
         assert!(!is_envelope(&p.protocols()[0].metadata));
         // ... and compressed again once the leader reads envelopes.
-        p.assigned(&generation(3, "cooperative"), &assignments[0].assignment);
+        take_assignment(
+            &p,
+            &generation(3, "cooperative"),
+            &assignments[0].assignment,
+        );
         assert!(is_envelope(&p.protocols()[0].metadata));
     }
 

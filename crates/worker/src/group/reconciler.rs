@@ -38,15 +38,22 @@
 //!   the abort timeout after a loss the coordinator reported).
 //! - **Extend the tasks' lease** ([`handle_lease`](Reconciler::handle_lease)): only for the
 //!   live membership the tasks were granted under, never after a loss.
+//! - **Advertise** (`publish`, after every input): what the next JoinGroup's metadata says
+//!   beside the runtime's tasks — a held start's claims, an eager revocation's claims (from
+//!   [`handle_revoked_all`](Reconciler::handle_revoked_all) until the next assignment or a
+//!   loss), the lost tasks' hold, a static takeover's wait, whether it may travel compressed.
+//!   `WorkerProtocol::protocols` reads the snapshot; it decides nothing.
 //!
 //! One transition travels one way, once: the loop never decides, it only does.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::FencingToken;
 use tokio::time::Instant;
 
+use super::advertised::{Advertised, TakeoverHold};
 use crate::protocol::Assignment;
 use crate::runtime::AssignmentChange;
 
@@ -101,6 +108,8 @@ pub(crate) struct Assigned {
     /// The assignment's bytes were rejected (they did not decode): the member runs nothing
     /// and rejoins after [`REJECTED_REJOIN_DELAY`], so the group recovers without it.
     pub(crate) rejected: bool,
+    /// The leader reads compressed envelopes (its assignment's version says so).
+    pub(crate) reads_compressed: bool,
 }
 
 /// How long after rejecting an assignment the member rejoins: soon, but not in a tight loop
@@ -146,6 +155,8 @@ pub(crate) enum Action {
         /// The new self-fencing deadline.
         valid_until: Instant,
     },
+    /// What the next JoinGroup's metadata must say changed: publish it for the protocol.
+    Advertise(Arc<Advertised>),
 }
 
 /// A rejoin the worker owes the group once revocations are done or a delay has passed.
@@ -194,6 +205,9 @@ fn keep_hold(assigned: &mut Assigned, tasks: &BTreeSet<String>, left: Duration) 
     a.lost_hold = Some(a.lost_hold.map_or(left, |hold| hold.max(left)));
 }
 
+/// What identifies a held start: its generation and when it is due.
+type HeldKey = Option<(i32, Instant)>;
+
 /// The worker loop's state machine. See the [module guide](self).
 #[derive(Debug)]
 pub(crate) struct Reconciler {
@@ -206,6 +220,12 @@ pub(crate) struct Reconciler {
     live: Option<FencingToken>,
     /// The member id the tasks' lease was last granted to (by the last apply).
     granted_to: Option<FencingToken>,
+    /// After an eager revocation: what was held before it, claimed until the next assignment.
+    eager_previous: Option<Arc<BTreeMap<String, i32>>>,
+    /// Whether the last assignment's leader reads compressed envelopes.
+    reads_compressed: bool,
+    /// The last snapshot published, with what identifies its held claims.
+    published: Option<(Arc<Advertised>, HeldKey)>,
     /// The generation whose assignment was applied last (and not lost since).
     stable: Option<FencingToken>,
     pending: Option<Pending>,
@@ -235,6 +255,9 @@ impl Reconciler {
             joined_once: false,
             live: None,
             granted_to: None,
+            eager_previous: None,
+            reads_compressed: false,
+            published: None,
             stable: None,
             pending: None,
             revoking: None,
@@ -258,12 +281,17 @@ impl Reconciler {
         if self.settings.takeover == Takeover::MustWait {
             self.start_not_before = Some(now + self.settings.session_timeout);
         }
+        self.publish();
     }
 
     /// SyncGroup delivered an assignment: its generation is live from now on.
     pub(crate) fn handle_assigned(&mut self, now: Instant, assigned: Assigned) {
         self.live = Some(assigned.token.clone());
+        self.reads_compressed = assigned.reads_compressed;
+        // The new assignment says what this member owns: the eager claims are over.
+        self.eager_previous = None;
         self.start(now, assigned);
+        self.publish();
     }
 
     /// Starts what `assigned` asks for: at once, or held (a takeover's wait, lost tasks'
@@ -359,6 +387,15 @@ impl Reconciler {
             self.actions.push_back(Action::RevokeAll);
         }
         self.maybe_ack();
+        self.publish();
+    }
+
+    /// The eager revocation ([`Action::RevokeAll`]) stopped `held`, each task with the
+    /// generation it was granted in: the next JoinGroup still claims them, so that a sticky
+    /// leader gives them back.
+    pub(crate) fn handle_revoked_all(&mut self, held: BTreeMap<String, i32>) {
+        self.eager_previous = Some(Arc::new(held));
+        self.publish();
     }
 
     /// The membership was lost: every task stops ([`Action::Lost`]) by the instant the group
@@ -379,6 +416,9 @@ impl Reconciler {
         self.ack = None;
         self.stopping = false;
         self.held = None;
+        self.eager_previous = None;
+        self.reads_compressed = false;
+        self.publish();
     }
 
     /// The member's status shows `lease` valid until `valid_until` (a heartbeat, join or sync
@@ -440,6 +480,7 @@ impl Reconciler {
                 );
             }
         }
+        self.publish();
     }
 
     // ----- outputs -----
@@ -464,7 +505,7 @@ impl Reconciler {
 
     /// What identifies the held start, if any (its generation and when it is due): when it is
     /// unchanged, so are [`held_claims`](Self::held_claims).
-    pub(crate) fn held_key(&self) -> Option<(i32, Instant)> {
+    fn held_key(&self) -> HeldKey {
         self.held
             .as_ref()
             .map(|h| (h.assigned.token.generation_id, h.at))
@@ -484,17 +525,57 @@ impl Reconciler {
             .unwrap_or_default()
     }
 
-    /// The lost tasks held back here and until when, while their hold lasts: the worker
-    /// advertises them, so that the leader keeps the hold on them wherever they go next.
-    pub(crate) fn holding_lost(&self) -> Option<(BTreeSet<String>, Instant)> {
-        self.holding_lost.clone()
-    }
-
     /// Until when a static takeover's wait holds every start here (see [`Takeover`]), once
-    /// this member joined; the worker advertises it so that the leader holds back the
-    /// replaced process's tasks wherever they go.
+    /// this member joined.
     pub(crate) fn takeover_until(&self) -> Option<Instant> {
         self.start_not_before
+    }
+
+    /// The static takeover's wait the worker advertises, so that the leader holds back the
+    /// replaced process's tasks wherever they go: a whole session before the first join, then
+    /// until [`takeover_until`](Self::takeover_until).
+    fn takeover_hold(&self) -> Option<TakeoverHold> {
+        if !self.joined_once {
+            return (self.settings.takeover == Takeover::MustWait)
+                .then_some(TakeoverHold::BeforeJoin(self.settings.session_timeout));
+        }
+        self.takeover_until().map(TakeoverHold::Until)
+    }
+
+    /// Publishes what the next JoinGroup's metadata must say ([`Action::Advertise`]) when it
+    /// changed: the held start's claims (rebuilt only when the held start changed: they copy
+    /// every held task id), an eager revocation's claims, the lost tasks' hold, a takeover's
+    /// wait and the encoding.
+    fn publish(&mut self) {
+        let key = self.held_key();
+        let held_claims = match &self.published {
+            Some((last, last_key)) if *last_key == key => last.held_claims.clone(),
+            _ => Arc::new(self.held_claims().into_iter().collect()),
+        };
+        let next = Advertised {
+            held_claims,
+            eager_previous: self.eager_previous.clone(),
+            holding_lost: self.holding_lost.clone(),
+            takeover: self.takeover_hold(),
+            leader_reads_compressed: self.reads_compressed,
+        };
+        let unchanged = self.published.as_ref().is_some_and(|(last, last_key)| {
+            *last_key == key
+                && Arc::ptr_eq(&last.held_claims, &next.held_claims)
+                && match (&last.eager_previous, &next.eager_previous) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (a, b) => a.is_none() && b.is_none(),
+                }
+                && last.holding_lost == next.holding_lost
+                && last.takeover == next.takeover
+                && last.leader_reads_compressed == next.leader_reads_compressed
+        });
+        if unchanged {
+            return;
+        }
+        let next = Arc::new(next);
+        self.published = Some((next.clone(), key));
+        self.actions.push_back(Action::Advertise(next));
     }
 
     // ----- internals -----

@@ -2,6 +2,7 @@
 //! starts (a static takeover's wait, lost tasks' hold).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::FencingToken;
@@ -49,6 +50,7 @@ fn assigned(base: Instant, generation: i32, tasks: &[&str], revoked: &[&str]) ->
         assignment: Some(assignment),
         valid_until: base + SESSION,
         rejected: false,
+        reads_compressed: false,
     }
 }
 
@@ -62,8 +64,23 @@ fn with_lost_x(base: Instant, tasks: &[&str]) -> Assigned {
     with_lost
 }
 
+/// The actions that act on tasks and the group, in order: what the metadata advertises is
+/// checked on its own ([`advertised`]).
 fn actions(r: &mut Reconciler) -> Vec<Action> {
-    std::iter::from_fn(|| r.poll_action()).collect()
+    std::iter::from_fn(|| r.poll_action())
+        .filter(|a| !matches!(a, Action::Advertise(_)))
+        .collect()
+}
+
+/// The last snapshot the reconciler published for the metadata since the last poll, if any
+/// (the other actions are dropped).
+fn advertised(r: &mut Reconciler) -> Option<Arc<Advertised>> {
+    std::iter::from_fn(|| r.poll_action())
+        .filter_map(|a| match a {
+            Action::Advertise(advertised) => Some(advertised),
+            _ => None,
+        })
+        .last()
 }
 
 /// Takes the single Apply action, reports it applied, and returns its change.
@@ -530,4 +547,77 @@ fn an_eager_revocation_stops_everything_and_a_cooperative_one_nothing() {
     applied(&mut r);
     r.handle_revoked(4, true);
     assert_eq!(actions(&mut r), [Action::RevokeAll]);
+}
+
+#[test]
+fn a_held_start_is_claimed_in_the_metadata_until_it_applies() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    let joined = advertised(&mut r).expect("the takeover's wait is advertised");
+    assert_eq!(joined.takeover, Some(TakeoverHold::Until(base + SESSION)));
+    r.handle_assigned(base + ms(10), assigned(base, 2, &["a", "b"], &[]));
+    let held = advertised(&mut r).expect("the held start is claimed");
+    assert_eq!(
+        held.held_claims.iter().collect::<Vec<_>>(),
+        [(&"a".to_owned(), &2), (&"b".to_owned(), &2)]
+    );
+    r.handle_timeout(base + SESSION);
+    let started = advertised(&mut r).expect("claimed no more once started");
+    assert!(started.held_claims.is_empty());
+    assert_eq!(started.takeover, None, "the wait is over");
+}
+
+#[test]
+fn an_eager_revocation_keeps_its_claims_until_the_next_assignment_or_a_loss() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 3, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(3, true);
+    assert_eq!(actions(&mut r), [Action::RevokeAll]);
+    r.handle_revoked_all([("a".to_owned(), 3)].into());
+    let revoked = advertised(&mut r).expect("the eager claims are advertised");
+    assert_eq!(
+        revoked.eager_previous.as_deref(),
+        Some(&[("a".to_owned(), 3)].into())
+    );
+    r.handle_assigned(base + ms(100), assigned(base, 4, &["a"], &[]));
+    let next = advertised(&mut r).expect("the new assignment ends them");
+    assert_eq!(next.eager_previous, None);
+    r.handle_revoked(4, true);
+    r.handle_revoked_all([("a".to_owned(), 4)].into());
+    let _ = advertised(&mut r);
+    r.handle_lost(base + ms(200), None);
+    assert_eq!(advertised(&mut r).expect("lost").eager_previous, None);
+}
+
+#[test]
+fn the_metadata_travels_compressed_only_after_a_leader_that_reads_it_and_never_after_a_loss() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut from_new_leader = assigned(base, 1, &["a"], &[]);
+    from_new_leader.reads_compressed = true;
+    r.handle_assigned(base, from_new_leader);
+    assert!(advertised(&mut r).expect("changed").leader_reads_compressed);
+    r.handle_assigned(base + ms(10), assigned(base, 2, &["a"], &[]));
+    assert!(!advertised(&mut r).expect("changed").leader_reads_compressed);
+    let mut again = assigned(base, 3, &["a"], &[]);
+    again.reads_compressed = true;
+    r.handle_assigned(base + ms(20), again);
+    let _ = advertised(&mut r);
+    r.handle_lost(base + ms(30), None);
+    assert!(!advertised(&mut r).expect("lost").leader_reads_compressed);
+}
+
+#[test]
+fn the_metadata_is_published_only_when_it_changes() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    assert!(advertised(&mut r).is_some(), "the first snapshot");
+    r.handle_applied(&token(1, "m1"), true);
+    r.handle_lease(&token(1, "m1"), base + SESSION);
+    r.handle_timeout(base + ms(10));
+    assert_eq!(advertised(&mut r), None, "nothing changed");
 }

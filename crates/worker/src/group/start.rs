@@ -23,7 +23,8 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, WorkerProtocol};
+use super::advertised::{Advertised, TakeoverHold};
+use super::protocol::WorkerProtocol;
 use super::{
     WorkerError, WorkerHandle, failover, leader, open_store, proof, reconciler, run, takeover,
 };
@@ -77,12 +78,12 @@ pub(crate) async fn spawn(
         |why| runtime.board().set_unreachable(why),
     )
     .await;
-    if takeover == reconciler::Takeover::MustWait {
-        // Until it joins, the process it may replace can run for a whole session from now on.
-        protocol.set_takeover_hold(protocol::TakeoverHold::BeforeJoin(
-            config.member.membership.session_timeout,
-        ));
-    }
+    // The first JoinGroup goes out before the loop runs: it advertises a static takeover's
+    // wait already (the reconciler publishes every later change).
+    let before_join = (takeover == reconciler::Takeover::MustWait).then_some(
+        TakeoverHold::BeforeJoin(config.member.membership.session_timeout),
+    );
+    protocol.advertise(Arc::new(Advertised::before_join(before_join)));
     let fast = FastFailoverStart::prepare(&config, provable, advertised_addr, description).await;
 
     let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;

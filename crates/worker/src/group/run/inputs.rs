@@ -45,6 +45,7 @@ impl Loop {
             assignment,
             valid_until,
             rejected,
+            reads_compressed: crate::protocol::sender_reads_compressed(bytes),
         }
     }
 

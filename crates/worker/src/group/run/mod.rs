@@ -81,7 +81,6 @@ impl Loop {
             self_fence_margin: self.config.self_fence_margin(),
             abort_timeout: self.config.abort_timeout(),
         });
-        let mut held_key = None;
         let mut stops = Stops::default();
         let mut arrival: Arrival = None;
         // Fast failover reads the group anew after an assignment: once it is applied (or held
@@ -107,7 +106,7 @@ impl Loop {
                 event = member_events.recv() => match event {
                     Some(MemberEvent::Assigned { generation, assignment, valid_until, times }) => {
                         let token = generation.token();
-                        self.protocol.assigned(&generation, &assignment);
+                        self.protocol.assigned(&generation);
                         arrival = Some((token.generation_id, Instant::now(), times));
                         self.runtime.board().rebalance_arrived(times.rebalance);
                         let valid_until = Instant::from_std(valid_until);
@@ -141,10 +140,6 @@ impl Loop {
                             member_id = %generation.member_id, leader = generation.is_leader(),
                             "joined the group");
                         reconciler.handle_joined(Instant::now());
-                        if let Some(until) = reconciler.takeover_until() {
-                            self.protocol
-                                .set_takeover_hold(super::protocol::TakeoverHold::Until(until));
-                        }
                     }
                     Some(MemberEvent::AssignmentFailed { generation, error }) => {
                         tracing::warn!(generation, %error, "the assignment failed; rejoining");
@@ -197,13 +192,6 @@ impl Loop {
                     reconciler.handle_revoked_stopped();
                 }
                 () = sleep_until(timeout) => reconciler.handle_timeout(Instant::now()),
-            }
-            // Only when the held start changed: claims are a copy of every held task id.
-            let key = reconciler.held_key();
-            if key != held_key {
-                held_key = key;
-                self.protocol.set_held_claims(reconciler.held_claims());
-                self.protocol.set_held_lost(reconciler.holding_lost());
             }
         }
     }
@@ -264,8 +252,9 @@ impl Loop {
                 Action::RevokeAll => {
                     // Eager: stop everything before the rejoin; the next JoinGroup still claims
                     // it for a sticky leader.
-                    self.protocol.keep_claims(self.runtime.owned());
+                    let held = self.runtime.owned();
                     stops.stopping = Some(Box::pin(self.runtime.revoke_all()));
+                    reconciler.handle_revoked_all(held);
                 }
                 Action::Lost { deadline } => {
                     *stops = Stops::default();
@@ -274,6 +263,7 @@ impl Loop {
                     drop(self.runtime.lost(deadline));
                 }
                 Action::ExtendLease { valid_until } => self.runtime.extend_lease(valid_until),
+                Action::Advertise(advertised) => self.protocol.advertise(advertised),
             }
         }
     }
