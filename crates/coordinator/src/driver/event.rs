@@ -33,8 +33,8 @@ impl MemberEvents {
         self.receiver.try_recv().ok()
     }
 
-    /// [`recv`](Self::recv) as a poll, for code that drives futures by hand.
-    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<MemberEvent>> {
+    /// [`recv`](Self::recv) as a poll (for [`SharedEvents`]).
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<MemberEvent>> {
         self.receiver.poll_recv(cx)
     }
 }

@@ -16,7 +16,9 @@
 //!  ──────────────────────    ───────────────────────────────────────   ──────────────────────────
 //!  Revoked                   RevokeAll if the assignor is eager;       rebalance_started; revoke_all
 //!                            ack once revoked tasks stopped            revocations_done → JoinGroup
-//!  Assigned                  Apply while its generation is live (lost  apply(change), then await its
+//!  Assigned (decoded, with   what of it runs (catalogue, store         —
+//!   what is known locally)   offset, held tasks), then
+//!                            Apply while its generation is live (lost  apply(change), then await its
 //!                            tasks after their hold; a static          revocations if asked
 //!                            takeover after the old lease)
 //!  revocations stopped       Rejoin (cooperative follow-up)            rejoin, if still current
@@ -27,7 +29,7 @@
 //!                            holds or encoding change                  protocol (next JoinGroup)
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
-//!  task store view moved     —                                         new effective catalogue; the
+//!  task store view moved     end a catch-up wait it completes          new effective catalogue; the
 //!                                                                      owner stops deleted tasks and
 //!                                                                      restarts changed ones; the
 //!                                                                      leader rejoins if placement
@@ -83,6 +85,7 @@
 //! ```
 
 mod advertised;
+mod check;
 pub(crate) mod failover;
 mod leader;
 mod proof;

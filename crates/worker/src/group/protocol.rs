@@ -776,6 +776,7 @@ mod tests {
             takeover: Takeover::Clean,
             self_fence_margin: Duration::from_secs(3),
             abort_timeout: Duration::from_secs(1),
+            rebalance_timeout: Duration::from_secs(30),
         });
         feed(&mut r);
         let runtime = p.runtime();
@@ -806,6 +807,7 @@ mod tests {
             leader: generation.leader_id.clone(),
             eager: false,
             assignment: None,
+            local: Default::default(),
             valid_until: Instant::now() + Duration::from_secs(30),
             rejected: false,
             reads_compressed: crate::protocol::sender_reads_compressed(bytes),

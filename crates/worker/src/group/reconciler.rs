@@ -11,6 +11,8 @@
 //! [`handle_applied`](Reconciler::handle_applied) once the loop tried the apply,
 //! [`handle_revoked`](Reconciler::handle_revoked), [`handle_lost`](Reconciler::handle_lost),
 //! [`handle_lease`](Reconciler::handle_lease),
+//! [`handle_store_offset`](Reconciler::handle_store_offset),
+//! [`handle_revoked_all`](Reconciler::handle_revoked_all),
 //! [`handle_revocations_stopped`](Reconciler::handle_revocations_stopped),
 //! [`handle_revoked_stopped`](Reconciler::handle_revoked_stopped),
 //! [`handle_timeout`](Reconciler::handle_timeout). Outputs:
@@ -18,6 +20,11 @@
 //!
 //! What it decides, one function each:
 //!
+//! - **What of an assignment runs** (`check::check`, from
+//!   [`handle_assigned`](Reconciler::handle_assigned)): not the tasks this worker's catalogue
+//!   lacks (unless the leader assigned from further in the task store: they wait for this
+//!   worker's view, a wait reported once it outlasts the rebalance timeout), the revocation
+//!   of a task both assigned and revoked, no revocation of a task not held here.
 //! - **Apply** ([`handle_assigned`](Reconciler::handle_assigned), `start`, `apply`): the
 //!   assignment of a generation, as a runtime change, only while that generation is live (its
 //!   assignment came and no loss since). Tasks whose previous
@@ -54,6 +61,7 @@ use crate::context::FencingToken;
 use tokio::time::Instant;
 
 use super::advertised::{Advertised, TakeoverHold};
+use super::check::{self, CatchUp, Local};
 use crate::protocol::Assignment;
 use crate::runtime::AssignmentChange;
 
@@ -90,6 +98,9 @@ pub(crate) struct Settings {
     /// How long a task may take to stop once aborted: the bound of a stop after a loss the
     /// coordinator reported (no deadline of its own).
     pub(crate) abort_timeout: Duration,
+    /// The rebalance timeout: how long a wait for the task store's view may take before it
+    /// is reported.
+    pub(crate) rebalance_timeout: Duration,
 }
 
 /// An assignment delivered by SyncGroup, with what the loop learned around it.
@@ -101,8 +112,12 @@ pub(crate) struct Assigned {
     pub(crate) leader: String,
     /// Whether the group's assignor is eager (revokes everything before each rebalance).
     pub(crate) eager: bool,
-    /// The decoded assignment; `None` if it was empty or did not decode (run nothing).
+    /// The decoded assignment; `None` if it was empty or did not decode (run nothing). As the
+    /// leader sent it: [`handle_assigned`](Reconciler::handle_assigned) checks it against
+    /// `local`.
     pub(crate) assignment: Option<Assignment>,
+    /// What this worker knows locally about the assignment's tasks.
+    pub(crate) local: Local,
     /// The lease of this generation.
     pub(crate) valid_until: Instant,
     /// The assignment's bytes were rejected (they did not decode): the member runs nothing
@@ -226,6 +241,10 @@ pub(crate) struct Reconciler {
     reads_compressed: bool,
     /// The last snapshot published, with what identifies its held claims.
     published: Option<(Arc<Advertised>, HeldKey)>,
+    /// The wait for this worker's view of the task store to reach an assignment's offset.
+    catch_up: Option<CatchUp>,
+    /// This worker's task store offset, as last reported.
+    store_offset: Option<i64>,
     /// The generation whose assignment was applied last (and not lost since).
     stable: Option<FencingToken>,
     pending: Option<Pending>,
@@ -258,6 +277,8 @@ impl Reconciler {
             eager_previous: None,
             reads_compressed: false,
             published: None,
+            catch_up: None,
+            store_offset: None,
             stable: None,
             pending: None,
             revoking: None,
@@ -284,8 +305,21 @@ impl Reconciler {
         self.publish();
     }
 
-    /// SyncGroup delivered an assignment: its generation is live from now on.
-    pub(crate) fn handle_assigned(&mut self, now: Instant, assigned: Assigned) {
+    /// SyncGroup delivered an assignment: its generation is live from now on. What of it
+    /// this worker runs is decided here ([`check::check`]): tasks its catalogue lacks are
+    /// dropped, unless the leader assigned from further in the task store (then they wait for
+    /// this worker's view, [`handle_store_offset`](Self::handle_store_offset)).
+    pub(crate) fn handle_assigned(&mut self, now: Instant, mut assigned: Assigned) {
+        if let Some(assignment) = assigned.assignment.take() {
+            let local = std::mem::take(&mut assigned.local);
+            let (checked, wait) = check::check(assignment, &assigned.token, &local);
+            assigned.assignment = Some(checked);
+            self.store_offset = local.offset;
+            if let Some(offset) = wait {
+                let bound = self.settings.rebalance_timeout;
+                self.catch_up = Some(check::wait_for(self.catch_up, now, offset, bound));
+            }
+        }
         self.live = Some(assigned.token.clone());
         self.reads_compressed = assigned.reads_compressed;
         // The new assignment says what this member owns: the eager claims are over.
@@ -432,6 +466,22 @@ impl Reconciler {
         }
     }
 
+    /// This worker's view of the task store reached `offset`: a catch-up wait it completes
+    /// ends.
+    pub(crate) fn handle_store_offset(&mut self, now: Instant, offset: Option<i64>) {
+        self.store_offset = offset;
+        if let (Some(wait), Some(offset)) = (self.catch_up, offset)
+            && offset >= wait.offset
+        {
+            tracing::info!(
+                offset,
+                waited_ms = now.saturating_duration_since(wait.since).as_millis() as u64,
+                "this worker's view of the task store caught up with its assignment"
+            );
+            self.catch_up = None;
+        }
+    }
+
     /// The revocations of the assignment of `generation` have stopped.
     pub(crate) fn handle_revocations_stopped(&mut self, now: Instant, generation: i32) {
         if self.revoking != Some(generation) {
@@ -453,8 +503,20 @@ impl Reconciler {
         self.maybe_ack();
     }
 
-    /// Time passed: due follow-ups and held starts.
+    /// Time passed: due follow-ups and held starts, and a catch-up wait that outlasted the
+    /// rebalance timeout (reported once; the tasks still start if the view gets there).
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        if let Some(wait) = self.catch_up.take_if(|w| w.deadline <= now) {
+            tracing::warn!(
+                leader_offset = wait.offset,
+                own_offset = ?self.store_offset,
+                waited_ms = now.saturating_duration_since(wait.since).as_millis() as u64,
+                "this worker's view of the task store has not reached the offset its \
+                 assignment was computed from; the assigned tasks it does not know are not \
+                 running (check that it can read the store's topic); they start if the view \
+                 gets there"
+            );
+        }
         if let Some(held) = self.held.take_if(|h| h.at <= now) {
             if self.start_not_before.is_some_and(|t| t <= now) {
                 self.start_not_before = None;
@@ -497,10 +559,8 @@ impl Reconciler {
             .filter(|_| self.revoking.is_none())
             .map(|f| f.not_before);
         let held = self.held.as_ref().map(|h| h.at);
-        match (follow_up, held) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let catch_up = self.catch_up.map(|w| w.deadline);
+        [follow_up, held, catch_up].into_iter().flatten().min()
     }
 
     /// What identifies the held start, if any (its generation and when it is due): when it is

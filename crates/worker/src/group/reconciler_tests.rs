@@ -14,6 +14,7 @@ const SESSION: Duration = Duration::from_secs(6);
 const STOP: Duration = Duration::from_secs(6);
 const MARGIN: Duration = Duration::from_secs(1);
 const ABORT: Duration = Duration::from_secs(2);
+const REBALANCE: Duration = Duration::from_secs(30);
 
 fn reconciler(takeover: Takeover) -> Reconciler {
     Reconciler::new(Settings {
@@ -22,6 +23,7 @@ fn reconciler(takeover: Takeover) -> Reconciler {
         takeover,
         self_fence_margin: MARGIN,
         abort_timeout: ABORT,
+        rebalance_timeout: REBALANCE,
     })
 }
 
@@ -48,6 +50,7 @@ fn assigned(base: Instant, generation: i32, tasks: &[&str], revoked: &[&str]) ->
         leader: "m0".into(),
         eager: false,
         assignment: Some(assignment),
+        local: Local::default(),
         valid_until: base + SESSION,
         rejected: false,
         reads_compressed: false,
@@ -620,4 +623,95 @@ fn the_metadata_is_published_only_when_it_changes() {
     r.handle_lease(&token(1, "m1"), base + SESSION);
     r.handle_timeout(base + ms(10));
     assert_eq!(advertised(&mut r), None, "nothing changed");
+}
+
+/// Generation 1's assignment of `tasks`, revoking `revoked`, checked against `local`.
+fn assigned_with(base: Instant, tasks: &[&str], revoked: &[&str], local: Local) -> Assigned {
+    let mut a = assigned(base, 1, tasks, revoked);
+    a.local = local;
+    a
+}
+
+#[test]
+fn tasks_the_catalogue_lacks_do_not_start() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        missing: set(&["ghost"]),
+        ..Local::default()
+    };
+    r.handle_assigned(base, assigned_with(base, &["a", "ghost"], &[], local));
+    assert_eq!(applied(&mut r).0.run, set(&["a"]));
+}
+
+#[test]
+fn a_task_both_assigned_and_revoked_is_revoked_and_revocations_of_tasks_not_held_ask_nothing() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        not_held: set(&["c"]),
+        ..Local::default()
+    };
+    r.handle_assigned(base, assigned_with(base, &["a", "b"], &["b", "c"], local));
+    let (change, await_revocations) = applied(&mut r);
+    assert_eq!(change.run, set(&["a"]));
+    assert_eq!(change.revoke, set(&["b"]), "c is not held here");
+    assert!(await_revocations, "b stops before the follow-up");
+}
+
+#[test]
+fn tasks_from_further_in_the_store_wait_for_this_worker_s_view() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        missing: set(&["new"]),
+        offset: Some(4),
+        fingerprint: 7,
+        ..Local::default()
+    };
+    let mut from_ahead = assigned_with(base, &["a", "new"], &[], local);
+    if let Some(a) = from_ahead.assignment.as_mut() {
+        a.store_offset = Some(9);
+    }
+    r.handle_assigned(base, from_ahead);
+    let (change, _) = applied(&mut r);
+    assert_eq!(
+        change.run,
+        set(&["a", "new"]),
+        "kept: it starts once the view has it"
+    );
+    assert_eq!(
+        change.leader_catalogue_fingerprint,
+        Some(7),
+        "another point of the store is no catalogue mismatch"
+    );
+    assert_eq!(
+        r.poll_timeout(),
+        Some(base + REBALANCE),
+        "the wait is bounded"
+    );
+    r.handle_store_offset(base + ms(100), Some(8));
+    assert_eq!(r.poll_timeout(), Some(base + REBALANCE), "not there yet");
+    r.handle_store_offset(base + ms(200), Some(9));
+    assert_eq!(r.poll_timeout(), None, "caught up");
+}
+
+#[test]
+fn a_catch_up_wait_past_the_rebalance_timeout_is_reported_once() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        missing: set(&["new"]),
+        offset: Some(4),
+        ..Local::default()
+    };
+    let mut from_ahead = assigned_with(base, &["new"], &[], local);
+    if let Some(a) = from_ahead.assignment.as_mut() {
+        a.store_offset = Some(9);
+    }
+    r.handle_assigned(base, from_ahead);
+    applied(&mut r);
+    r.handle_timeout(base + REBALANCE);
+    assert_eq!(r.poll_timeout(), None, "reported, then no longer timed");
+    assert!(actions(&mut r).is_empty());
 }

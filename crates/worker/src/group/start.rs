@@ -122,7 +122,6 @@ pub(crate) async fn spawn(
         failover,
         store: store.map(|(_, link)| link),
         placement_rejoin: std::sync::Mutex::new(None),
-        catch_up: std::sync::Mutex::new(None),
     };
     let loop_shutdown = shutdown.clone();
     let task = tokio::spawn(async move {

@@ -1,9 +1,11 @@
-//! What the loop hands the reconciler: an assignment with its lease, decoded and checked.
+//! What the loop hands the reconciler: an assignment with its lease, decoded, and what this
+//! worker knows about its tasks.
 
-use kroupier_coordinator::membership::{FencingToken, Generation};
+use kroupier_coordinator::membership::Generation;
 use tokio::time::Instant;
 
 use super::Loop;
+use crate::group::check::Local;
 use crate::group::reconciler::Assigned;
 use crate::protocol::Assignment;
 
@@ -26,7 +28,7 @@ impl Loop {
                 Ok(assignment) => {
                     self.protocol
                         .note_leader(&generation.leader_id, &assignment);
-                    Some(self.checked(assignment, &token))
+                    Some(assignment)
                 }
                 Err(error) => {
                     tracing::error!(
@@ -38,8 +40,13 @@ impl Loop {
                 }
             }
         };
+        let local = assignment
+            .as_ref()
+            .map(|a| self.local(a))
+            .unwrap_or_default();
         Assigned {
             token,
+            local,
             leader: generation.leader_id.clone(),
             eager: self.protocol.is_eager(&generation.protocol_name),
             assignment,
@@ -49,89 +56,33 @@ impl Loop {
         }
     }
 
-    /// Drops what no leader may ask of this worker, with a logged reason: tasks its catalogue
-    /// does not have (a leader with another catalogue, or a broken one) and tasks both to run
-    /// and to revoke (the revocation wins); and revocations of tasks it does not run. The rest
-    /// of the assignment stands.
-    ///
-    /// Tasks it does not have are kept when the leader assigned from a task store offset this
-    /// worker has not read yet: they start once its view brings them (see
-    /// `Runtime::apply_desired`).
-    pub(super) fn checked(&self, mut assignment: Assignment, token: &FencingToken) -> Assignment {
+    /// What this worker knows about `assignment`'s tasks (the reconciler decides with it),
+    /// and the unplaced tasks it reports, shown in the status.
+    fn local(&self, assignment: &Assignment) -> Local {
         let desired = self.runtime.desired();
         let catalogue = &desired.catalogue;
         self.runtime
             .board()
-            .set_unplaced(unplaced_reasons(&assignment, catalogue));
-        let unknown: Vec<String> = catalogue
+            .set_unplaced(unplaced_reasons(assignment, catalogue));
+        let missing = catalogue
             .missing(assignment.tasks.iter().map(String::as_str))
             .into_iter()
             .map(str::to_owned)
             .collect();
-        let behind = match (assignment.store_offset, desired.offset) {
-            (Some(leader), Some(own)) => leader > own,
-            _ => false,
-        };
-        if assignment.store_offset != desired.offset {
-            // The leader assigned from another point of the task store than this worker's
-            // view: their catalogues differ for now, which is not a mismatch to report.
-            assignment.catalogue_fingerprint = desired.fingerprint();
-        }
-        let unknown = if behind && !unknown.is_empty() {
-            if let Some(offset) = assignment.store_offset {
-                self.await_store_offset(offset);
-            }
-            tracing::info!(
-                generation = token.generation_id,
-                leader_offset = ?assignment.store_offset,
-                own_offset = ?desired.offset,
-                tasks = ?unknown,
-                "the leader assigned tasks from further in the task store than this worker has \
-                 read; they start once its view catches up"
-            );
-            Vec::new()
-        } else {
-            unknown
-        };
-        let both: Vec<String> = assignment
-            .tasks
-            .intersection(&assignment.revoked)
-            .cloned()
-            .collect();
-        for (tasks, why) in [
-            (
-                unknown,
-                "the leader assigned tasks this worker's catalogue does not have; not starting them",
-            ),
-            (
-                both,
-                "the leader both assigned and revoked these tasks; stopping them",
-            ),
-        ] {
-            if tasks.is_empty() {
-                continue;
-            }
-            tracing::error!(generation = token.generation_id, ?tasks, "{why}");
-            for task in &tasks {
-                assignment.tasks.remove(task);
-                assignment.lost.remove(task);
-            }
-        }
-        // A revocation of a task this worker does not run asks nothing of it (and must not
-        // start a follow-up round that a leader repeating itself would turn into a loop).
         // Looked up one by one: revocations are few, and this worker may hold 100,000 tasks.
         let supervisor = self.runtime.supervisor();
-        assignment
+        let not_held = assignment
             .revoked
-            .retain(|task| supervisor.granted(task).is_some());
-        if assignment.generation != token.generation_id {
-            tracing::warn!(
-                sync_group = token.generation_id,
-                assignment = assignment.generation,
-                "the assignment names another generation than SyncGroup's; SyncGroup's is used"
-            );
+            .iter()
+            .filter(|task| supervisor.granted(task).is_none())
+            .cloned()
+            .collect();
+        Local {
+            missing,
+            not_held,
+            offset: desired.offset,
+            fingerprint: desired.fingerprint(),
         }
-        assignment
     }
 }
 

@@ -44,9 +44,6 @@ pub(crate) struct Loop {
     pub(crate) store: Option<StoreLink>,
     /// The generation in which this leader last rebalanced for a placement change.
     pub(crate) placement_rejoin: std::sync::Mutex<Option<i32>>,
-    /// The task store offset an assignment needs this worker's view to reach before its
-    /// tasks unknown here can start, with when the wait began (see `store::CatchUp`).
-    pub(crate) catch_up: std::sync::Mutex<Option<store::CatchUp>>,
 }
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
@@ -80,6 +77,7 @@ impl Loop {
             takeover: self.takeover,
             self_fence_margin: self.config.self_fence_margin(),
             abort_timeout: self.config.abort_timeout(),
+            rebalance_timeout: self.config.member.membership.rebalance_timeout,
         });
         let mut stops = Stops::default();
         let mut arrival: Arrival = None;
@@ -167,8 +165,10 @@ impl Loop {
                     }
                     self.runtime.board().set_unreachable(snapshot.unreachable.as_deref());
                 }
-                view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
-                () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),
+                view = StoreLink::next(&mut store) => {
+                    let offset = self.store_changed(&code, &view);
+                    reconciler.handle_store_offset(Instant::now(), offset);
+                }
                 report = async {
                     match stops.revoking.as_mut() {
                         Some((_, waiting)) => waiting.await,
