@@ -27,7 +27,11 @@
 //!   of a task both assigned and revoked, no revocation of a task not held here.
 //! - **Apply** ([`handle_assigned`](Reconciler::handle_assigned), `start`, `apply`): the
 //!   assignment of a generation, as a runtime change, only while that generation is live (its
-//!   assignment came and no loss since). Tasks whose previous
+//!   assignment came and no loss since), with the latest lease of that generation (a held
+//!   start applies later than its assignment came).
+//! - **Read the group for fast failover** ([`handle_assigned`](Reconciler::handle_assigned)):
+//!   after an assignment is applied or held back, unless it revokes tasks (a follow-up round
+//!   replaces it a moment later). Tasks whose previous
 //!   owner vanished (the assignment's `lost`) start only after the hold the leader set, which
 //!   a later assignment that keeps them here cannot shorten, and a
 //!   static worker that may have replaced a live process with its instance id starts
@@ -172,6 +176,11 @@ pub(crate) enum Action {
     },
     /// What the next JoinGroup's metadata must say changed: publish it for the protocol.
     Advertise(Arc<Advertised>),
+    /// Fast failover reads the group anew: after an assignment, once it is applied (or held
+    /// back), so that decoding every member's metadata does not compete with starting and
+    /// stopping tasks; and not after one that revokes tasks, which the follow-up round
+    /// replaces a moment later (eager assignors hand tasks over within one round).
+    ReadGroup,
 }
 
 /// A rejoin the worker owes the group once revocations are done or a delay has passed.
@@ -235,6 +244,8 @@ pub(crate) struct Reconciler {
     live: Option<FencingToken>,
     /// The member id the tasks' lease was last granted to (by the last apply).
     granted_to: Option<FencingToken>,
+    /// The latest lease the member's status showed, and until when.
+    lease: Option<(FencingToken, Instant)>,
     /// After an eager revocation: what was held before it, claimed until the next assignment.
     eager_previous: Option<Arc<BTreeMap<String, i32>>>,
     /// Whether the last assignment's leader reads compressed envelopes.
@@ -274,6 +285,7 @@ impl Reconciler {
             joined_once: false,
             live: None,
             granted_to: None,
+            lease: None,
             eager_previous: None,
             reads_compressed: false,
             published: None,
@@ -324,7 +336,15 @@ impl Reconciler {
         self.reads_compressed = assigned.reads_compressed;
         // The new assignment says what this member owns: the eager claims are over.
         self.eager_previous = None;
+        let read_group = assigned.eager
+            || assigned
+                .assignment
+                .as_ref()
+                .is_none_or(|a| a.revoked.is_empty());
         self.start(now, assigned);
+        if read_group {
+            self.actions.push_back(Action::ReadGroup);
+        }
         self.publish();
     }
 
@@ -460,6 +480,7 @@ impl Reconciler {
     /// tasks were granted under. Never after a loss: tasks of a lost generation must not
     /// resume on a later lease.
     pub(crate) fn handle_lease(&mut self, lease: &FencingToken, valid_until: Instant) {
+        self.lease = Some((lease.clone(), valid_until));
         let member = |t: &FencingToken| *t.member_id == *lease.member_id;
         if self.live.as_ref().is_some_and(member) && self.granted_to.as_ref().is_some_and(member) {
             self.actions.push_back(Action::ExtendLease { valid_until });
@@ -698,10 +719,17 @@ impl Reconciler {
             follow_up = self.follow_up;
         }
         let await_revocations = await_revocations && !completes;
+        // A held start applies later than its assignment came: heartbeats have extended the
+        // lease since.
+        let extended = self
+            .lease
+            .as_ref()
+            .filter(|(lease, _)| *lease == token)
+            .map(|(_, until)| *until);
         let change = AssignmentChange {
             token: token.clone(),
             leader: assigned.leader,
-            valid_until: assigned.valid_until,
+            valid_until: extended.map_or(assigned.valid_until, |e| e.max(assigned.valid_until)),
             run,
             revoke,
             leader_catalogue_fingerprint: fingerprint,

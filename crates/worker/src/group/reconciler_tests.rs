@@ -67,12 +67,25 @@ fn with_lost_x(base: Instant, tasks: &[&str]) -> Assigned {
     with_lost
 }
 
-/// The actions that act on tasks and the group, in order: what the metadata advertises is
-/// checked on its own ([`advertised`]).
+/// The actions that act on tasks and the group, in order: what the metadata advertises
+/// ([`advertised`]) and when fast failover reads the group ([`reads_group`]) are checked on
+/// their own.
 fn actions(r: &mut Reconciler) -> Vec<Action> {
     std::iter::from_fn(|| r.poll_action())
-        .filter(|a| !matches!(a, Action::Advertise(_)))
+        .filter(|a| !matches!(a, Action::Advertise(_) | Action::ReadGroup))
         .collect()
+}
+
+/// Whether, since the last poll, the reconciler asked fast failover to read the group, and
+/// only after every apply it asked for.
+fn reads_group(r: &mut Reconciler) -> bool {
+    let all: Vec<Action> = std::iter::from_fn(|| r.poll_action()).collect();
+    let read = all.iter().rposition(|a| *a == Action::ReadGroup);
+    let last_apply = all.iter().rposition(|a| matches!(a, Action::Apply { .. }));
+    match (read, last_apply) {
+        (Some(read), Some(apply)) => read > apply,
+        (read, _) => read.is_some(),
+    }
 }
 
 /// The last snapshot the reconciler published for the metadata since the last poll, if any
@@ -714,4 +727,40 @@ fn a_catch_up_wait_past_the_rebalance_timeout_is_reported_once() {
     r.handle_timeout(base + REBALANCE);
     assert_eq!(r.poll_timeout(), None, "reported, then no longer timed");
     assert!(actions(&mut r).is_empty());
+}
+
+#[test]
+fn fast_failover_reads_the_group_after_an_apply_but_not_after_one_that_revokes() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    assert!(reads_group(&mut r), "after the apply");
+    r.handle_applied(&token(1, "m1"), true);
+    r.handle_assigned(base + ms(10), assigned(base, 2, &["a"], &["b"]));
+    assert!(
+        !reads_group(&mut r),
+        "the follow-up round replaces it a moment later"
+    );
+    r.handle_applied(&token(2, "m1"), true);
+    let mut eager = assigned(base, 3, &["a"], &["b"]);
+    eager.eager = true;
+    r.handle_assigned(base + ms(20), eager);
+    assert!(
+        reads_group(&mut r),
+        "eager assignors hand tasks over within one round"
+    );
+}
+
+#[test]
+fn a_held_start_applies_with_the_lease_heartbeats_extended_since() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, with_lost_x(base, &["a", "x"]));
+    applied(&mut r);
+    r.handle_lease(&token(3, "m1"), base + SESSION + ms(500));
+    let _ = actions(&mut r);
+    r.handle_timeout(base + ms(700));
+    let (change, _) = applied(&mut r);
+    assert_eq!(change.run, set(&["a", "x"]));
+    assert_eq!(change.valid_until, base + SESSION + ms(500));
 }

@@ -81,16 +81,8 @@ impl Loop {
         });
         let mut stops = Stops::default();
         let mut arrival: Arrival = None;
-        // Fast failover reads the group anew after an assignment: once it is applied (or held
-        // back), so that decoding every member's metadata does not compete with starting and
-        // stopping tasks; and not after one that revokes tasks, which the follow-up round
-        // replaces a moment later.
-        let mut refresh_failover = false;
         loop {
             self.act(&mut reconciler, &mut stops, &arrival).await;
-            if std::mem::take(&mut refresh_failover) {
-                self.failover.assigned();
-            }
             if store.is_some() {
                 // After every input: an assignment applied, a status change, a new view.
                 self.check_placement().await;
@@ -109,11 +101,6 @@ impl Loop {
                         self.runtime.board().rebalance_arrived(times.rebalance);
                         let valid_until = Instant::from_std(valid_until);
                         let assigned = self.assigned(&generation, valid_until, &assignment);
-                        // An assignment that revokes tasks is followed by another round as soon
-                        // as they stop: the group is read after that one.
-                        // (Eager assignors hand tasks over within one round.)
-                        refresh_failover = assigned.eager
-                            || assigned.assignment.as_ref().is_none_or(|a| a.revoked.is_empty());
                         reconciler.handle_assigned(Instant::now(), assigned);
                     }
                     Some(MemberEvent::Revoked { generation, reason }) => {
@@ -201,17 +188,11 @@ impl Loop {
         while let Some(action) = reconciler.poll_action() {
             match action {
                 Action::Apply {
-                    mut change,
+                    change,
                     await_revocations,
                 } => {
                     let token = change.token.clone();
                     let generation = token.generation_id;
-                    // A held start applies later than its assignment came: heartbeats have
-                    // extended the lease since.
-                    if let Some(lease) = self.member.current().lease.filter(|l| l.token == token) {
-                        change.valid_until =
-                            change.valid_until.max(Instant::from_std(lease.valid_until));
-                    }
                     let applying = Instant::now();
                     // The held ids before the change, shared rather than copied, and walked
                     // beside the sorted target set once: with tens of thousands of tasks, a
@@ -264,6 +245,7 @@ impl Loop {
                 }
                 Action::ExtendLease { valid_until } => self.runtime.extend_lease(valid_until),
                 Action::Advertise(advertised) => self.protocol.advertise(advertised),
+                Action::ReadGroup => self.failover.assigned(),
             }
         }
     }
