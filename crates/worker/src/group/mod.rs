@@ -29,11 +29,9 @@
 //!                            holds or encoding change                  protocol (next JoinGroup)
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
-//!  task store view moved     end a catch-up wait it completes          new effective catalogue; the
-//!                                                                      owner stops deleted tasks and
-//!                                                                      restarts changed ones; the
-//!                                                                      leader rejoins if placement
-//!                                                                      changed
+//!  task store view moved     end a catch-up wait it completes; the     new effective catalogue; the
+//!                            leader of the round: Rejoin if placement  owner stops deleted tasks and
+//!                            moved (once per generation)               restarts changed ones
 //! ```
 //!
 //! With a task store (`tasks.store.enabled`), the worker reads the store's topic to its end

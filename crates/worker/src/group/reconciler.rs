@@ -12,6 +12,7 @@
 //! [`handle_revoked`](Reconciler::handle_revoked), [`handle_lost`](Reconciler::handle_lost),
 //! [`handle_lease`](Reconciler::handle_lease),
 //! [`handle_store_offset`](Reconciler::handle_store_offset),
+//! [`handle_placement`](Reconciler::handle_placement),
 //! [`handle_revoked_all`](Reconciler::handle_revoked_all),
 //! [`handle_revocations_stopped`](Reconciler::handle_revocations_stopped),
 //! [`handle_revoked_stopped`](Reconciler::handle_revoked_stopped),
@@ -41,7 +42,9 @@
 //!   revocation cancelled.
 //! - **Rejoin** ([`handle_timeout`](Reconciler::handle_timeout)): the follow-up round of the
 //!   incremental cooperative protocol, once revoked tasks stopped, or after the delay the
-//!   leader asked for; never for a generation the group has left.
+//!   leader asked for; never for a generation the group has left. And
+//!   ([`handle_placement`](Reconciler::handle_placement)) the leader's rebalance when the task
+//!   store moved the placement away from the round it led, once per generation.
 //! - **Revoke all** ([`handle_revoked`](Reconciler::handle_revoked)): with an eager assignor,
 //!   every task stops when a rebalance starts.
 //! - **Lost, with a deadline** ([`handle_lost`](Reconciler::handle_lost)): every task stops by
@@ -66,6 +69,7 @@ use tokio::time::Instant;
 
 use super::advertised::{Advertised, TakeoverHold};
 use super::check::{self, CatchUp, Local};
+use super::protocol::AssignedFrom;
 use crate::protocol::Assignment;
 use crate::runtime::AssignmentChange;
 
@@ -254,6 +258,8 @@ pub(crate) struct Reconciler {
     published: Option<(Arc<Advertised>, HeldKey)>,
     /// The wait for this worker's view of the task store to reach an assignment's offset.
     catch_up: Option<CatchUp>,
+    /// The generation in which this leader last rebalanced for a placement change.
+    placement_rejoin: Option<i32>,
     /// This worker's task store offset, as last reported.
     store_offset: Option<i64>,
     /// The generation whose assignment was applied last (and not lost since).
@@ -291,6 +297,7 @@ impl Reconciler {
             published: None,
             catch_up: None,
             store_offset: None,
+            placement_rejoin: None,
             stable: None,
             pending: None,
             revoking: None,
@@ -501,6 +508,38 @@ impl Reconciler {
             );
             self.catch_up = None;
         }
+    }
+
+    /// The task store's effective catalogue places tasks as `placement` (a fingerprint of task
+    /// ids, kinds and weights) at store offset `offset`; `from` is what the round this member
+    /// last led was assigned from, and `leading` the generation it leads while stable, if any.
+    /// The leader of that very generation rebalances when the placement moved away from it (a
+    /// task added or deleted in the store, maybe while the round was under way), once per
+    /// generation; other members do nothing (the leader sees the same change).
+    pub(crate) fn handle_placement(
+        &mut self,
+        from: Option<AssignedFrom>,
+        leading: Option<i32>,
+        placement: u64,
+        offset: Option<i64>,
+    ) {
+        let Some(from) = from.filter(|from| leading == Some(from.generation)) else {
+            return;
+        };
+        if placement == from.placement || self.placement_rejoin == Some(from.generation) {
+            return;
+        }
+        self.placement_rejoin = Some(from.generation);
+        tracing::info!(
+            generation = from.generation,
+            assigned_from = ?from.store_offset,
+            now_at = ?offset,
+            "task store placement changed (a task added or deleted); the leader rebalances"
+        );
+        self.actions.push_back(Action::Rejoin {
+            generation: from.generation,
+            reason: "the task store changed placement (a task added or deleted)",
+        });
     }
 
     /// The revocations of the assignment of `generation` have stopped.

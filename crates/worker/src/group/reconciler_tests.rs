@@ -764,3 +764,30 @@ fn a_held_start_applies_with_the_lease_heartbeats_extended_since() {
     assert_eq!(change.run, set(&["a", "x"]));
     assert_eq!(change.valid_until, base + SESSION + ms(500));
 }
+
+#[test]
+fn the_leader_rebalances_once_per_generation_when_the_store_moves_placement() {
+    let from = AssignedFrom {
+        generation: 4,
+        placement: 11,
+        store_offset: Some(3),
+        ahead: None,
+    };
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_placement(Some(from), Some(4), 11, Some(3));
+    assert!(actions(&mut r).is_empty(), "the placement it assigned from");
+    r.handle_placement(Some(from), None, 12, Some(5));
+    assert!(actions(&mut r).is_empty(), "not the leader (or not stable)");
+    r.handle_placement(Some(from), Some(5), 12, Some(5));
+    assert!(
+        actions(&mut r).is_empty(),
+        "another generation than the round it led"
+    );
+    r.handle_placement(Some(from), Some(4), 12, Some(5));
+    assert!(matches!(
+        actions(&mut r).as_slice(),
+        [Action::Rejoin { generation: 4, .. }]
+    ));
+    r.handle_placement(Some(from), Some(4), 13, Some(6));
+    assert!(actions(&mut r).is_empty(), "once per generation");
+}

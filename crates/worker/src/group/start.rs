@@ -121,7 +121,6 @@ pub(crate) async fn spawn(
         events: events.clone(),
         failover,
         store: store.map(|(_, link)| link),
-        placement_rejoin: std::sync::Mutex::new(None),
     };
     let loop_shutdown = shutdown.clone();
     let task = tokio::spawn(async move {

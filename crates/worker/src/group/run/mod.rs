@@ -42,8 +42,6 @@ pub(crate) struct Loop {
     pub(crate) failover: super::failover::FastFailover,
     /// The task store, when enabled: its views become the effective catalogue.
     pub(crate) store: Option<StoreLink>,
-    /// The generation in which this leader last rebalanced for a placement change.
-    pub(crate) placement_rejoin: std::sync::Mutex<Option<i32>>,
 }
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
@@ -85,7 +83,8 @@ impl Loop {
             self.act(&mut reconciler, &mut stops, &arrival).await;
             if store.is_some() {
                 // After every input: an assignment applied, a status change, a new view.
-                self.check_placement().await;
+                self.placement(&mut reconciler);
+                self.act(&mut reconciler, &mut stops, &arrival).await;
             }
             let timeout = reconciler.poll_timeout();
             tokio::select! {

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::Loop;
 use crate::catalogue::Catalogue;
+use crate::group::reconciler::Reconciler;
 use crate::runtime::desired::Desired;
 use crate::store::StoreView;
 
@@ -68,46 +69,22 @@ impl Loop {
         offset
     }
 
-    /// The leader of the current generation starts a rebalance when the effective catalogue's
-    /// placement (task ids, kinds, weights) differs from the one it assigned from: a task was
-    /// added or deleted in the task store, maybe while the round was under way. Once per
-    /// generation; other members do nothing (the leader sees the same change).
-    pub(super) async fn check_placement(&self) {
-        let Some(from) = self.protocol.assigned_from() else {
-            return;
-        };
+    /// What the reconciler needs to decide whether this leader rebalances for a placement
+    /// change: what its last round was assigned from, the generation it leads while stable,
+    /// and the effective catalogue's placement and offset now.
+    pub(super) fn placement(&self, reconciler: &mut Reconciler) {
         let status = self.member.current();
-        let leads = status
+        let leading = status
             .generation
             .as_ref()
-            .is_some_and(|g| g.generation_id == from.generation && g.is_leader());
-        if !leads || status.state != MemberState::Stable {
-            return;
-        }
+            .filter(|g| g.is_leader() && status.state == MemberState::Stable)
+            .map(|g| g.generation_id);
         let desired = self.runtime.desired();
-        if desired.placement() == from.placement {
-            return;
-        }
-        {
-            let mut asked = self
-                .placement_rejoin
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if *asked == Some(from.generation) {
-                return;
-            }
-            *asked = Some(from.generation);
-        }
-        tracing::info!(
-            generation = from.generation,
-            assigned_from = ?from.store_offset,
-            now_at = ?desired.offset,
-            "task store placement changed (a task added or deleted); the leader rebalances"
+        reconciler.handle_placement(
+            self.protocol.assigned_from(),
+            leading,
+            desired.placement(),
+            desired.offset,
         );
-        self.rejoin_if_current(
-            from.generation,
-            "the task store changed placement (a task added or deleted)",
-        )
-        .await;
     }
 }
