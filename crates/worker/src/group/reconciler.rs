@@ -67,125 +67,16 @@ use std::time::Duration;
 use crate::context::FencingToken;
 use tokio::time::Instant;
 
-use super::advertised::{Advertised, TakeoverHold};
+use super::advertised::Advertised;
 use super::check::{self, CatchUp, Local};
 use super::protocol::AssignedFrom;
-use crate::protocol::Assignment;
 use crate::runtime::AssignmentChange;
 
-/// Whether this worker's first assignment may belong to a process it replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Takeover {
-    /// A dynamic member, or a static one whose previous process is known to have stopped
-    /// every task: start at once.
-    Clean,
-    /// A static member that may have replaced a live process with the same
-    /// `group.instance.id`: the coordinator showed a member holding that id before this one
-    /// joined, and no handover note proved it stopped (see `takeover.rs`). That process keeps
-    /// passing its lease checks until its own deadline, at most one session timeout after its
-    /// last heartbeat, which came before this member's first JoinGroup replaced it: nothing
-    /// starts here until one session timeout after this member first joined, whoever computed
-    /// the assignment (Kafka's handing over the old assignment without a rebalance, or a
-    /// rebalance that was in progress when this member joined: then the assignment names this
-    /// member, yet may hold the old process's tasks).
-    MustWait,
-}
-
-/// The reconciler's fixed settings.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Settings {
-    /// Graceful stop plus abort: the longest revoked tasks take to stop.
-    pub(crate) stop_bound: Duration,
-    /// The session timeout: how long a replaced process may hold its lease.
-    pub(crate) session_timeout: Duration,
-    /// See [`Takeover`].
-    pub(crate) takeover: Takeover,
-    /// The self-fencing margin: after a self-fencing deadline passed, the time left before the
-    /// group may hand the tasks to others.
-    pub(crate) self_fence_margin: Duration,
-    /// How long a task may take to stop once aborted: the bound of a stop after a loss the
-    /// coordinator reported (no deadline of its own).
-    pub(crate) abort_timeout: Duration,
-    /// The rebalance timeout: how long a wait for the task store's view may take before it
-    /// is reported.
-    pub(crate) rebalance_timeout: Duration,
-}
-
-/// An assignment delivered by SyncGroup, with what the loop learned around it.
-#[derive(Debug, Clone)]
-pub(crate) struct Assigned {
-    /// The generation and this member's id in it.
-    pub(crate) token: FencingToken,
-    /// The leader's member id.
-    pub(crate) leader: String,
-    /// Whether the group's assignor is eager (revokes everything before each rebalance).
-    pub(crate) eager: bool,
-    /// The decoded assignment; `None` if it was empty or did not decode (run nothing). As the
-    /// leader sent it: [`handle_assigned`](Reconciler::handle_assigned) checks it against
-    /// `local`.
-    pub(crate) assignment: Option<Assignment>,
-    /// What this worker knows locally about the assignment's tasks.
-    pub(crate) local: Local,
-    /// The lease of this generation.
-    pub(crate) valid_until: Instant,
-    /// The assignment's bytes were rejected (they did not decode): the member runs nothing
-    /// and rejoins after [`REJECTED_REJOIN_DELAY`], so the group recovers without it.
-    pub(crate) rejected: bool,
-    /// The leader reads compressed envelopes (its assignment's version says so).
-    pub(crate) reads_compressed: bool,
-}
-
-/// How long after rejecting an assignment the member rejoins: soon, but not in a tight loop
-/// with a leader that keeps sending the same bytes.
-pub(crate) const REJECTED_REJOIN_DELAY: Duration = Duration::from_secs(1);
-
-/// What the loop must do next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Action {
-    /// Apply `change` through the runtime (its generation is live: the reconciler emits no
-    /// other), then report with [`Reconciler::handle_applied`]; if `await_revocations`, wait for the revoked tasks to
-    /// stop and report with [`Reconciler::handle_revocations_stopped`].
-    Apply {
-        /// The change.
-        change: AssignmentChange,
-        /// Whether the loop must wait for its revocations before a follow-up rejoin.
-        await_revocations: bool,
-    },
-    /// The revoked tasks of `generation` stopped: open the join gate.
-    AckRevocation {
-        /// The generation whose revocation is acknowledged.
-        generation: i32,
-    },
-    /// Rejoin the group (the follow-up round of `generation`), if it is still the current one.
-    Rejoin {
-        /// The generation that asked for it.
-        generation: i32,
-        /// Why (KIP-800 reason).
-        reason: &'static str,
-    },
-    /// An eager revocation: stop every task now (lease checks fail from the call), await the
-    /// stop and report it with [`Reconciler::handle_revoked_stopped`].
-    RevokeAll,
-    /// The membership is lost: stop every task now (lease checks fail from the call), all of
-    /// them by `deadline`, the instant the group may hand them to others; forget what this
-    /// member led.
-    Lost {
-        /// When every task must have stopped.
-        deadline: Instant,
-    },
-    /// A heartbeat extended the lease of the live membership: the tasks' lease follows.
-    ExtendLease {
-        /// The new self-fencing deadline.
-        valid_until: Instant,
-    },
-    /// What the next JoinGroup's metadata must say changed: publish it for the protocol.
-    Advertise(Arc<Advertised>),
-    /// Fast failover reads the group anew: after an assignment, once it is applied (or held
-    /// back), so that decoding every member's metadata does not compete with starting and
-    /// stopping tasks; and not after one that revokes tasks, which the follow-up round
-    /// replaces a moment later (eager assignors hand tasks over within one round).
-    ReadGroup,
-}
+#[path = "reconciler_advertise.rs"]
+mod advertise;
+#[path = "reconciler_io.rs"]
+mod io;
+pub(crate) use io::{Action, Assigned, REJECTED_REJOIN_DELAY, Settings, Takeover};
 
 /// A rejoin the worker owes the group once revocations are done or a delay has passed.
 #[derive(Debug, Clone, Copy)]
@@ -621,81 +512,6 @@ impl Reconciler {
         let held = self.held.as_ref().map(|h| h.at);
         let catch_up = self.catch_up.map(|w| w.deadline);
         [follow_up, held, catch_up].into_iter().flatten().min()
-    }
-
-    /// What identifies the held start, if any (its generation and when it is due): when it is
-    /// unchanged, so are [`held_claims`](Self::held_claims).
-    fn held_key(&self) -> HeldKey {
-        self.held
-            .as_ref()
-            .map(|h| (h.assigned.token.generation_id, h.at))
-    }
-
-    /// The tasks of a held start, with the generation they were granted in: the member still
-    /// claims them in its JoinGroup metadata, so that a rebalance during the wait keeps them
-    /// here rather than handing them to a third worker while their previous owner may run them.
-    pub(crate) fn held_claims(&self) -> Vec<(String, i32)> {
-        self.held
-            .as_ref()
-            .and_then(|h| {
-                let generation = h.assigned.token.generation_id;
-                let a = h.assigned.assignment.as_ref()?;
-                Some(a.tasks.iter().map(|t| (t.clone(), generation)).collect())
-            })
-            .unwrap_or_default()
-    }
-
-    /// Until when a static takeover's wait holds every start here (see [`Takeover`]), once
-    /// this member joined.
-    pub(crate) fn takeover_until(&self) -> Option<Instant> {
-        self.start_not_before
-    }
-
-    /// The static takeover's wait the worker advertises, so that the leader holds back the
-    /// replaced process's tasks wherever they go: a whole session before the first join, then
-    /// until [`takeover_until`](Self::takeover_until).
-    fn takeover_hold(&self) -> Option<TakeoverHold> {
-        if !self.joined_once {
-            return (self.settings.takeover == Takeover::MustWait)
-                .then_some(TakeoverHold::BeforeJoin(self.settings.session_timeout));
-        }
-        self.takeover_until().map(TakeoverHold::Until)
-    }
-
-    /// Publishes what the next JoinGroup's metadata must say ([`Action::Advertise`]) when it
-    /// changed: the held start's claims (rebuilt only when the held start changed: they copy
-    /// every held task id), an eager revocation's claims, the lost tasks' hold, a takeover's
-    /// wait and the encoding.
-    fn publish(&mut self) {
-        let key = self.held_key();
-        let held_claims = match &self.published {
-            Some((last, last_key)) if *last_key == key => last.held_claims.clone(),
-            _ => Arc::new(self.held_claims().into_iter().collect()),
-        };
-        let next = Advertised {
-            held_claims,
-            eager_previous: self.eager_previous.clone(),
-            holding_lost: self.holding_lost.clone(),
-            takeover: self.takeover_hold(),
-            leader_reads_compressed: self.reads_compressed,
-        };
-        let unchanged = self.published.as_ref().is_some_and(|(last, last_key)| {
-            *last_key == key
-                && Arc::ptr_eq(&last.held_claims, &next.held_claims)
-                && match (&last.eager_previous, &next.eager_previous) {
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                    (a, b) => a.is_none() && b.is_none(),
-                }
-                && last.holding_lost == next.holding_lost
-                && last.takeover == next.takeover
-                && last.leader_reads_compressed == next.leader_reads_compressed
-        });
-        if unchanged {
-            return;
-        }
-        let next = Arc::new(next);
-        self.published = Some((next.clone(), key));
-        self.actions.push_back(Action::Advertise(next));
     }
 
     // ----- internals -----

@@ -9,6 +9,8 @@ use crate::context::FencingToken;
 use tokio::time::Instant;
 
 use super::*;
+use crate::group::advertised::TakeoverHold;
+use crate::protocol::Assignment;
 
 const SESSION: Duration = Duration::from_secs(6);
 const STOP: Duration = Duration::from_secs(6);
