@@ -140,11 +140,13 @@ pub mod connection {
 /// as a public API): implement [`GroupProtocol`](protocol::GroupProtocol) — its metadata and
 /// the leader's assignment — and run it with [`Member`](protocol::Member). The member joins,
 /// syncs, heartbeats, fences itself when it may have lost its generation, and reports what
-/// happens as [`MemberEvent`](protocol::MemberEvent)s.
+/// happens as one ordered stream of [`MemberEvent`](protocol::MemberEvent)s, which the
+/// protocol's owner acts on.
 pub mod protocol {
     // The member, its settings, its handle and what it reports.
     pub use kroupier_coordinator::driver::{
-        Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
+        Member, MemberConfig, MemberError, MemberEvent, MemberEvents, MemberHandle, MemberStatus,
+        RebalanceTimes, SharedEvents,
     };
     // What a protocol implements, and the types of its methods.
     pub use kroupier_coordinator::membership::{

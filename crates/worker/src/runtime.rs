@@ -12,9 +12,9 @@
 //! | next JoinGroup | [`Runtime::metadata`] for the member metadata bytes |
 //!
 //! Every call takes effect at once (leases fail, tasks are cancelled or started, the status board
-//! changes) and returns a `'static` future that only waits for the stops. So the membership's
-//! synchronous callbacks (`on_assigned`, `on_revoked`, `on_lost`) can call it and hand the wait
-//! to the driver, which rejoins only once it completes.
+//! changes) and returns a `'static` future that only waits for the stops. So the worker loop,
+//! taking in the member's events, calls it without waiting and awaits the stop where it must:
+//! the member rejoins (the join gate) only once it completes.
 //!
 //! The runtime never talks to Kafka. Clock values are `tokio::time::Instant`s; a driver holding
 //! `std::time::Instant`s converts with `tokio::time::Instant::from_std`.
@@ -333,8 +333,7 @@ impl Runtime {
     /// their lease checks fail from this instant; the lease moves to the new generation; new
     /// tasks start; the status board shows the new generation. The returned future completes
     /// once the revocations are done (within the graceful stop timeout plus the abort timeout):
-    /// only then may the member rejoin. Must be called within a tokio runtime; callable from the
-    /// membership's synchronous callbacks.
+    /// only then may the member rejoin. Must be called within a tokio runtime; never waits.
     ///
     /// # Cancel safety
     ///

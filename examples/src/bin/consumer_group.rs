@@ -177,7 +177,8 @@ async fn main() -> ExitCode {
         eprintln!("consumer_group: {e}");
         return ExitCode::from(2);
     }
-    let mut driver = tokio::spawn(driver);
+    protocol.attach_events(member.events());
+    let mut driver = tokio::spawn(protocol.clone().with_events(driver));
     let mut refresh = tokio::time::interval(METADATA_REFRESH);
     refresh.tick().await;
     let mut leading = false;

@@ -129,7 +129,8 @@ async fn main() -> std::process::ExitCode {
             eprintln!("single_writer: the HTTP server stopped: {e}");
         }
     });
-    let mut driver = tokio::spawn(driver);
+    protocol.attach_events(member.events());
+    let mut driver = tokio::spawn(protocol.clone().with_events(driver));
     let stop = terminated();
     tokio::pin!(stop);
     loop {

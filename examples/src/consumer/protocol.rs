@@ -7,8 +7,8 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 use kroupier::failover::Failover;
 use kroupier::protocol::{
-    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, MemberAssignment,
+    MemberEvent, MemberEvents, ProtocolMetadata, SharedEvents,
 };
 use tokio::sync::mpsc;
 
@@ -70,9 +70,9 @@ pub struct Ownership {
     pub revoked: BTreeSet<TopicPartition>,
     /// Set when the leader's assignment did not decode (the member then owns nothing).
     pub error: Option<String>,
-    /// When the change happened, in Unix milliseconds: taken in the callback, before the
-    /// member sends its next request, so a revocation is stamped before the rejoin that lets
-    /// another member take the partitions.
+    /// When the change happened, in Unix milliseconds: taken when the member's event is taken
+    /// in, at the latest right before the member's next JoinGroup, so a revocation is stamped
+    /// before the rejoin that lets another member take the partitions.
     pub at_ms: u64,
 }
 
@@ -85,8 +85,10 @@ struct State {
 
 /// One member of a consumer group: what it subscribes to, the assignors it offers, the
 /// partitions it owns. Every change of ownership goes out on the channel given to
-/// [`ConsumerProtocol::new`]; the callbacks only lock a mutex and send, so they never block
-/// the driver.
+/// [`ConsumerProtocol::new`]. The member's events reach it through
+/// [`attach_events`](ConsumerProtocol::attach_events) and
+/// [`run_events`](ConsumerProtocol::run_events);
+/// taking one in only locks a mutex and sends, so it never blocks the driver.
 #[derive(Debug)]
 pub struct ConsumerProtocol {
     topics: BTreeSet<String>,
@@ -96,6 +98,9 @@ pub struct ConsumerProtocol {
     state: Mutex<State>,
     changes: mpsc::UnboundedSender<Ownership>,
     failover: Option<Failover>,
+    /// The member's events, taken in by [`run_events`](Self::run_events) and before each
+    /// JoinGroup.
+    events: SharedEvents,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -124,6 +129,7 @@ impl ConsumerProtocol {
             }),
             changes,
             failover: None,
+            events: SharedEvents::default(),
         }
     }
 
@@ -228,68 +234,62 @@ impl ConsumerProtocol {
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         });
     }
-}
 
-/// Decodes the members' subscriptions for an assignor.
-fn subscriptions(members: &[GroupMember]) -> Result<Vec<MemberSubscription>, AssignError> {
-    members
-        .iter()
-        .map(|m| {
-            let s = Subscription::decode(&m.metadata)
-                .map_err(|e| AssignError::Failed(format!("member {}: {e}", m.member_id)))?;
-            Ok(MemberSubscription {
-                member_id: m.member_id.clone(),
-                group_instance_id: m.group_instance_id.clone(),
-                topics: s.topics.into_iter().collect(),
-                owned: s.owned_partitions.into_iter().collect(),
-                generation: s.generation_id,
-            })
-        })
-        .collect()
-}
-
-impl GroupProtocol for ConsumerProtocol {
-    fn protocol_type(&self) -> &str {
-        CONSUMER_PROTOCOL_TYPE
+    /// Reads the member's `events` (from `member.events()`): call it before the driver runs.
+    pub fn attach_events(&self, events: MemberEvents) {
+        self.events.attach(events);
     }
 
-    fn protocols(&self) -> Vec<ProtocolMetadata> {
-        self.assignors
-            .iter()
-            .map(|a| ProtocolMetadata::new(a.name(), self.subscription(*a).encode()))
-            .collect()
+    /// Takes in the member's events as they come, until the stream ends; run it beside the
+    /// driver, in its task ([`with_events`](Self::with_events)). What it has not taken in yet
+    /// is taken in right before each JoinGroup.
+    pub async fn run_events(&self) {
+        while self
+            .events
+            .recv_with(|event| self.handle_event(&event))
+            .await
+        {}
     }
 
-    fn assign(
-        &self,
-        context: &AssignContext,
-        members: &[GroupMember],
-    ) -> Result<Vec<MemberAssignment>, AssignError> {
-        let assignor = Assignor::from_name(&context.protocol_name)
-            .filter(|a| self.assignors.contains(a))
-            .ok_or_else(|| AssignError::UnknownProtocol(context.protocol_name.clone()))?;
-        let targets = failover::targets_by_member(members);
-        let members = subscriptions(members)?;
-        let counts = lock(&self.counts).clone();
-        let plan = assignor.assign(&members, &counts);
-        Ok(members
-            .iter()
-            .zip(targets)
-            .map(|(m, targets)| {
-                let partitions = plan
-                    .get(&m.member_id)
-                    .map(|p| p.iter().cloned().collect())
-                    .unwrap_or_default();
-                let assignment = Assignment {
-                    partitions,
-                    user_data: targets,
-                };
-                MemberAssignment::new(m.member_id.clone(), assignment.encode())
-            })
-            .collect())
+    /// Takes in every event of the member delivered so far.
+    pub fn take_in_events(&self) {
+        self.events.take_in(|event| self.handle_event(&event));
     }
 
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
+    /// `driver` with the member's events taken in beside it, in its own task: each as soon as
+    /// the driver yields, and the last ones once it ends.
+    pub async fn with_events<F: std::future::Future>(
+        self: std::sync::Arc<Self>,
+        driver: F,
+    ) -> F::Output {
+        let ended = tokio::select! {
+            ended = driver => ended,
+            never = async {
+                self.run_events().await;
+                std::future::pending::<std::convert::Infallible>().await
+            } => match never {},
+        };
+        self.take_in_events();
+        ended
+    }
+
+    /// Takes in one of the member's events: an assignment, a revocation or a loss changes
+    /// what this member owns (reported on the channel), anything else nothing.
+    pub fn handle_event(&self, event: &MemberEvent) {
+        match event {
+            MemberEvent::Assigned {
+                generation,
+                assignment,
+                ..
+            } => self.assigned(generation, assignment),
+            MemberEvent::Revoked { generation, .. } => self.revoked(generation),
+            MemberEvent::Lost { .. } => self.lost(),
+            _ => {}
+        }
+    }
+
+    /// This member's assignment for `generation` arrived: it owns what it names.
+    fn assigned(&self, generation: &Generation, assignment: &Bytes) {
         let mut state = lock(&self.state);
         if state.closed {
             return;
@@ -323,7 +323,8 @@ impl GroupProtocol for ConsumerProtocol {
         );
     }
 
-    fn on_revoked(&self, generation: &Generation) {
+    /// A rebalance of `generation` started: an eager member gives up everything now.
+    fn revoked(&self, generation: &Generation) {
         let mut state = lock(&self.state);
         // Eager: everything goes before the member rejoins; cooperative: nothing yet.
         if state.closed || self.is_cooperative() || state.owned.is_empty() {
@@ -339,8 +340,8 @@ impl GroupProtocol for ConsumerProtocol {
         );
     }
 
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        let _ = (generation, reason);
+    /// The generation is gone: someone else may own the partitions already.
+    fn lost(&self) {
         let mut state = lock(&self.state);
         if state.closed {
             return;
@@ -350,6 +351,68 @@ impl GroupProtocol for ConsumerProtocol {
         let revoked = std::mem::take(&mut state.owned);
         state.generation = None;
         self.report(-1, false, revoked, None, &state);
+    }
+}
+
+/// Decodes the members' subscriptions for an assignor.
+fn subscriptions(members: &[GroupMember]) -> Result<Vec<MemberSubscription>, AssignError> {
+    members
+        .iter()
+        .map(|m| {
+            let s = Subscription::decode(&m.metadata)
+                .map_err(|e| AssignError::Failed(format!("member {}: {e}", m.member_id)))?;
+            Ok(MemberSubscription {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                topics: s.topics.into_iter().collect(),
+                owned: s.owned_partitions.into_iter().collect(),
+                generation: s.generation_id,
+            })
+        })
+        .collect()
+}
+
+impl GroupProtocol for ConsumerProtocol {
+    fn protocol_type(&self) -> &str {
+        CONSUMER_PROTOCOL_TYPE
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        // Every event before this JoinGroup first: its subscription claims what is owned now.
+        self.take_in_events();
+        self.assignors
+            .iter()
+            .map(|a| ProtocolMetadata::new(a.name(), self.subscription(*a).encode()))
+            .collect()
+    }
+
+    fn assign(
+        &self,
+        context: &AssignContext,
+        members: &[GroupMember],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        let assignor = Assignor::from_name(&context.protocol_name)
+            .filter(|a| self.assignors.contains(a))
+            .ok_or_else(|| AssignError::UnknownProtocol(context.protocol_name.clone()))?;
+        let targets = failover::targets_by_member(members);
+        let members = subscriptions(members)?;
+        let counts = lock(&self.counts).clone();
+        let plan = assignor.assign(&members, &counts);
+        Ok(members
+            .iter()
+            .zip(targets)
+            .map(|(m, targets)| {
+                let partitions = plan
+                    .get(&m.member_id)
+                    .map(|p| p.iter().cloned().collect())
+                    .unwrap_or_default();
+                let assignment = Assignment {
+                    partitions,
+                    user_data: targets,
+                };
+                MemberAssignment::new(m.member_id.clone(), assignment.encode())
+            })
+            .collect())
     }
 }
 
@@ -389,23 +452,23 @@ mod tests {
         // Generation 1: a alone owns everything.
         let ctx = AssignContext::new(1, "a", COOPERATIVE_STICKY);
         let out = a.assign(&ctx, &[group_member("a", &a)]).unwrap();
-        a.on_assigned(
+        a.assigned(
             &generation(1, "a", "a", COOPERATIVE_STICKY),
             &out[0].assignment,
         );
         assert_eq!(a_rx.try_recv().unwrap().partitions.len(), 4);
         // b joins; a keeps its partitions through the rebalance.
-        a.on_revoked(&generation(1, "a", "a", COOPERATIVE_STICKY));
+        a.revoked(&generation(1, "a", "a", COOPERATIVE_STICKY));
         assert!(a_rx.try_recv().is_err());
         let members = [group_member("a", &a), group_member("b", &b)];
         let out = a
             .assign(&AssignContext::new(2, "a", COOPERATIVE_STICKY), &members)
             .unwrap();
-        a.on_assigned(
+        a.assigned(
             &generation(2, "a", "a", COOPERATIVE_STICKY),
             &out[0].assignment,
         );
-        b.on_assigned(
+        b.assigned(
             &generation(2, "b", "a", COOPERATIVE_STICKY),
             &out[1].assignment,
         );
@@ -423,7 +486,7 @@ mod tests {
         let out = a
             .assign(&AssignContext::new(3, "a", COOPERATIVE_STICKY), &members)
             .unwrap();
-        b.on_assigned(
+        b.assigned(
             &generation(3, "b", "a", COOPERATIVE_STICKY),
             &out[1].assignment,
         );
@@ -438,9 +501,9 @@ mod tests {
         let out = a
             .assign(&AssignContext::new(1, "a", RANGE), &[group_member("a", &a)])
             .unwrap();
-        a.on_assigned(&generation(1, "a", "a", RANGE), &out[0].assignment);
+        a.assigned(&generation(1, "a", "a", RANGE), &out[0].assignment);
         assert_eq!(rx.try_recv().unwrap().partitions.len(), 4);
-        a.on_revoked(&generation(1, "a", "a", RANGE));
+        a.revoked(&generation(1, "a", "a", RANGE));
         let change = rx.try_recv().unwrap();
         assert!(change.partitions.is_empty());
         assert_eq!(change.revoked.len(), 4);
@@ -466,14 +529,14 @@ mod tests {
             a.assign(&AssignContext::new(1, "a", RANGE), &[garbage]),
             Err(AssignError::Failed(_))
         ));
-        a.on_assigned(
+        a.assigned(
             &generation(1, "a", "x", RANGE),
             &Bytes::from_static(&[0, 3, 0]),
         );
         assert!(rx.try_recv().unwrap().error.is_some());
         a.close();
         assert_eq!(rx.try_recv().unwrap().generation, -1);
-        a.on_assigned(&generation(2, "a", "x", RANGE), &Bytes::new());
+        a.assigned(&generation(2, "a", "x", RANGE), &Bytes::new());
         assert!(
             rx.try_recv().is_err(),
             "a closed member takes no assignment"

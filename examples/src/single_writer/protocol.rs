@@ -10,8 +10,8 @@ use axum::body::Bytes;
 use kroupier::FencingToken;
 use kroupier::failover::{Failover, FailoverEndpoint, FailoverTarget};
 use kroupier::protocol::{
-    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, MemberAssignment,
+    MemberEvent, MemberEvents, ProtocolMetadata, SharedEvents,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
@@ -152,6 +152,9 @@ pub struct SingleWriter {
     state: Mutex<State>,
     role: watch::Sender<Option<Role>>,
     changes: broadcast::Sender<Role>,
+    /// The member's events, taken in by [`run_events`](Self::run_events) and before each
+    /// JoinGroup.
+    events: SharedEvents,
 }
 
 impl SingleWriter {
@@ -165,6 +168,7 @@ impl SingleWriter {
             state: Mutex::default(),
             role: watch::channel(None).0,
             changes: broadcast::channel(64).0,
+            events: SharedEvents::default(),
         }
     }
 
@@ -238,39 +242,63 @@ impl SingleWriter {
         // Every update leaves the state consistent, so a poisoned lock is still usable.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl GroupProtocol for SingleWriter {
-    fn protocol_type(&self) -> &str {
-        PROTOCOL_TYPE
+    /// Reads the member's `events` (from `member.events()`): call it before the driver runs.
+    pub fn attach_events(&self, events: MemberEvents) {
+        self.events.attach(events);
     }
 
-    fn protocols(&self) -> Vec<ProtocolMetadata> {
-        let identity = serde_json::to_vec(&self.identity()).unwrap_or_default();
-        vec![ProtocolMetadata::new(PROTOCOL_NAME, identity)]
+    /// Takes in the member's events as they come, until the stream ends; run it beside the
+    /// driver, in its task ([`with_events`](Self::with_events)). What it has not taken in yet
+    /// is taken in right before each JoinGroup.
+    pub async fn run_events(&self) {
+        while self
+            .events
+            .recv_with(|event| self.handle_event(&event))
+            .await
+        {}
     }
 
-    fn assign(
-        &self,
-        context: &AssignContext,
-        members: &[GroupMember],
-    ) -> Result<Vec<MemberAssignment>, AssignError> {
-        if context.protocol_name != PROTOCOL_NAME {
-            return Err(AssignError::UnknownProtocol(context.protocol_name.clone()));
-        }
-        let assignment = Assignment {
-            writer: choose_writer(members),
+    /// Takes in every event of the member delivered so far.
+    pub fn take_in_events(&self) {
+        self.events.take_in(|event| self.handle_event(&event));
+    }
+
+    /// `driver` with the member's events taken in beside it, in its own task: each as soon as
+    /// the driver yields, and the last ones once it ends.
+    pub async fn with_events<F: std::future::Future>(
+        self: std::sync::Arc<Self>,
+        driver: F,
+    ) -> F::Output {
+        let ended = tokio::select! {
+            ended = driver => ended,
+            never = async {
+                self.run_events().await;
+                std::future::pending::<std::convert::Infallible>().await
+            } => match never {},
         };
-        let bytes = Bytes::from(
-            serde_json::to_vec(&assignment).map_err(|e| AssignError::Failed(e.to_string()))?,
-        );
-        Ok(members
-            .iter()
-            .map(|m| MemberAssignment::new(m.member_id.clone(), bytes.clone()))
-            .collect())
+        self.take_in_events();
+        ended
     }
 
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
+    /// Takes in one of the member's events. A rebalance alone (`Revoked`) changes nothing: the
+    /// writer keeps writing while its token is valid, and the sticky choice keeps it the
+    /// writer if it stays in the group.
+    pub fn handle_event(&self, event: &MemberEvent) {
+        match event {
+            MemberEvent::Assigned {
+                generation,
+                assignment,
+                ..
+            } => self.assigned(generation, assignment),
+            MemberEvent::Lost { generation, .. } => self.lost(generation.as_ref()),
+            _ => {}
+        }
+    }
+
+    /// This replica's assignment for `generation` arrived: it writes or follows, as the
+    /// assignment says.
+    fn assigned(&self, generation: &Generation, assignment: &[u8]) {
         // An assignment that does not decode names no writer: never write on garbage.
         let writer = serde_json::from_slice::<Assignment>(assignment)
             .ok()
@@ -299,11 +327,9 @@ impl GroupProtocol for SingleWriter {
         self.publish(role);
     }
 
-    // A rebalance alone (`on_revoked`) changes nothing: the writer keeps writing while its
-    // token is valid, and the sticky choice keeps it the writer if it stays in the group.
-
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        let _ = reason;
+    /// The generation is gone: this replica neither writes nor follows until its next
+    /// assignment.
+    fn lost(&self, generation: Option<&Generation>) {
         let was_in = std::mem::take(&mut self.state().in_generation);
         self.follow(None);
         if was_in {
@@ -311,6 +337,39 @@ impl GroupProtocol for SingleWriter {
                 generation_id: generation.map(|g| g.generation_id),
             });
         }
+    }
+}
+
+impl GroupProtocol for SingleWriter {
+    fn protocol_type(&self) -> &str {
+        PROTOCOL_TYPE
+    }
+
+    fn protocols(&self) -> Vec<ProtocolMetadata> {
+        // Every event before this JoinGroup first: its identity claims the generation it led.
+        self.take_in_events();
+        let identity = serde_json::to_vec(&self.identity()).unwrap_or_default();
+        vec![ProtocolMetadata::new(PROTOCOL_NAME, identity)]
+    }
+
+    fn assign(
+        &self,
+        context: &AssignContext,
+        members: &[GroupMember],
+    ) -> Result<Vec<MemberAssignment>, AssignError> {
+        if context.protocol_name != PROTOCOL_NAME {
+            return Err(AssignError::UnknownProtocol(context.protocol_name.clone()));
+        }
+        let assignment = Assignment {
+            writer: choose_writer(members),
+        };
+        let bytes = Bytes::from(
+            serde_json::to_vec(&assignment).map_err(|e| AssignError::Failed(e.to_string()))?,
+        );
+        Ok(members
+            .iter()
+            .map(|m| MemberAssignment::new(m.member_id.clone(), bytes.clone()))
+            .collect())
     }
 }
 
@@ -349,9 +408,9 @@ mod tests {
         let context = AssignContext::new(1, "m-b", PROTOCOL_NAME);
         let assignments = b.assign(&context, &members).expect("assign");
         assert_eq!(assignments.len(), 2);
-        b.on_assigned(&generation(1, "m-b"), &assignments[0].assignment);
+        b.assigned(&generation(1, "m-b"), &assignments[0].assignment);
         assert!(matches!(b.role(), Some(Role::Leader { token }) if token.generation_id == 1));
-        c.on_assigned(&generation(1, "m-c"), &assignments[0].assignment);
+        c.assigned(&generation(1, "m-c"), &assignments[0].assignment);
         assert!(matches!(
             c.role(),
             Some(Role::Follower { writer: Some(w), .. }) if w.url == "http://b"
@@ -417,7 +476,7 @@ mod tests {
             metadata: Bytes::from_static(b"\x00not json"),
         };
         assert_eq!(choose_writer(&[member("m-c", &c), garbage]), None);
-        c.on_assigned(&generation(3, "m-c"), &Bytes::from_static(b"garbage"));
+        c.assigned(&generation(3, "m-c"), &Bytes::from_static(b"garbage"));
         assert_eq!(
             c.role(),
             Some(Role::Follower {
@@ -435,12 +494,12 @@ mod tests {
         let assignments = a
             .assign(&AssignContext::new(4, "m-a", PROTOCOL_NAME), &members)
             .expect("assign");
-        a.on_assigned(&generation(4, "m-a"), &assignments[0].assignment);
+        a.assigned(&generation(4, "m-a"), &assignments[0].assignment);
         let deadline = std::time::Instant::now();
-        a.on_lost(
-            Some(&generation(4, "m-a")),
-            &LostReason::HeartbeatTimeout { deadline },
-        );
+        a.handle_event(&MemberEvent::Lost {
+            generation: Some(generation(4, "m-a")),
+            reason: kroupier::protocol::LostReason::HeartbeatTimeout { deadline },
+        });
         assert!(matches!(changes.try_recv(), Ok(Role::Leader { .. })));
         assert_eq!(
             changes.try_recv().ok(),
@@ -451,7 +510,7 @@ mod tests {
         a.resign();
         assert!(!a.identity().leader_eligible);
         assert_eq!(choose_writer(&[member("m-a", &a)]), None);
-        a.on_assigned(&generation(5, "m-a"), &assignments[0].assignment);
+        a.assigned(&generation(5, "m-a"), &assignments[0].assignment);
         assert!(matches!(a.role(), Some(Role::Lost { .. })));
     }
 }

@@ -1,103 +1,122 @@
 //! What a driven member tells its users: a stream of events and a watched status.
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 
 use crate::membership::{
-    AssignError, Coordinator, FatalError, FencingToken, Generation, Lease, LostReason, MemberState,
-    Metrics,
+    Coordinator, FencingToken, Generation, Lease, MemberEvent, MemberState, Metrics,
 };
 
-/// A change in the member's life, in the order the member saw it.
+/// Every [`MemberEvent`] of one member, in order, none dropped: see
+/// [`MemberHandle::events`](super::MemberHandle::events).
 ///
-/// Delivered through a `tokio::sync::broadcast` channel (see
-/// [`MemberHandle::events`](super::MemberHandle::events)): a subscriber that falls more than
-/// `event_capacity` events behind misses some and should read the
-/// [`MemberStatus`] instead.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum MemberEvent {
-    /// The group's coordinator is (now) this broker.
-    CoordinatorChanged {
-        /// The broker's node id.
-        node_id: i32,
-        /// Its `host:port`.
-        addr: String,
-    },
-    /// JoinGroup succeeded: this member is in a new generation.
-    Joined {
-        /// The generation id.
-        generation: i32,
-        /// This member's id in it.
-        member_id: String,
-        /// Whether this member leads it (and computes the assignment).
-        leader: bool,
-    },
-    /// SyncGroup succeeded: this member's assignment for the generation. The protocol's
-    /// `on_assigned` has run.
-    Assigned {
-        /// The fencing token of the generation.
-        token: FencingToken,
-        /// The assignment bytes (empty if the leader gave none).
-        assignment: Bytes,
-        /// Where the rebalance's time went, as this member saw it.
-        times: RebalanceTimes,
-    },
-    /// A rebalance started while the generation was stable (or the member is about to leave):
-    /// its assignment is no longer final. The protocol's `on_revoked` has run.
-    Revoked {
-        /// The generation being rebalanced.
-        generation: i32,
-        /// Why (KIP-800).
-        reason: String,
-    },
-    /// The generation is gone without a rebalance (self-fenced or reset): stop all its work
-    /// now. The protocol's `on_lost` has run.
-    Lost {
-        /// The generation lost.
-        generation: Option<i32>,
-        /// Why.
-        reason: LostReason,
-    },
-    /// The leader's assignment failed; the member rejoins.
-    AssignmentFailed {
-        /// The generation it was for.
-        generation: i32,
-        /// The protocol's error.
-        error: AssignError,
-    },
-    /// Another process joined with this `group.instance.id`. Terminal.
-    Fenced {
-        /// The instance id.
-        group_instance_id: Option<String>,
-    },
-    /// The member stopped on a fatal error. Terminal.
-    Fatal {
-        /// The error, saying what to change.
-        error: FatalError,
-    },
-    /// The member left the group. Terminal.
-    Left,
+/// The stream is unbounded: events come a few per rebalance, and a reader that stops reading
+/// should drop its stream.
+#[derive(Debug)]
+pub struct MemberEvents {
+    pub(crate) receiver: mpsc::UnboundedReceiver<MemberEvent>,
 }
 
-/// Where a completed rebalance's time went, as one member saw it: the protocol's waits
-/// (JoinGroup and SyncGroup, Kafka's `join-time` and `sync-time`) and the leader's own work
-/// (computing the assignment), so that a slow rebalance can be told apart from a slow member.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RebalanceTimes {
-    /// From the rebalance's start (this member's rejoin, or its first JoinGroup) to the
-    /// SyncGroup answer that ended it.
-    pub rebalance: Option<Duration>,
-    /// The JoinGroup that succeeded, from its send to its answer: the coordinator waits for
-    /// every member to rejoin (or for the rebalance timeout) before it answers.
-    pub join: Option<Duration>,
-    /// The leader only: how long the protocol's `assign` took (on the blocking pool).
-    pub assign: Option<Duration>,
-    /// The SyncGroup, from its send to its answer: a follower's includes the wait for the
-    /// leader's assignment.
-    pub sync: Option<Duration>,
+impl MemberEvents {
+    /// The next event; `None` once the driver has ended and every event was read. Cancel
+    /// safe.
+    pub async fn recv(&mut self) -> Option<MemberEvent> {
+        self.receiver.recv().await
+    }
+
+    /// The next event if one is waiting, without waiting.
+    pub fn try_recv(&mut self) -> Option<MemberEvent> {
+        self.receiver.try_recv().ok()
+    }
+
+    /// [`recv`](Self::recv) as a poll (for [`SharedEvents`]).
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<MemberEvent>> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+/// A member's event stream read from two places by its owner: a task that waits for each
+/// event ([`recv_with`](Self::recv_with)), and the protocol's
+/// [`protocols`](crate::membership::GroupProtocol::protocols), which first takes in what
+/// already arrived ([`take_in`](Self::take_in)) so that the JoinGroup's metadata reflects every
+/// earlier event — the driver queues them all before it reads the metadata. Each event is
+/// handled once, in order, under the stream's lock: a handler must not call back into the same
+/// `SharedEvents`.
+#[derive(Debug, Default)]
+pub struct SharedEvents(Mutex<Option<MemberEvents>>);
+
+impl SharedEvents {
+    /// Reads `events` from now on (the protocol exists before its member, whose stream comes
+    /// after).
+    pub fn attach(&self, events: MemberEvents) {
+        *self.lock() = Some(events);
+    }
+
+    /// Hands every event already delivered to `handle`, in order; whether there was any.
+    pub fn take_in(&self, mut handle: impl FnMut(MemberEvent)) -> bool {
+        let mut events = self.lock();
+        let Some(stream) = events.as_mut() else {
+            return false;
+        };
+        let mut any = false;
+        while let Some(event) = stream.try_recv() {
+            handle(event);
+            any = true;
+        }
+        any
+    }
+
+    /// Waits for the next event and hands it to `handle`; `false` once the stream ended (or
+    /// none is attached). Cancel safe: an event is handled in the poll that receives it.
+    pub async fn recv_with(&self, mut handle: impl FnMut(MemberEvent)) -> bool {
+        std::future::poll_fn(|cx| {
+            let mut events = self.lock();
+            let Some(stream) = events.as_mut() else {
+                return Poll::Ready(false);
+            };
+            match stream.poll_recv(cx) {
+                Poll::Ready(Some(event)) => {
+                    handle(event);
+                    Poll::Ready(true)
+                }
+                Poll::Ready(None) => Poll::Ready(false),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<MemberEvents>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where the driver delivers events: one sender per stream handed out, dropped once its
+/// stream is.
+#[derive(Debug, Default)]
+pub(crate) struct Subscribers(Mutex<Vec<mpsc::UnboundedSender<MemberEvent>>>);
+
+impl Subscribers {
+    /// A new stream, receiving every event from now on.
+    pub(crate) fn subscribe(&self) -> MemberEvents {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.lock().push(sender);
+        MemberEvents { receiver }
+    }
+
+    /// Delivers `event` to every stream still open.
+    pub(crate) fn send(&self, event: &MemberEvent) {
+        self.lock()
+            .retain(|sender| sender.send(event.clone()).is_ok());
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<mpsc::UnboundedSender<MemberEvent>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A snapshot of the member, published after every step of its driver (see

@@ -3,12 +3,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::membership::{FencingToken, Lease, Metrics};
 
 use super::error::MemberError;
-use super::event::{MemberEvent, MemberStatus};
+use super::event::{MemberEvents, MemberStatus, Subscribers};
 use super::run::{Command, now};
 
 /// A handle to a running member: send it commands, subscribe to its events, read its status.
@@ -19,16 +19,21 @@ use super::run::{Command, now};
 #[derive(Debug, Clone)]
 pub struct MemberHandle {
     pub(crate) commands: mpsc::Sender<Command>,
-    pub(crate) events: broadcast::Sender<MemberEvent>,
-    /// The receiver created with the member, so the first subscriber misses no event.
-    pub(crate) first_events: Arc<Mutex<Option<broadcast::Receiver<MemberEvent>>>>,
+    pub(crate) events: Arc<Subscribers>,
+    /// The stream created with the member, so the first subscriber misses no event.
+    pub(crate) first_events: Arc<Mutex<Option<MemberEvents>>>,
     pub(crate) status: watch::Receiver<MemberStatus>,
 }
 
 impl MemberHandle {
-    /// The member's events. The first call receives every event since the member was built;
-    /// later calls receive events from the moment of the call.
-    pub fn events(&self) -> broadcast::Receiver<MemberEvent> {
+    /// The member's events ([`MemberEvent`](crate::membership::MemberEvent)): every one, in
+    /// the order the member saw them, none dropped — the stream a protocol's owner acts on
+    /// (assignment, revocation, loss). The first call receives every event since the member was
+    /// built; later calls receive events from the moment of the call.
+    ///
+    /// The driver queues each event before it sends the next request, and before it reads the
+    /// protocol's metadata for a JoinGroup.
+    pub fn events(&self) -> MemberEvents {
         let first = self
             .first_events
             .lock()
@@ -82,7 +87,8 @@ impl MemberHandle {
             .map_err(|_| MemberError::Stopped)
     }
 
-    /// The work of `generation`, revoked by [`MemberEvent::Revoked`](super::MemberEvent::Revoked),
+    /// The work of `generation`, revoked by
+    /// [`MemberEvent::Revoked`](crate::membership::MemberEvent::Revoked),
     /// has stopped: the member may rejoin. Only needed with the join gate
     /// (`MembershipConfig::await_revocation`): the JoinGroup of a rebalance that started while
     /// the member was stable waits for this call, or for `rebalance_timeout − margin` after
@@ -113,8 +119,9 @@ impl MemberHandle {
         answer.await.map_err(|_| MemberError::Stopped)?
     }
 
-    /// Leaves the group and waits for the driver to end: the protocol's `on_revoked` runs,
-    /// then LeaveGroup goes out (dynamic members; static ones only with
+    /// Leaves the group and waits for the driver to end: [`MemberEvent::Revoked`](
+    /// crate::membership::MemberEvent::Revoked) goes to the event streams, then LeaveGroup goes
+    /// out (dynamic members; static ones only with
     /// `leave_group_on_close_static`). Returns at once if the member already stopped or its
     /// driver was dropped; waits for as long as a driver that exists is not polled.
     pub async fn leave(&self, reason: impl Into<String>) {

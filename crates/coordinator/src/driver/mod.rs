@@ -9,9 +9,9 @@
 //! and feeds it `now`, responses, failures and commands:
 //!
 //! ```text
-//!   handle ──commands──▶ ┌──────────── driver loop ────────────┐ ──events──▶ subscribers
+//!   handle ──commands──▶ ┌──────────── driver loop ────────────┐ ──events──▶ each stream
 //!                        │ Membership (sans-IO)                │ ──status──▶ watch
-//!   responses/failures ─▶│  poll_event   ─▶ callbacks, events  │
+//!   responses/failures ─▶│  poll_event   ─▶ MemberEvent        │
 //!   (by request tag)     │  poll_request ─▶ send concurrently  │
 //!                        │   (JoinGroup: protocols() read now) │
 //!   sleep_until(timeout)▶│  AssignmentRequested ─▶ spawn_blocking(assign)
@@ -26,30 +26,31 @@
 //! - The leader's [`assign`](crate::membership::GroupProtocol::assign) runs on tokio's
 //!   blocking pool, so a slow assignor never delays a heartbeat.
 //!
-//! Each step handles every pending event (protocol callbacks, [`MemberEvent`]s) *before* it
-//! sends the next request, and reads the protocol's
-//! [`protocols`](crate::membership::GroupProtocol::protocols) right before each JoinGroup, so a
-//! JoinGroup carries what `on_revoked` or `on_lost` just changed.
+//! The membership's one event type, [`MemberEvent`], leaves the driver as an ordered stream
+//! that drops nothing ([`MemberHandle::events`]): the protocol's owner acts on assignment,
+//! revocation and loss from it; the protocol itself only offers metadata and assigns. Each
+//! step queues every pending event on the streams and publishes the status
+//! ([`MemberHandle::status`], whose lease a loss ends) *before* it sends the next request, and
+//! reads the protocol's [`protocols`](crate::membership::GroupProtocol::protocols) right
+//! before each JoinGroup: a protocol whose metadata depends on the member's state reads it
+//! there, fresh.
 //!
 //! ## The join gate
 //!
 //! With `MembershipConfig::await_revocation` (off by default; the worker turns it on) a
 //! rebalance that starts while the member is stable emits [`MemberEvent::Revoked`] and holds
-//! the JoinGroup until [`MemberHandle::revocations_done`] names that generation — call it once
-//! the revoked work has stopped, from wherever that work is awaited (never block a callback on
-//! it) — or until `rebalance_timeout − margin` has passed, so the broker never drops the member
+//! the JoinGroup until [`MemberHandle::revocations_done`] names that generation — the owner
+//! calls it once the revoked work has stopped — or until `rebalance_timeout − margin` has passed, so the broker never drops the member
 //! for a slow revocation. Heartbeats go on meanwhile; a loss opens the gate at once. This is
 //! Kafka Connect's `onJoinPrepare` (revoked tasks stop before JoinGroup) without blocking the
 //! heartbeat.
 //!
-//! ## Contract for protocol callbacks
+//! ## Contract for protocols
 //!
-//! `on_assigned`, `on_revoked`, `on_lost` and `protocols` run *on the driver loop*. They must
-//! return quickly and never block: update an atomic or a mutex, send on a channel, or spawn
-//! the real work. The loop is the heartbeat timer; a callback that blocks for longer than
-//! `session_timeout − margin` makes the member fence itself (it reports `Lost` the moment it
-//! runs again). Users who cannot promise that should consume [`MemberEvent`]s instead of
-//! callbacks: events go through a channel and wait for nobody.
+//! `protocols` runs *on the driver loop*: it must return quickly and never block. The loop is
+//! the heartbeat timer; a call that blocks for longer than `session_timeout − margin` makes
+//! the member fence itself (it reports `Lost` the moment it runs again). Events go through
+//! unbounded channels and wait for nobody.
 //!
 //! ## Self-fencing
 //!
@@ -90,9 +91,9 @@
 //! let (handle, driver) = Member::new(config, Arc::new(LeaderElection::new("a", true)))?;
 //! let mut events = handle.events();
 //! tokio::spawn(driver);
-//! while let Ok(event) = events.recv().await {
-//!     if let MemberEvent::Assigned { token, .. } = event {
-//!         println!("generation {} assigned", token.generation_id);
+//! while let Some(event) = events.recv().await {
+//!     if let MemberEvent::Assigned { generation, .. } = event {
+//!         println!("generation {} assigned", generation.generation_id);
 //!         break;
 //!     }
 //! }
@@ -119,13 +120,15 @@ mod tests;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
 use crate::membership::{GroupProtocol, Membership, MembershipConfig};
 
+pub use crate::membership::{MemberEvent, RebalanceTimes};
 pub use config::MemberConfig;
 pub use error::MemberError;
-pub use event::{MemberEvent, MemberStatus, RebalanceTimes};
+use event::Subscribers;
+pub use event::{MemberEvents, MemberStatus, SharedEvents};
 pub use handle::MemberHandle;
 pub(crate) use handle::WeakMember;
 
@@ -159,12 +162,7 @@ impl Member {
     > {
         let config = config.validated()?;
         let transport = KafkaTransport::new(config.cluster).map_err(MemberError::from_cluster)?;
-        Self::with_transport(
-            config.membership,
-            config.event_capacity,
-            protocol,
-            Arc::new(transport),
-        )
+        Self::with_transport(config.membership, protocol, Arc::new(transport))
     }
 
     /// [`Member::new`], with the driver spawned on the current tokio runtime.
@@ -185,7 +183,6 @@ impl Member {
 
     pub(crate) fn with_transport<P: GroupProtocol, T: Transport>(
         config: MembershipConfig,
-        event_capacity: usize,
         protocol: Arc<P>,
         transport: Arc<T>,
     ) -> Result<
@@ -197,7 +194,8 @@ impl Member {
     > {
         let membership = Membership::new(config, protocol.protocol_type(), protocol.protocols())?;
         let (commands_tx, commands) = mpsc::channel(COMMAND_QUEUE);
-        let (events, first) = broadcast::channel(event_capacity.max(1));
+        let events = Arc::new(Subscribers::default());
+        let first = events.subscribe();
         let (status_tx, status) = watch::channel(MemberStatus::initial());
         let handle = MemberHandle {
             commands: commands_tx,

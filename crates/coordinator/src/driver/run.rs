@@ -1,5 +1,5 @@
 //! The driver loop: one task owns the [`Membership`], feeds it time, responses and commands,
-//! sends what it asks for, and turns its events into protocol callbacks and user events.
+//! sends what it asks for, and delivers its events to every event stream.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -7,18 +7,18 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{Span, debug, info, info_span, warn};
 
 use crate::connection::ConnectionError;
 use crate::membership::{
-    AssignError, Event, GroupProtocol, MemberAssignment, MemberState, Membership, RequestTag,
-    Response,
+    AssignError, AssignmentRequest, GroupProtocol, MemberAssignment, MemberEvent, MemberState,
+    Membership, RequestTag, Response,
 };
 
 use super::error::MemberError;
-use super::event::{MemberEvent, MemberStatus, RebalanceTimes};
+use super::event::{MemberStatus, Subscribers};
 use super::reach::{Reachability, WHAT_TO_CHECK};
 use super::transport::Transport;
 
@@ -69,7 +69,7 @@ pub(crate) struct Driver<P: GroupProtocol, T: Transport> {
     pub(crate) protocol: Arc<P>,
     pub(crate) transport: Arc<T>,
     pub(crate) commands: mpsc::Receiver<Command>,
-    pub(crate) events: broadcast::Sender<MemberEvent>,
+    pub(crate) events: Arc<Subscribers>,
     pub(crate) status: watch::Sender<MemberStatus>,
     pub(crate) in_flight: FuturesUnordered<BoxFuture<'static, Sent>>,
     assigning: Option<Assigning>,
@@ -91,7 +91,7 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         protocol: Arc<P>,
         transport: Arc<T>,
         commands: mpsc::Receiver<Command>,
-        events: broadcast::Sender<MemberEvent>,
+        events: Arc<Subscribers>,
         status: watch::Sender<MemberStatus>,
     ) -> Self {
         Self {
@@ -185,13 +185,18 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
     fn step(&mut self) {
         let span = self.rebalance.clone().unwrap_or_else(Span::none);
         let _entered = span.enter();
-        // Events first, then one request, then the events that request produced: every
-        // callback (`on_revoked`, `on_lost`, ...) of the events so far has run before a request
-        // goes out, and the protocol's metadata is read right before each JoinGroup.
+        // Events first, then one request, then the events that request produced: every event
+        // so far is on the owner's stream, and the status (whose lease a loss ends) published,
+        // before a request goes out; the protocol's metadata is read right before each
+        // JoinGroup.
         loop {
             while let Some(event) = self.membership.poll_event() {
                 self.on_event(event);
             }
+            if let Some(request) = self.membership.poll_assignment_request() {
+                self.start_assign(request);
+            }
+            self.publish();
             let protocol = &self.protocol;
             let Some(out) = self
                 .membership
@@ -274,9 +279,9 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         });
     }
 
-    fn emit(&self, event: MemberEvent) {
-        // No subscriber is fine: the status holds the latest state.
-        let _ = self.events.send(event);
+    fn emit(&self, event: &MemberEvent) {
+        // No stream open is fine: the status holds the latest state.
+        self.events.send(event);
     }
 
     fn start_rebalance(&mut self, reason: String) {
@@ -289,84 +294,54 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         ));
     }
 
-    fn on_event(&mut self, event: Event) {
-        match event {
-            Event::CoordinatorChanged(c) => {
-                self.transport.set_coordinator(Some(&c));
+    /// Does the driver's part of `event` (connections, the rebalance span, the leader's
+    /// timing), then delivers it to every stream.
+    fn on_event(&mut self, mut event: MemberEvent) {
+        match &mut event {
+            MemberEvent::CoordinatorChanged(c) => {
+                self.transport.set_coordinator(Some(c));
                 self.coordinator_known = true;
-                self.emit(MemberEvent::CoordinatorChanged {
-                    node_id: c.node_id,
-                    addr: format!("{}:{}", c.host, c.port),
-                });
             }
-            Event::Joined { generation } => {
+            MemberEvent::Joined { generation } => {
                 if let Some(span) = &self.rebalance {
                     span.record("generation", generation.generation_id);
                 }
-                self.emit(MemberEvent::Joined {
-                    generation: generation.generation_id,
-                    member_id: generation.member_id.clone(),
-                    leader: generation.is_leader(),
-                });
             }
-            Event::AssignmentRequested { context, members } => {
-                if let Some(old) = self.assigning.take() {
-                    old.task.abort();
-                }
-                let protocol = self.protocol.clone();
-                // The assignor may take its time: it runs on the blocking pool, never here.
-                let generation_id = context.generation_id;
-                let task = tokio::task::spawn_blocking(move || protocol.assign(&context, &members));
-                self.assigning = Some(Assigning {
-                    generation_id,
-                    started: now(),
-                    task,
-                });
-            }
-            Event::Assigned {
-                generation,
-                assignment,
+            MemberEvent::Assigned {
+                generation, times, ..
             } => {
-                self.protocol.on_assigned(&generation, &assignment);
                 self.rebalance = None;
-                let metrics = self.membership.metrics();
-                let times = RebalanceTimes {
-                    rebalance: metrics.last_rebalance_latency,
-                    join: metrics.last_join_time,
-                    assign: self
-                        .last_assign
-                        .filter(|(g, _)| *g == generation.generation_id)
-                        .map(|(_, took)| took),
-                    sync: metrics.last_sync_time,
-                };
-                self.emit(MemberEvent::Assigned {
-                    token: generation.token(),
-                    assignment,
-                    times,
-                });
+                times.assign = self
+                    .last_assign
+                    .filter(|(g, _)| *g == generation.generation_id)
+                    .map(|(_, took)| took);
             }
-            Event::Revoked { generation, reason } => {
-                self.protocol.on_revoked(&generation);
+            MemberEvent::Revoked { reason, .. } => {
                 self.start_rebalance(reason.clone());
-                self.emit(MemberEvent::Revoked {
-                    generation: generation.generation_id,
-                    reason,
-                });
             }
-            Event::Lost { generation, reason } => {
-                self.protocol.on_lost(generation.as_ref(), &reason);
+            MemberEvent::Lost { reason, .. } => {
                 self.start_rebalance(format!("generation lost: {reason:?}"));
-                self.emit(MemberEvent::Lost {
-                    generation: generation.map(|g| g.generation_id),
-                    reason,
-                });
             }
-            Event::Fenced { group_instance_id } => {
-                self.emit(MemberEvent::Fenced { group_instance_id });
-            }
-            Event::Fatal(error) => self.emit(MemberEvent::Fatal { error }),
-            Event::Left => self.emit(MemberEvent::Left),
+            _ => {}
         }
+        self.emit(&event);
+    }
+
+    /// The membership asks this member, the leader, for an assignment: the protocol's
+    /// `assign` runs on the blocking pool, never here.
+    fn start_assign(&mut self, request: AssignmentRequest) {
+        if let Some(old) = self.assigning.take() {
+            old.task.abort();
+        }
+        let protocol = self.protocol.clone();
+        let AssignmentRequest { context, members } = request;
+        let generation_id = context.generation_id;
+        let task = tokio::task::spawn_blocking(move || protocol.assign(&context, &members));
+        self.assigning = Some(Assigning {
+            generation_id,
+            started: now(),
+            task,
+        });
     }
 
     fn on_sent(&mut self, tag: RequestTag, result: Result<Response, ConnectionError>) {
@@ -411,12 +386,8 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             }
             Err(error) => {
                 warn!(generation = generation_id, %error, "the leader's assignment failed; rejoining");
-                self.emit(MemberEvent::AssignmentFailed {
-                    generation: generation_id,
-                    error: error.clone(),
-                });
                 self.membership
-                    .request_rejoin(now(), format!("the leader's assignment failed: {error}"));
+                    .assignment_failed(now(), generation_id, error);
             }
         }
     }
@@ -452,9 +423,8 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
             return;
         }
         if let Some(generation) = self.membership.generation().cloned() {
-            self.protocol.on_revoked(&generation);
-            self.emit(MemberEvent::Revoked {
-                generation: generation.generation_id,
+            self.emit(&MemberEvent::Revoked {
+                generation,
                 reason: reason.clone(),
             });
         }

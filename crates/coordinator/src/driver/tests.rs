@@ -11,13 +11,13 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::transport::{SendFuture, Transport};
-use super::{Member, MemberError, MemberEvent, MemberHandle};
+use super::{Member, MemberError, MemberEvent, MemberEvents, MemberHandle};
 use crate::connection::ConnectionError;
 use crate::connection::Detail;
 use crate::election::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
 use crate::election::{ElectionEvent, LeaderElection};
 use crate::membership::{
-    AssignContext, AssignError, Coordinator, Generation, GroupMember, GroupProtocol, LostReason,
+    AssignContext, AssignError, Coordinator, GroupMember, GroupProtocol, LostReason,
     MemberAssignment, MemberState, MembershipConfig, Outgoing, ProtocolMetadata, Request,
     RequestTag, Response,
 };
@@ -172,13 +172,13 @@ fn start_with<P: GroupProtocol>(
 ) -> (MemberHandle, Arc<Fake>, JoinHandle<Result<(), MemberError>>) {
     let transport = model.transport(owner);
     let (handle, driver) =
-        Member::with_transport(config, 64, protocol, transport.clone()).expect("valid member");
+        Member::with_transport(config, protocol, transport.clone()).expect("valid member");
     (handle, transport, tokio::spawn(driver))
 }
 
-fn drain(events: &mut tokio::sync::broadcast::Receiver<MemberEvent>) -> Vec<MemberEvent> {
+fn drain(events: &mut MemberEvents) -> Vec<MemberEvent> {
     let mut out = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = events.try_recv() {
         out.push(event);
     }
     out
@@ -219,7 +219,7 @@ async fn three_members_join_and_exactly_one_leads() {
             .rev()
             .find(|e| matches!(e, MemberEvent::Assigned { .. }));
         assert!(
-            matches!(last, Some(MemberEvent::Assigned { token, .. }) if token.generation_id == generation.generation_id)
+            matches!(last, Some(MemberEvent::Assigned { generation: g, .. }) if g.generation_id == generation.generation_id)
         );
     }
     for m in &members {
@@ -252,10 +252,6 @@ impl GroupProtocol for GatedAssignor {
         let _ = self.entered.send(());
         let _ = self.gate.lock().unwrap().recv();
         self.inner.assign(context, members)
-    }
-
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        self.inner.on_assigned(generation, assignment);
     }
 }
 
@@ -391,7 +387,7 @@ async fn a_member_that_reaches_no_broker_says_why_after_3_s_and_stops_once_one_a
     transport.refused.store(true, Ordering::SeqCst);
     let election = Arc::new(LeaderElection::new("a", true));
     let (handle, driver) =
-        Member::with_transport(config(), 64, election, transport.clone()).expect("valid member");
+        Member::with_transport(config(), election, transport.clone()).expect("valid member");
     let _driver = tokio::spawn(driver);
     tokio::time::sleep(Duration::from_millis(2900)).await;
     assert_eq!(handle.current().unreachable, None, "too early");
@@ -422,7 +418,15 @@ async fn a_resigned_elector_reports_lost_and_never_leads_again() {
     let model = Model::start();
     let election = Arc::new(LeaderElection::new("a", true));
     let (handle, _net, _driver) = start(&model, 0, election.clone());
+    // The election's owner: it hands the member's events to the election.
+    let mut events = handle.events();
+    let feed = |events: &mut MemberEvents| {
+        while let Some(event) = events.try_recv() {
+            election.handle_event(&event);
+        }
+    };
     tokio::time::sleep(SESSION).await;
+    feed(&mut events);
     assert!(matches!(
         election.poll_event(),
         Some(ElectionEvent::Leader { .. })
@@ -437,6 +441,7 @@ async fn a_resigned_elector_reports_lost_and_never_leads_again() {
         .await
         .unwrap();
     tokio::time::sleep(SESSION).await;
+    feed(&mut events);
     assert_eq!(handle.current().state, MemberState::Stable);
     assert_eq!(
         election.poll_event(),
@@ -446,12 +451,15 @@ async fn a_resigned_elector_reports_lost_and_never_leads_again() {
 }
 
 /// The election with a metadata nonce the test can bump, a count of revocations (both
-/// appended to the metadata), and an assignor that fails once.
+/// appended to the metadata), and an assignor that fails once. The revocations are counted
+/// from the member's event stream (once the test hands it over), caught up on right before
+/// each JoinGroup.
 struct Changing {
     inner: LeaderElection,
     nonce: std::sync::atomic::AtomicU8,
     revocations: std::sync::atomic::AtomicU8,
     fail_once: AtomicBool,
+    events: Mutex<Option<MemberEvents>>,
 }
 
 impl Changing {
@@ -461,6 +469,18 @@ impl Changing {
             nonce: std::sync::atomic::AtomicU8::new(0),
             revocations: std::sync::atomic::AtomicU8::new(0),
             fail_once: AtomicBool::new(fail_once),
+            events: Mutex::new(None),
+        }
+    }
+
+    /// Counts the revocations the member's stream delivered so far.
+    fn catch_up(&self) {
+        if let Some(events) = self.events.lock().unwrap().as_mut() {
+            while let Some(event) = events.try_recv() {
+                if matches!(event, MemberEvent::Revoked { .. }) {
+                    self.revocations.fetch_add(1, Ordering::SeqCst);
+                }
+            }
         }
     }
 }
@@ -471,17 +491,13 @@ impl GroupProtocol for Changing {
     }
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
+        self.catch_up();
         let mut protocols = self.inner.protocols();
         let mut metadata = protocols[0].metadata.to_vec();
         metadata.push(self.nonce.load(Ordering::SeqCst));
         metadata.push(self.revocations.load(Ordering::SeqCst));
         protocols[0].metadata = metadata.into();
         protocols
-    }
-
-    fn on_revoked(&self, generation: &Generation) {
-        self.inner.on_revoked(generation);
-        self.revocations.fetch_add(1, Ordering::SeqCst);
     }
 
     fn assign(
@@ -556,10 +572,11 @@ async fn a_failed_assignment_is_reported_and_the_leader_rejoins() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_rejoin_after_a_revocation_carries_the_metadata_of_on_revoked() {
+async fn the_rejoin_after_a_revocation_carries_the_metadata_of_the_revoked_event() {
     let model = Model::start();
     let first = Arc::new(Changing::new("a", false));
     let (handle, net, _driver) = start(&model, 0, first.clone());
+    *first.events.lock().unwrap() = Some(handle.events());
     tokio::time::sleep(SESSION).await;
     assert_eq!(handle.current().state, MemberState::Stable);
     // MEMBER_ID_REQUIRED, then the join with the member id (KIP-394).
@@ -577,7 +594,7 @@ async fn the_rejoin_after_a_revocation_carries_the_metadata_of_on_revoked() {
     assert_eq!(
         joins[before].last(),
         Some(&1),
-        "the JoinGroup was built after on_revoked had run"
+        "the JoinGroup was built after the Revoked event was delivered"
     );
 }
 
@@ -595,7 +612,7 @@ async fn with_the_join_gate_the_rejoin_waits_for_revocations_done() {
     let (other, _, _other_driver) = start(&model, 1, Arc::new(Changing::new("b", false)));
     let revoked = loop {
         match events.recv().await.expect("events") {
-            MemberEvent::Revoked { generation, .. } => break generation,
+            MemberEvent::Revoked { generation, .. } => break generation.generation_id,
             _ => continue,
         }
     };

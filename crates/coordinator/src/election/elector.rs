@@ -5,15 +5,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::{broadcast, watch};
 
 use super::protocol::{ElectionEvent, LeaderElection};
-use crate::driver::{Member, MemberConfig, MemberError, MemberHandle};
+use crate::driver::{Member, MemberConfig, MemberError, MemberHandle, SharedEvents};
 use crate::failover::{Failover, FastFailover};
 use crate::membership::{
-    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, ProtocolMetadata,
 };
 
 /// Added to the session timeout when a new leader waits for its predecessor's lease: clocks
@@ -21,11 +19,14 @@ use crate::membership::{
 const HOLD_MARGIN: Duration = Duration::from_millis(250);
 
 /// The election as the driver runs it: [`LeaderElection`] plus the channels its role changes
-/// go out on. Its callbacks only lock a mutex and send on channels, so they never block the
-/// driver loop.
+/// go out on, and the member's event stream it follows. Following it only locks mutexes and
+/// sends on channels, so it never blocks the driver, beside which it runs.
 #[derive(Debug)]
 struct ElectorProtocol {
     election: LeaderElection,
+    /// The member's events (set once the member is built): every assignment and loss, in
+    /// order. Read beside the driver, and caught up on before each JoinGroup.
+    events: SharedEvents,
     roles: Arc<Roles>,
     /// Fast failover, if it is on: it follows the leader the last assignment named.
     failover: Option<Failover>,
@@ -100,6 +101,30 @@ impl Roles {
 }
 
 impl ElectorProtocol {
+    /// Takes in every member event already delivered, in order, and publishes the role
+    /// changes: run before each JoinGroup, so that its metadata claims the generation this
+    /// member just led even when the rejoin follows the assignment in the same driver step.
+    fn catch_up(&self) {
+        if self
+            .events
+            .take_in(|event| self.election.handle_event(&event))
+        {
+            self.publish();
+        }
+    }
+
+    /// Follows the member's event stream until it ends: each event goes to the election as
+    /// it arrives, and its role changes out.
+    async fn follow(&self) {
+        while self
+            .events
+            .recv_with(|event| self.election.handle_event(&event))
+            .await
+        {
+            self.publish();
+        }
+    }
+
     /// Publishes the role changes the election queued.
     fn publish(&self) {
         while let Some(event) = self.election.poll_event() {
@@ -161,6 +186,7 @@ impl GroupProtocol for ElectorProtocol {
     }
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
+        self.catch_up();
         self.election.protocols()
     }
 
@@ -170,21 +196,6 @@ impl GroupProtocol for ElectorProtocol {
         members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError> {
         self.election.assign(context, members)
-    }
-
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        self.election.on_assigned(generation, assignment);
-        self.publish();
-    }
-
-    fn on_revoked(&self, generation: &Generation) {
-        self.election.on_revoked(generation);
-        self.publish();
-    }
-
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        self.election.on_lost(generation, reason);
-        self.publish();
     }
 }
 
@@ -257,6 +268,7 @@ impl Elector {
         let (role, _) = watch::channel(None);
         let protocol = Arc::new(ElectorProtocol {
             election,
+            events: SharedEvents::default(),
             roles: Arc::new(Roles {
                 events,
                 role,
@@ -266,9 +278,11 @@ impl Elector {
             hold_for: config.membership.session_timeout + HOLD_MARGIN,
         });
         let (member, driver) = Member::new(config.clone(), protocol.clone())?;
+        protocol.events.attach(member.events());
         let beside = failover
             .map(|failover| failover.run(&member, &config))
             .transpose()?;
+        let following = protocol.clone();
         let driver = async move {
             // The endpoint and the link run beside the driver, and never end it.
             let beside = async move {
@@ -277,10 +291,19 @@ impl Elector {
                 }
                 std::future::pending::<()>().await;
             };
-            tokio::select! {
+            // The member's events are followed in the driver's own task: each is taken in as
+            // soon as the driver yields, and none is left when it ends.
+            let follow = async {
+                following.follow().await;
+                std::future::pending::<()>().await;
+            };
+            let ended = tokio::select! {
                 ended = driver => ended,
                 () = beside => Ok(()),
-            }
+                () = follow => Ok(()),
+            };
+            following.catch_up();
+            ended
         };
         let handle = ElectorHandle {
             member,

@@ -9,15 +9,16 @@
 //! 2. the eligible member with the lowest stable id (ties broken by member id),
 //!
 //! and every member receives the same assignment naming the leader. Members turn the
-//! membership's callbacks into [`ElectionEvent`]s: `Leader { token }` when they lead a
-//! generation, `Follower` otherwise, and `Lost` when the generation is lost (self-fencing
+//! membership's events ([`MemberEvent`](crate::membership::MemberEvent), through
+//! [`LeaderElection::handle_event`]) into [`ElectionEvent`]s: `Leader { token }` when they lead
+//! a generation, `Follower` otherwise, and `Lost` when the generation is lost (self-fencing
 //! included), so a leader cut off from the coordinator stops acting before anyone else leads.
-//! A rebalance alone (`on_revoked`) changes nothing: the leader keeps its role, and its fencing
+//! A rebalance alone (`Revoked`) changes nothing: the leader keeps its role, and its fencing
 //! token stays valid while its heartbeats succeed.
 //!
-//! The driver feeds the callbacks as for any protocol, and reads the protocol's metadata afresh
-//! for every JoinGroup, so that the next JoinGroup after an assignment carries the leadership
-//! claim.
+//! The [`Elector`] follows the member's event stream in the driver's own task, and catches up
+//! on it before every JoinGroup, so that the next JoinGroup after an assignment carries the
+//! leadership claim.
 //!
 //! [`Elector`] runs all of this on the tokio [driver](crate::driver): `Elector::spawn(config,
 //! id, eligible)` returns an [`ElectorHandle`] with a stream and a watch of the member's role,
@@ -61,9 +62,10 @@
 //! The protocol alone, without IO:
 //!
 //! ```
-//! use bytes::Bytes;
 //! use kroupier_coordinator::election::{ElectionEvent, LeaderElection};
-//! use kroupier_coordinator::membership::{AssignContext, Generation, GroupProtocol, GroupMember};
+//! use kroupier_coordinator::membership::{
+//!     AssignContext, Generation, GroupMember, GroupProtocol, MemberEvent, RebalanceTimes,
+//! };
 //!
 //! let a = LeaderElection::new("a", true);
 //! let b = LeaderElection::new("b", true);
@@ -83,7 +85,12 @@
 //!     protocol_name: "sticky-leader".into(),
 //!     leader_id: "m-a".into(),
 //! };
-//! a.on_assigned(&generation, &assignments[0].assignment);
+//! a.handle_event(&MemberEvent::Assigned {
+//!     generation,
+//!     assignment: assignments[0].assignment.clone(),
+//!     valid_until: std::time::Instant::now(),
+//!     times: RebalanceTimes::default(),
+//! });
 //! assert!(matches!(a.poll_event(), Some(ElectionEvent::Leader { .. })));
 //! ```
 

@@ -3,14 +3,12 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
-use bytes::Bytes;
-
 use super::wire::{ElectionAssignment, ElectionMetadata};
 use crate::codec::Versioned;
 use crate::failover::{FailoverEndpoint, FailoverTarget};
 use crate::membership::{
-    AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, FencingToken, Generation, GroupMember, GroupProtocol,
+    MemberAssignment, MemberEvent, ProtocolMetadata,
 };
 
 /// The protocol type of election groups.
@@ -138,6 +136,77 @@ impl LeaderElection {
         self.state().resigned
     }
 
+    /// Takes in one of the member's events, in the order the member's stream delivers them:
+    /// an assignment makes this member leader or follower, a loss ends its role. A revocation
+    /// alone changes nothing: the leader keeps its role through a rebalance, and its fencing
+    /// token stays valid while its heartbeats succeed. The role changes come out of
+    /// [`poll_event`](Self::poll_event).
+    pub fn handle_event(&self, event: &MemberEvent) {
+        match event {
+            MemberEvent::Assigned {
+                generation,
+                assignment,
+                ..
+            } => self.handle_assigned(generation, assignment),
+            MemberEvent::Lost { generation, .. } => self.handle_lost(generation.as_ref()),
+            _ => {}
+        }
+    }
+
+    /// This member's assignment for `generation` arrived ([`MemberEvent::Assigned`]): it
+    /// leads or follows, as the assignment says.
+    pub(crate) fn handle_assigned(&self, generation: &Generation, assignment: &[u8]) {
+        // An assignment that does not decode names no leader: never lead on garbage.
+        let decoded = ElectionAssignment::decode(assignment).unwrap_or(ElectionAssignment {
+            leader_member_id: None,
+            leader_id: None,
+            leader_group_instance_id: None,
+            leader_endpoint: None,
+        });
+        let mut state = self.state();
+        if state.resigned {
+            return;
+        }
+        state.in_generation = Some(generation.generation_id);
+        let leads = decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str());
+        state.watched = match (&decoded.leader_member_id, decoded.leader_endpoint) {
+            (Some(member_id), Some(endpoint)) if !leads => Some(FailoverTarget {
+                member_id: member_id.clone(),
+                group_instance_id: decoded.leader_group_instance_id.clone(),
+                endpoint,
+            }),
+            _ => None,
+        };
+        let followed = state.followed.take();
+        state.succeeded = None;
+        let event = if leads {
+            state.succeeded = followed.filter(|previous| *previous != generation.member_id);
+            state.led_generation = Some(generation.generation_id);
+            ElectionEvent::Leader {
+                token: generation.token(),
+            }
+        } else {
+            state.followed = decoded.leader_member_id.clone();
+            ElectionEvent::Follower {
+                generation_id: generation.generation_id,
+                leader_id: decoded.leader_id,
+            }
+        };
+        state.events.push_back(event);
+    }
+
+    /// The generation is gone ([`MemberEvent::Lost`]): this member neither leads nor follows
+    /// until its next assignment.
+    pub(crate) fn handle_lost(&self, generation: Option<&Generation>) {
+        let mut state = self.state();
+        state.watched = None;
+        if state.in_generation.take().is_some() {
+            state.events.push_back(ElectionEvent::Lost {
+                generation_id: generation.map(|g| g.generation_id),
+            });
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // The state stays consistent under every update, so a poisoned lock is still usable.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -211,56 +280,5 @@ impl GroupProtocol for LeaderElection {
             .iter()
             .map(|m| MemberAssignment::new(m.member_id.clone(), assignment.clone()))
             .collect())
-    }
-
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        // An assignment that does not decode names no leader: never lead on garbage.
-        let decoded = ElectionAssignment::decode(assignment).unwrap_or(ElectionAssignment {
-            leader_member_id: None,
-            leader_id: None,
-            leader_group_instance_id: None,
-            leader_endpoint: None,
-        });
-        let mut state = self.state();
-        if state.resigned {
-            return;
-        }
-        state.in_generation = Some(generation.generation_id);
-        let leads = decoded.leader_member_id.as_deref() == Some(generation.member_id.as_str());
-        state.watched = match (&decoded.leader_member_id, decoded.leader_endpoint) {
-            (Some(member_id), Some(endpoint)) if !leads => Some(FailoverTarget {
-                member_id: member_id.clone(),
-                group_instance_id: decoded.leader_group_instance_id.clone(),
-                endpoint,
-            }),
-            _ => None,
-        };
-        let followed = state.followed.take();
-        state.succeeded = None;
-        let event = if leads {
-            state.succeeded = followed.filter(|previous| *previous != generation.member_id);
-            state.led_generation = Some(generation.generation_id);
-            ElectionEvent::Leader {
-                token: generation.token(),
-            }
-        } else {
-            state.followed = decoded.leader_member_id.clone();
-            ElectionEvent::Follower {
-                generation_id: generation.generation_id,
-                leader_id: decoded.leader_id,
-            }
-        };
-        state.events.push_back(event);
-    }
-
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        let _ = reason;
-        let mut state = self.state();
-        state.watched = None;
-        if state.in_generation.take().is_some() {
-            state.events.push_back(ElectionEvent::Lost {
-                generation_id: generation.map(|g| g.generation_id),
-            });
-        }
     }
 }

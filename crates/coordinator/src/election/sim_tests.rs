@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
 use super::*;
-use crate::membership::{Event, GroupProtocol, Membership, MembershipConfig, RequestTag};
+use crate::membership::{GroupProtocol, MemberEvent, Membership, MembershipConfig, RequestTag};
 
 struct SimMember {
     membership: Membership,
@@ -116,33 +116,25 @@ impl Sim {
             }
         }
         let m = &mut self.members[i];
+        if let Some(request) = m.membership.poll_assignment_request() {
+            moved = true;
+            // In the tokio driver this runs off the heartbeat path.
+            let assignments = m
+                .election
+                .assign(&request.context, &request.members)
+                .expect("election assigns");
+            m.membership
+                .set_assignment(request.context.generation_id, assignments)
+                .expect("current generation");
+        }
         while let Some(event) = m.membership.poll_event() {
             moved = true;
-            match event {
-                Event::AssignmentRequested { context, members } => {
-                    // In the tokio driver this runs off the heartbeat path.
-                    let assignments = m
-                        .election
-                        .assign(&context, &members)
-                        .expect("election assigns");
-                    m.membership
-                        .set_assignment(context.generation_id, assignments)
-                        .expect("current generation");
-                }
-                Event::Assigned {
-                    generation,
-                    assignment,
-                } => {
-                    m.election.on_assigned(&generation, &assignment);
-                    m.membership
-                        .set_metadata(m.election.protocols())
-                        .expect("valid metadata");
-                }
-                Event::Revoked { generation, .. } => m.election.on_revoked(&generation),
-                Event::Lost { generation, reason } => {
-                    m.election.on_lost(generation.as_ref(), &reason)
-                }
-                _ => {}
+            // The election's owner hands it every event of the member's stream.
+            m.election.handle_event(&event);
+            if matches!(event, MemberEvent::Assigned { .. }) {
+                m.membership
+                    .set_metadata(m.election.protocols())
+                    .expect("valid metadata");
             }
         }
         while let Some(event) = m.election.poll_event() {

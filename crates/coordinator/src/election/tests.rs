@@ -6,8 +6,35 @@ use super::*;
 use crate::codec::Versioned;
 use crate::failover::FailoverEndpoint;
 use crate::membership::{
-    AssignContext, Generation, GroupMember, GroupProtocol, LostReason, ProtocolMetadata,
+    AssignContext, Generation, GroupMember, GroupProtocol, LostReason, MemberEvent,
+    ProtocolMetadata, RebalanceTimes,
 };
+
+/// The member's event: `generation`'s assignment `bytes` arrived.
+fn assigned_event(generation: Generation, bytes: &[u8]) -> MemberEvent {
+    MemberEvent::Assigned {
+        generation,
+        assignment: Bytes::copy_from_slice(bytes),
+        valid_until: std::time::Instant::now(),
+        times: RebalanceTimes::default(),
+    }
+}
+
+/// The member's event: a rebalance of `generation` started.
+fn revoked(generation: Generation) -> MemberEvent {
+    MemberEvent::Revoked {
+        generation,
+        reason: "a member joined".into(),
+    }
+}
+
+/// The member's event: `generation` was lost for `reason`.
+fn lost_event(generation: Option<Generation>, reason: &LostReason) -> MemberEvent {
+    MemberEvent::Lost {
+        generation,
+        reason: reason.clone(),
+    }
+}
 
 fn member(member_id: &str, id: &str, eligible: bool, led: i32) -> GroupMember {
     GroupMember {
@@ -101,8 +128,14 @@ fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
         .expect("assign");
     assert_eq!(assignments.len(), 2);
     assert_eq!(assignments[0].assignment, assignments[1].assignment);
-    a.on_assigned(&generation(1, "m-a"), &assignments[0].assignment);
-    b.on_assigned(&generation(1, "m-b"), &assignments[1].assignment);
+    a.handle_event(&assigned_event(
+        generation(1, "m-a"),
+        &assignments[0].assignment,
+    ));
+    b.handle_event(&assigned_event(
+        generation(1, "m-b"),
+        &assignments[1].assignment,
+    ));
     assert_eq!(
         a.poll_event(),
         Some(ElectionEvent::Leader {
@@ -119,19 +152,19 @@ fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
     assert_eq!(a.metadata().led_generation, 1);
     assert_eq!(b.metadata().led_generation, -1);
     // A rebalance does not move leadership; losing the generation ends it.
-    a.on_revoked(&generation(1, "m-a"));
+    a.handle_event(&revoked(generation(1, "m-a")));
     assert_eq!(a.poll_event(), None);
     let lost = LostReason::HeartbeatTimeout {
         deadline: std::time::Instant::now(),
     };
-    a.on_lost(Some(&generation(1, "m-a")), &lost);
+    a.handle_event(&lost_event(Some(generation(1, "m-a")), &lost));
     assert_eq!(
         a.poll_event(),
         Some(ElectionEvent::Lost {
             generation_id: Some(1)
         })
     );
-    a.on_lost(None, &lost);
+    a.handle_event(&lost_event(None, &lost));
     assert_eq!(a.poll_event(), None, "lost once");
     assert!(
         a.assign(&AssignContext::new(2, "m-a", "other"), &members)
@@ -142,7 +175,10 @@ fn roles_follow_the_assignment_and_leadership_is_claimed_next_time() {
 #[test]
 fn a_broken_assignment_makes_a_follower() {
     let a = LeaderElection::new("a", true);
-    a.on_assigned(&generation(2, "m-a"), &Bytes::from_static(b"\xff"));
+    a.handle_event(&assigned_event(
+        generation(2, "m-a"),
+        &Bytes::from_static(b"\xff"),
+    ));
     assert_eq!(
         a.poll_event(),
         Some(ElectionEvent::Follower {
@@ -267,19 +303,28 @@ fn followers_learn_the_leader_s_endpoint_and_instance_id_from_the_assignment() {
     assert_eq!(decoded.leader_group_instance_id.as_deref(), Some("i-a"));
     assert_eq!(decoded.leader_endpoint, Some(endpoint("127.0.0.1:7")));
 
-    b.on_assigned(&generation(5, "m-b"), &assignments[1].assignment);
+    b.handle_event(&assigned_event(
+        generation(5, "m-b"),
+        &assignments[1].assignment,
+    ));
     let watched = b.watched().expect("the follower watches the leader");
     assert_eq!(watched.member_id, "m-a");
     assert_eq!(watched.group_instance_id.as_deref(), Some("i-a"));
     assert_eq!(watched.endpoint, endpoint("127.0.0.1:7"));
-    a.on_assigned(&generation(5, "m-a"), &assignments[0].assignment);
+    a.handle_event(&assigned_event(
+        generation(5, "m-a"),
+        &assignments[0].assignment,
+    ));
     assert_eq!(a.watched(), None, "the leader watches nobody");
     let lost = LostReason::HeartbeatTimeout {
         deadline: std::time::Instant::now(),
     };
-    b.on_lost(None, &lost);
+    b.handle_event(&lost_event(None, &lost));
     assert_eq!(b.watched(), None, "without a generation, nobody");
-    b.on_assigned(&generation(6, "m-b"), &assignments[1].assignment);
+    b.handle_event(&assigned_event(
+        generation(6, "m-b"),
+        &assignments[1].assignment,
+    ));
     b.resign();
     assert_eq!(b.watched(), None, "a resigned member watches nobody");
 }
@@ -292,14 +337,17 @@ fn a_member_that_leads_after_following_another_names_its_predecessor() {
     let assigned = b
         .assign(&AssignContext::new(1, "m-b", ELECTION_PROTOCOL_NAME), &both)
         .unwrap();
-    b.on_assigned(&generation(1, "m-b"), &assigned[1].assignment);
+    b.handle_event(&assigned_event(
+        generation(1, "m-b"),
+        &assigned[1].assignment,
+    ));
     assert_eq!(b.succeeded(), None, "b follows a");
 
     // a vanishes; b's generation is lost on the way (its lease may have ended): a may still act.
     let lost = LostReason::HeartbeatTimeout {
         deadline: std::time::Instant::now(),
     };
-    b.on_lost(None, &lost);
+    b.handle_event(&lost_event(None, &lost));
     let alone = vec![member("m-b", "b", true, -1)];
     let assigned = b
         .assign(
@@ -307,15 +355,24 @@ fn a_member_that_leads_after_following_another_names_its_predecessor() {
             &alone,
         )
         .unwrap();
-    b.on_assigned(&generation(2, "m-b"), &assigned[0].assignment);
+    b.handle_event(&assigned_event(
+        generation(2, "m-b"),
+        &assigned[0].assignment,
+    ));
     assert_eq!(b.succeeded().as_deref(), Some("m-a"), "b leads after a");
 
     // Leading again names nobody; a first leader names nobody.
-    b.on_assigned(&generation(3, "m-b"), &assigned[0].assignment);
+    b.handle_event(&assigned_event(
+        generation(3, "m-b"),
+        &assigned[0].assignment,
+    ));
     assert_eq!(b.succeeded(), None);
     let assigned = a
         .assign(&AssignContext::new(1, "m-a", ELECTION_PROTOCOL_NAME), &both)
         .unwrap();
-    a.on_assigned(&generation(1, "m-a"), &assigned[0].assignment);
+    a.handle_event(&assigned_event(
+        generation(1, "m-a"),
+        &assigned[0].assignment,
+    ));
     assert_eq!(a.succeeded(), None);
 }

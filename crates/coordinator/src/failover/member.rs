@@ -26,7 +26,7 @@ pub struct FailoverTarget {
 /// One member's fast failover, for any [`GroupProtocol`](crate::membership::GroupProtocol):
 /// its endpoint (bound by [`bind`](Self::bind), advertised by the protocol in its metadata as
 /// [`endpoint`](Self::endpoint)) and the link to the member it follows
-/// ([`follow`](Self::follow), from the protocol's `on_assigned`). [`run`](Self::run) serves
+/// ([`follow`](Self::follow), from each assignment the member's events report). [`run`](Self::run) serves
 /// both beside the member's driver.
 ///
 /// The protocol's part is three calls: put `endpoint()` in its metadata (its text form if the

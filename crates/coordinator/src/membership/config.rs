@@ -63,7 +63,7 @@ pub struct MembershipConfig {
     /// (the user's revoked work has stopped, as Kafka Connect's `onJoinPrepare` waits), or
     /// until `rebalance_timeout − self-fencing margin` has passed since the revocation, so the
     /// broker never drops the member for joining late. Heartbeats go on meanwhile. Default
-    /// `false`: rejoin at once, for protocols whose `on_revoked` finishes its work itself.
+    /// `false`: rejoin at once, for owners that need not stop work before the rejoin.
     /// `true` guarantees the revoked work stopped before anyone else can be given it, at the
     /// price of a rebalance that lasts as long as the slowest revocation.
     pub await_revocation: bool,

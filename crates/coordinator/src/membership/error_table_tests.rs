@@ -268,7 +268,7 @@ fn check(api: Api, error: ResponseError, action: &ErrorAction) {
     let generation_before = h.member.generation().cloned();
     h.respond(now, tag, response);
     let events = h.events();
-    let lost = events.iter().any(|e| matches!(e, Event::Lost { .. }));
+    let lost = events.iter().any(|e| matches!(e, MemberEvent::Lost { .. }));
     let next = h.poll(now).map(|o| o.request);
     let join_member_id = |next: &Option<Request>| match next {
         Some(Request::JoinGroup(j)) => Some(j.member_id.to_string()),
@@ -307,7 +307,7 @@ fn check(api: Api, error: ResponseError, action: &ErrorAction) {
             assert!(!lost, "{ctx}: {events:?}");
             if api == Api::Heartbeat {
                 assert!(
-                    matches!(events.as_slice(), [Event::Revoked { .. }]),
+                    matches!(events.as_slice(), [MemberEvent::Revoked { .. }]),
                     "{ctx}: {events:?}"
                 );
             }
@@ -342,17 +342,17 @@ fn check(api: Api, error: ResponseError, action: &ErrorAction) {
             let last = events.last();
             if *e == FatalError::FencedInstanceId {
                 assert!(
-                    matches!(last, Some(Event::Fenced { .. })),
+                    matches!(last, Some(MemberEvent::Fenced { .. })),
                     "{ctx}: {events:?}"
                 );
             } else {
-                assert_eq!(last, Some(&Event::Fatal(e.clone())), "{ctx}");
+                assert_eq!(last, Some(&MemberEvent::Fatal(e.clone())), "{ctx}");
             }
             assert!(next.is_none(), "{ctx}");
         }
         A::Ignore => {
             assert_eq!(api, Api::LeaveGroup, "{ctx}");
-            assert_eq!(events, vec![Event::Left], "{ctx}");
+            assert_eq!(events, vec![MemberEvent::Left], "{ctx}");
             assert_eq!(h.member.state(), MemberState::Left, "{ctx}");
         }
     }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 
 use super::action::{Api, FatalError};
-use super::protocol::{AssignContext, GroupMember};
+use super::protocol::{AssignContext, AssignError, GroupMember};
 
 /// A generation of the group as this member joined it. Never exists without a member id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,47 +141,62 @@ impl LostReason {
     }
 }
 
-/// Something the driver or the user must know. Drain them with
-/// [`Membership::poll_event`](super::Membership::poll_event).
+/// A change in the member's life, in the order the member saw it: the one event type that
+/// leaves the membership. The sans-IO machine emits it (`Membership::poll_event`), the driver
+/// delivers every one, in order, to each stream of
+/// [`MemberHandle::events`](crate::driver::MemberHandle::events) (none is dropped: the owner
+/// of a protocol acts on assignment, revocation and loss from this stream alone).
+///
+/// A protocol never hears of these through its [`GroupProtocol`](super::GroupProtocol): it
+/// only offers metadata and assigns. Whoever owns it reads the stream and updates it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Event {
-    /// The group coordinator is (now) this broker; send group requests there.
+#[non_exhaustive]
+pub enum MemberEvent {
+    /// The group coordinator is (now) this broker; group requests go there.
     CoordinatorChanged(Coordinator),
-    /// JoinGroup succeeded: this member is in `generation`.
+    /// JoinGroup succeeded: this member is in `generation` (its assignment follows).
     Joined {
-        /// The new generation.
+        /// The new generation (with whether this member leads it).
         generation: Generation,
-    },
-    /// This member leads `context.generation_id` and must compute the assignment: run the
-    /// protocol's `assign(&context, &members)` off the heartbeat path, then call
-    /// [`Membership::set_assignment`](super::Membership::set_assignment).
-    AssignmentRequested {
-        /// The generation, the leader's (this member's) id and the selected protocol.
-        context: AssignContext,
-        /// Every member with its metadata, sorted by member id.
-        members: Vec<GroupMember>,
     },
     /// SyncGroup succeeded: this member's assignment for `generation`.
     Assigned {
-        /// The generation.
+        /// The generation; its [`token`](Generation::token) is the fencing token.
         generation: Generation,
         /// The assignment bytes (empty if the leader gave none).
         assignment: Bytes,
+        /// The self-fencing deadline at the assignment (the lease's `valid_until`); later
+        /// heartbeats extend it (see the member's status).
+        valid_until: Instant,
+        /// Where the rebalance's time went, as this member saw it.
+        times: RebalanceTimes,
     },
-    /// A rebalance starts while `generation` was stable. Its assignment is no longer final; the
-    /// token stays valid while heartbeats succeed.
+    /// A rebalance starts while `generation` was stable (or the member is about to leave):
+    /// its assignment is no longer final; the token stays valid while heartbeats succeed. With
+    /// the join gate (`MembershipConfig::await_revocation`) the member rejoins only once
+    /// `MemberHandle::revocations_done(generation)` says the revoked work stopped, or at the
+    /// bound.
     Revoked {
         /// The generation being rebalanced.
         generation: Generation,
-        /// Why.
+        /// Why (KIP-800).
         reason: String,
     },
-    /// The generation is gone without a rebalance: stop all work now.
+    /// The generation is gone without a rebalance (self-fenced, or reset by the coordinator):
+    /// stop all its work now, someone else may own it already.
     Lost {
         /// The generation lost (`None` if the member had none).
         generation: Option<Generation>,
-        /// Why.
+        /// Why; [`LostReason::fence_deadline`] says how long is left to stop.
         reason: LostReason,
+    },
+    /// The leader's assignment failed (the protocol's `assign` returned an error); the member
+    /// rejoins.
+    AssignmentFailed {
+        /// The generation it was for.
+        generation: i32,
+        /// The protocol's error.
+        error: AssignError,
     },
     /// FENCED_INSTANCE_ID: another process joined with this `group.instance.id`. Terminal.
     Fenced {
@@ -191,7 +206,40 @@ pub(crate) enum Event {
     /// A fatal error stopped the member. Terminal.
     Fatal(FatalError),
     /// The member left the group (after LeaveGroup, or without it for a static member).
+    /// Terminal.
     Left,
+}
+
+/// Where a completed rebalance's time went, as one member saw it: the protocol's waits
+/// (JoinGroup and SyncGroup, Kafka's `join-time` and `sync-time`) and the leader's own work
+/// (computing the assignment), so that a slow rebalance can be told apart from a slow member.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RebalanceTimes {
+    /// From the rebalance's start (this member's rejoin, or its first JoinGroup) to the
+    /// SyncGroup answer that ended it.
+    pub rebalance: Option<Duration>,
+    /// The JoinGroup that succeeded, from its send to its answer: the coordinator waits for
+    /// every member to rejoin (or for the rebalance timeout) before it answers.
+    pub join: Option<Duration>,
+    /// The leader only: how long the protocol's `assign` took (on the blocking pool).
+    pub assign: Option<Duration>,
+    /// The SyncGroup, from its send to its answer: a follower's includes the wait for the
+    /// leader's assignment.
+    pub sync: Option<Duration>,
+}
+
+/// This member leads `context.generation_id` and must compute the assignment: the driver runs
+/// the protocol's `assign(&context, &members)` off the heartbeat path, then calls
+/// [`Membership::set_assignment`](super::Membership::set_assignment). Internal between the
+/// machine and its driver (`Membership::poll_assignment_request`), never an event of the
+/// member.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AssignmentRequest {
+    /// The generation, the leader's (this member's) id and the selected protocol.
+    pub(crate) context: AssignContext,
+    /// Every member with its metadata, sorted by member id.
+    pub(crate) members: Vec<GroupMember>,
 }
 
 /// Counters like Kafka's coordinator metrics.

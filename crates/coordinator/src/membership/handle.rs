@@ -10,7 +10,9 @@ use kafka_protocol::messages::{
 use tracing::{debug, info, warn};
 
 use super::action::{Api, ErrorAction, FatalError, RetryBackoff, action_for};
-use super::event::{Coordinator, Event, Generation, LostReason};
+use super::event::{
+    AssignmentRequest, Coordinator, Generation, LostReason, MemberEvent, RebalanceTimes,
+};
 use super::io::{RequestTag, Response};
 use super::machine::{CoordinatorState, Membership, Phase, SyncRequest};
 use super::protocol::{AssignContext, GroupMember};
@@ -126,7 +128,7 @@ impl Membership {
                 };
                 self.coordinator = CoordinatorState::Known(coordinator.clone());
                 self.events
-                    .push_back(Event::CoordinatorChanged(coordinator));
+                    .push_back(MemberEvent::CoordinatorChanged(coordinator));
             }
             Some(ErrorAction::Fatal(e)) => self.fail(e),
             Some(action) => {
@@ -289,7 +291,7 @@ impl Membership {
             leader = generation.is_leader(),
             "joined"
         );
-        self.events.push_back(Event::Joined {
+        self.events.push_back(MemberEvent::Joined {
             generation: generation.clone(),
         });
         if generation.is_leader() && !r.skip_assignment {
@@ -303,7 +305,7 @@ impl Membership {
                 })
                 .collect();
             members.sort_by(|a, b| a.member_id.cmp(&b.member_id));
-            self.events.push_back(Event::AssignmentRequested {
+            self.assignment_request = Some(AssignmentRequest {
                 context: AssignContext::new(
                     generation.generation_id,
                     generation.member_id.clone(),
@@ -435,14 +437,25 @@ impl Membership {
             latency_ms = self.metrics.last_rebalance_latency.map(|d| d.as_millis() as u64),
             "assigned"
         );
-        self.events.push_back(Event::Assigned {
-            generation: generation.clone(),
-            assignment: r.assignment.clone(),
-        });
+        let event_generation = generation.clone();
+        let assignment = r.assignment.clone();
         self.phase = Phase::Stable {
             generation,
             assignment: r.assignment,
         };
+        self.events.push_back(MemberEvent::Assigned {
+            generation: event_generation,
+            assignment,
+            // The lease the sync just extended, as the status shows it.
+            valid_until: self.fence_deadline().unwrap_or(now),
+            times: RebalanceTimes {
+                rebalance: self.metrics.last_rebalance_latency,
+                join: self.metrics.last_join_time,
+                // The leader's own work is timed by the driver, which runs it.
+                assign: None,
+                sync: self.metrics.last_sync_time,
+            },
+        });
         if let Some(reason) = self.pending_rejoin.take() {
             self.rejoin(now, reason);
         }
@@ -558,6 +571,6 @@ impl Membership {
             debug!(%error, action = ?action_for(Api::LeaveGroup, error), "LeaveGroup failed");
         }
         self.phase = Phase::Left;
-        self.events.push_back(Event::Left);
+        self.events.push_back(MemberEvent::Left);
     }
 }

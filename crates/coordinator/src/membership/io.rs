@@ -45,7 +45,7 @@ pub(crate) struct Outgoing {
 }
 
 /// The request itself. FindCoordinator goes to any broker, everything else to the coordinator
-/// last reported by [`Event::CoordinatorChanged`](super::Event::CoordinatorChanged).
+/// last reported by [`MemberEvent::CoordinatorChanged`](super::MemberEvent::CoordinatorChanged).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Request {
     /// FindCoordinator(GROUP).

@@ -31,7 +31,7 @@ fn revoked(h: &mut Harness) {
     );
     let events = h.events();
     assert!(
-        matches!(events.as_slice(), [Event::Revoked { generation, .. }] if generation.generation_id == 1),
+        matches!(events.as_slice(), [MemberEvent::Revoked { generation, .. }] if generation.generation_id == 1),
         "{events:?}"
     );
     assert_eq!(h.member.join_held(), Some((1, h.at(ms(20) + BOUND))));
@@ -125,7 +125,7 @@ fn without_an_ack_the_join_goes_out_at_the_bound() {
     assert!(
         matches!(
             events.as_slice(),
-            [Event::Lost {
+            [MemberEvent::Lost {
                 reason: LostReason::RebalanceTimeout { .. },
                 ..
             }]
@@ -148,7 +148,7 @@ fn a_lost_generation_opens_the_gate_at_once() {
     );
     let events = h.events();
     assert!(
-        matches!(events.as_slice(), [Event::Lost { .. }]),
+        matches!(events.as_slice(), [MemberEvent::Lost { .. }]),
         "{events:?}"
     );
     assert_eq!(h.member.join_held(), None);

@@ -14,7 +14,7 @@ use tracing::warn;
 
 use super::action::{FatalError, RetryBackoff};
 use super::config::{ConfigError, Fault, MembershipConfig};
-use super::event::{Coordinator, Event, Generation, Lease, Metrics};
+use super::event::{AssignmentRequest, Coordinator, Generation, Lease, MemberEvent, Metrics};
 pub(crate) use super::heartbeat::{HeartbeatInFlight, HeartbeatState, JoinGate};
 use super::io::{
     FindCoordinator, LeaveGroup, Outgoing, Request, RequestTag, str_bytes, truncate_reason,
@@ -140,7 +140,9 @@ pub(crate) struct Membership {
     pub(crate) join_gate: Option<JoinGate>,
     pub(crate) rebalance_started_at: Option<Instant>,
     pub(crate) next_tag: u64,
-    pub(crate) events: VecDeque<Event>,
+    pub(crate) events: VecDeque<MemberEvent>,
+    /// The assignment this member must compute as leader, for the driver to take.
+    pub(crate) assignment_request: Option<AssignmentRequest>,
     pub(crate) metrics: Metrics,
 }
 
@@ -197,6 +199,7 @@ impl Membership {
             rebalance_started_at: None,
             next_tag: 0,
             events: VecDeque::new(),
+            assignment_request: None,
             metrics: Metrics::default(),
         })
     }
@@ -316,13 +319,22 @@ impl Membership {
 
     /// The next event, if any.
     #[must_use]
-    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&mut self) -> Option<MemberEvent> {
         self.events.pop_front()
     }
 
-    /// Whether an event waits for [`poll_event`](Self::poll_event).
+    /// The assignment this member must compute as the leader of a generation, if it must:
+    /// the driver runs the protocol's `assign` off the heartbeat path and hands the result to
+    /// [`set_assignment`](Self::set_assignment). A newer request replaces an older one.
+    #[must_use]
+    pub(crate) fn poll_assignment_request(&mut self) -> Option<AssignmentRequest> {
+        self.assignment_request.take()
+    }
+
+    /// Whether an event waits for [`poll_event`](Self::poll_event) (or an assignment request
+    /// for [`poll_assignment_request`](Self::poll_assignment_request)).
     pub(crate) fn has_events(&self) -> bool {
-        !self.events.is_empty()
+        !self.events.is_empty() || self.assignment_request.is_some()
     }
 
     /// The next request to send at `now`, if any. Call until `None` after every input; `now`

@@ -12,14 +12,16 @@
 //!    `Membership::handle_timeout`, and commands (`Membership::request_rejoin`,
 //!    `Membership::leave`, `Membership::set_assignment`, `Membership::update_metadata`,
 //!    `Membership::revocation_done`).
-//! 2. Drain `Membership::poll_event`, then `Membership::poll_request` (send each
+//! 2. Drain `Membership::poll_event` (the [`MemberEvent`]s the driver delivers to the
+//!    member's owner) and `Membership::poll_assignment_request`, then
+//!    `Membership::poll_request` (send each
 //!    `Outgoing`: FindCoordinator to any broker, the rest to the coordinator of the last
-//!    `Event::CoordinatorChanged`), handling the events of each request before the next.
+//!    `MemberEvent::CoordinatorChanged`), handling the events of each request before the next.
 //!    `Membership::poll_request_with` reads the protocol's metadata right before a JoinGroup
 //!    is built, so every JoinGroup carries the metadata of that moment.
 //! 3. Sleep until `Membership::poll_timeout` or the next input, then call `handle_timeout`.
 //!
-//! `now` must never go backwards. On `Event::AssignmentRequested` the driver runs the
+//! `now` must never go backwards. On an assignment request the driver runs the
 //! protocol's [`GroupProtocol::assign`] *off* this loop and feeds the result back with
 //! `set_assignment`; heartbeats keep going meanwhile, and at every step the member waits for no
 //! user code — except, by choice, at the join gate below.
@@ -62,7 +64,7 @@
 //! ## The join gate
 //!
 //! With [`MembershipConfig::await_revocation`], a rebalance that starts while the member is
-//! stable emits `Event::Revoked` and holds the JoinGroup until
+//! stable emits `MemberEvent::Revoked` and holds the JoinGroup until
 //! `Membership::revocation_done` names the revoked generation (the user's revoked work has
 //! stopped, as Kafka Connect's `onJoinPrepare` does before it rejoins), or until
 //! `rebalance_timeout − margin` has passed since the revocation
@@ -79,7 +81,7 @@
 //! every request that proved membership: each successful heartbeat, the SyncGroup that
 //! delivered the assignment, and the JoinGroup that formed the generation (for a member that
 //! held no generation before, whose work only starts after SyncGroup, the JoinGroup's receipt).
-//! At `that + session_timeout − margin` with no newer success it emits `Event::Lost`, drops
+//! At `that + session_timeout − margin` with no newer success it emits `MemberEvent::Lost`, drops
 //! the generation and rejoins: the broker, which measures from the later *receive* time,
 //! cannot have given the work away yet. `Membership::lease` exposes the
 //! fencing token `(generation_id, member_id)` with that deadline.
@@ -128,8 +130,10 @@ mod tests;
 
 pub use action::{Api, FatalError};
 pub use config::{ConfigError, MembershipConfig};
-pub(crate) use event::Event;
-pub use event::{Coordinator, FencingToken, Generation, Lease, LostReason, Metrics};
+pub(crate) use event::AssignmentRequest;
+pub use event::{
+    Coordinator, FencingToken, Generation, Lease, LostReason, MemberEvent, Metrics, RebalanceTimes,
+};
 pub(crate) use io::{LeaveGroup, Request, RequestTag, Response};
 pub use machine::MemberState;
 pub(crate) use machine::Membership;

@@ -1,19 +1,23 @@
 //! The trait a group protocol implements (the KIP-795 idea, typed and stable).
 //!
 //! A protocol says what it offers at JoinGroup (its type and an ordered list of named metadata),
-//! how the leader splits the work ([`GroupProtocol::assign`], a pure function over every member's
-//! metadata), and what happens locally when an assignment arrives, is revoked or is lost.
+//! and how the leader splits the work ([`GroupProtocol::assign`], a pure function over every
+//! member's metadata). That is all only the protocol knows.
+//!
+//! What happens to this member — its assignment arrives, is revoked, is lost — is not the
+//! protocol's to hear: it leaves the membership as one ordered stream of
+//! [`MemberEvent`](super::MemberEvent)s, which the protocol's owner reads
+//! ([`MemberHandle::events`](crate::driver::MemberHandle::events)) and acts on, updating the
+//! protocol's state if its metadata depends on it.
 //!
 //! The sans-IO [`Membership`](super::Membership) never calls the protocol itself: the driver
 //! reads [`GroupProtocol::protocols`] right before each JoinGroup (through
-//! [`Membership::poll_request_with`](super::Membership::poll_request_with)), runs `assign` off
-//! the heartbeat path when the membership asks for an assignment, and calls the callbacks on
-//! the matching events — before it sends the next request.
+//! [`Membership::poll_request_with`](super::Membership::poll_request_with)), after it has
+//! queued every earlier event on the owner's stream and published the member's status, and
+//! runs `assign` off the heartbeat path when the membership asks for an assignment.
 
 use bytes::Bytes;
 use thiserror::Error;
-
-use super::event::{Generation, LostReason};
 
 /// One protocol a member offers at JoinGroup: its name and this member's metadata for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,20 +111,21 @@ pub enum AssignError {
     Failed(String),
 }
 
-/// A group protocol: what a member offers, how the leader assigns, and the local callbacks.
+/// A group protocol: what a member offers at JoinGroup and how the leader assigns.
 ///
-/// The callbacks run on the driver's task: keep them quick and non-blocking (spawn the real
-/// work), or heartbeats wait for them. Implementations are shared between the driver and the
-/// assignment task, hence `Send + Sync`;
-/// use interior mutability for local state the callbacks update (e.g. "I led generation 7",
-/// which the next [`protocols`](GroupProtocol::protocols) call reports).
+/// Implementations are shared between the driver and the assignment task, hence
+/// `Send + Sync`; `protocols` runs on the driver's task, so keep it quick. State the metadata
+/// reports (e.g. "I led generation 7") is updated by the protocol's owner from the member's
+/// events, behind interior mutability. To see that state fresh at a JoinGroup, read what the
+/// member published: the driver publishes its status
+/// ([`MemberHandle::status`](crate::driver::MemberHandle::status)) and queues every earlier
+/// event before it calls [`protocols`](GroupProtocol::protocols).
 pub trait GroupProtocol: Send + Sync + 'static {
     /// The protocol type every member of the group shares (`protocol_type` of JoinGroup).
     fn protocol_type(&self) -> &str;
 
     /// The protocols this member offers, most preferred first, with its metadata for each.
-    /// Called right before every JoinGroup the driver sends, after the callbacks of every
-    /// earlier event (`on_revoked`, `on_lost`, ...) have run, so it reports fresh local state.
+    /// Called right before every JoinGroup the driver sends.
     fn protocols(&self) -> Vec<ProtocolMetadata>;
 
     /// The leader's assignment for `members` (sorted by member id) in the round `context`
@@ -132,24 +137,4 @@ pub trait GroupProtocol: Send + Sync + 'static {
         context: &AssignContext,
         members: &[GroupMember],
     ) -> Result<Vec<MemberAssignment>, AssignError>;
-
-    /// This member's assignment for `generation` arrived (SyncGroup succeeded).
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        let _ = (generation, assignment);
-    }
-
-    /// A rebalance started while `generation` was stable: its assignment is no longer final.
-    /// An eager protocol stops all its work here; a cooperative one keeps it. With the join
-    /// gate (`MembershipConfig::await_revocation`) the member rejoins only once
-    /// `MemberHandle::revocations_done(generation)` says that work has stopped (or at the
-    /// bound); start the stop here and acknowledge when it is done.
-    fn on_revoked(&self, generation: &Generation) {
-        let _ = generation;
-    }
-
-    /// The generation is gone without a rebalance (self-fenced, fenced, or reset by the
-    /// coordinator): stop all work now, someone else may own it already.
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        let _ = (generation, reason);
-    }
 }

@@ -25,7 +25,10 @@ fn rejoining(h: &mut Harness) -> Outgoing {
     h.stable_follower(1);
     let hb = h.expect(ms(3020));
     h.respond(ms(3030), hb.tag, heartbeat(rebalancing()));
-    assert!(matches!(h.events().as_slice(), [Event::Revoked { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Revoked { .. }]
+    ));
     let join = h.expect(ms(3030));
     assert!(matches!(join.request, Request::JoinGroup(_)));
     join
@@ -38,7 +41,7 @@ fn heartbeats_answered(
     from: u64,
     until: u64,
     error: Option<ResponseError>,
-) -> Vec<Event> {
+) -> Vec<MemberEvent> {
     let mut t = from;
     while t <= until {
         let now = h.at(ms(t));
@@ -64,10 +67,10 @@ fn heartbeats_answered(
     Vec::new()
 }
 
-fn lost_at(events: &[Event]) -> Instant {
+fn lost_at(events: &[MemberEvent]) -> Instant {
     match events {
         [
-            Event::Lost {
+            MemberEvent::Lost {
                 reason: LostReason::RebalanceTimeout { deadline },
                 ..
             },
@@ -121,7 +124,10 @@ fn a_member_whose_sync_never_arrives_fences_before_the_pending_sync_timeout() {
         join.tag,
         Response::JoinGroup(join_ok(2, "m1", "m0", vec![])),
     );
-    assert!(matches!(h.events().as_slice(), [Event::Joined { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Joined { .. }]
+    ));
     let sync = h.expect(ms(7000));
     assert!(matches!(sync.request, Request::SyncGroup(_)));
     // The SyncGroup never arrives; heartbeats are answered NONE (COMPLETING_REBALANCE).
@@ -141,7 +147,10 @@ fn a_sync_that_arrives_ends_the_pending_sync_bound() {
     h.events();
     let sync = h.expect(ms(4000));
     h.respond(ms(4010), sync.tag, Response::SyncGroup(sync_ok(b"a")));
-    assert!(matches!(h.events().as_slice(), [Event::Assigned { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Assigned { .. }]
+    ));
     assert_eq!(h.member.state(), MemberState::Stable);
     // Stable: heartbeats answered NONE extend the lease well past the old bounds.
     let events = heartbeats_answered(&mut h, 4020, 130_000, None);
@@ -182,7 +191,10 @@ fn a_newer_generation_seen_by_a_heartbeat_during_the_join_is_not_a_loss() {
         join.tag,
         Response::JoinGroup(join_ok(2, "m1", "m0", vec![])),
     );
-    assert!(matches!(h.events().as_slice(), [Event::Joined { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Joined { .. }]
+    ));
     let sync = h.expect(ms(6040));
     assert!(matches!(sync.request, Request::SyncGroup(_)));
     let hb = h.expect(ms(9040));
@@ -208,7 +220,7 @@ fn a_superseded_generation_is_lost_at_its_deadline_if_the_join_never_completes()
     assert!(
         matches!(
             events.as_slice(),
-            [Event::Lost {
+            [MemberEvent::Lost {
                 reason: LostReason::HeartbeatTimeout { .. },
                 ..
             }]
@@ -220,7 +232,7 @@ fn a_superseded_generation_is_lost_at_its_deadline_if_the_join_never_completes()
 #[test]
 fn unknown_member_id_during_the_join_is_still_a_loss() {
     let mut h = rejoining_then_heartbeat(ResponseError::UnknownMemberId);
-    assert!(matches!(h.events().as_slice(), [Event::Lost { .. }]));
+    assert!(matches!(h.events().as_slice(), [MemberEvent::Lost { .. }]));
 }
 
 #[test]
@@ -233,7 +245,7 @@ fn the_join_gate_is_bounded_from_the_last_settled_heartbeat() {
     assert!(heartbeats_answered(&mut h, 3020, 3020, None).is_empty());
     // The next one, sent at 6 020 ms, learns of the rebalance.
     let events = heartbeats_answered(&mut h, 6020, 6020, rebalancing());
-    assert!(matches!(events.as_slice(), [Event::Revoked { .. }]));
+    assert!(matches!(events.as_slice(), [MemberEvent::Revoked { .. }]));
     assert_eq!(
         h.member.join_held(),
         Some((1, h.at(ms(3020)) + REBALANCE - MARGIN)),

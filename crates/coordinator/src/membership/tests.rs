@@ -70,7 +70,7 @@ impl Harness {
         self.member.handle_response(now, tag, response);
     }
 
-    pub(super) fn events(&mut self) -> Vec<Event> {
+    pub(super) fn events(&mut self) -> Vec<MemberEvent> {
         std::iter::from_fn(|| self.member.poll_event()).collect()
     }
 
@@ -86,7 +86,7 @@ impl Harness {
         assert!(
             events
                 .iter()
-                .any(|e| matches!(e, Event::CoordinatorChanged(c) if c.node_id == node)),
+                .any(|e| matches!(e, MemberEvent::CoordinatorChanged(c) if c.node_id == node)),
             "{events:?}"
         );
     }
@@ -218,7 +218,7 @@ fn follower_joins_with_member_id_required_and_syncs() {
         Response::JoinGroup(join_ok(4, "m1", "m0", vec![])),
     );
     let events = h.events();
-    let [Event::Joined { generation }] = events.as_slice() else {
+    let [MemberEvent::Joined { generation }] = events.as_slice() else {
         panic!("{events:?}")
     };
     assert_eq!(
@@ -242,9 +242,10 @@ fn follower_joins_with_member_id_required_and_syncs() {
     h.respond(ms(150), sync.tag, Response::SyncGroup(sync_ok(b"tasks")));
     let events = h.events();
     let [
-        Event::Assigned {
+        MemberEvent::Assigned {
             generation,
             assignment,
+            ..
         },
     ] = events.as_slice()
     else {
@@ -288,13 +289,13 @@ fn leader_assigns_off_the_heartbeat_path() {
         Response::JoinGroup(join_ok(1, "m1", "m1", vec![("m2", b"b"), ("m1", b"a")])),
     );
     let events = h.events();
-    let [
-        Event::Joined { generation },
-        Event::AssignmentRequested { context, members },
-    ] = events.as_slice()
-    else {
+    let [MemberEvent::Joined { generation }] = events.as_slice() else {
         panic!("{events:?}")
     };
+    let Some(AssignmentRequest { context, members }) = h.member.poll_assignment_request() else {
+        panic!("no assignment requested")
+    };
+    let (context, members) = (&context, &members);
     assert!(generation.is_leader());
     assert_eq!(context, &AssignContext::new(1, "m1", "sticky"));
     let ids: Vec<_> = members.iter().map(|m| m.member_id.as_str()).collect();
@@ -360,7 +361,7 @@ fn static_leader_told_to_skip_assignment_syncs_empty() {
     );
     let events = h.events();
     assert!(
-        matches!(events.as_slice(), [Event::Joined { .. }]),
+        matches!(events.as_slice(), [MemberEvent::Joined { .. }]),
         "{events:?}"
     );
     let sync = h.expect(ms(10));
@@ -377,11 +378,14 @@ fn static_leader_told_to_skip_assignment_syncs_empty() {
         h.member.assignment().map(|a| a.as_ref()),
         Some(&b"kept"[..])
     );
-    assert!(matches!(h.events().as_slice(), [Event::Assigned { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Assigned { .. }]
+    ));
 
     // Static members do not send LeaveGroup by default.
     h.member.leave(h.at(ms(30)), "shutdown");
-    assert_eq!(h.events(), vec![Event::Left]);
+    assert_eq!(h.events(), vec![MemberEvent::Left]);
     assert_eq!(h.member.state(), MemberState::Left);
     assert!(h.poll(ms(30)).is_none());
     assert_eq!(h.member.poll_timeout(), None);
@@ -434,7 +438,7 @@ fn dynamic_member_leaves_with_reason() {
         LeaveGroupResponse::default().with_error_code(ResponseError::UnknownMemberId.code()),
     );
     h.respond(ms(50), leave.tag, error);
-    assert_eq!(h.events(), vec![Event::Left]);
+    assert_eq!(h.events(), vec![MemberEvent::Left]);
     assert_eq!(h.member.state(), MemberState::Left);
 }
 
@@ -493,7 +497,7 @@ fn stale_responses_are_ignored() {
     );
     let events = h.events();
     assert!(
-        !events.iter().any(|e| matches!(e, Event::Lost { .. })),
+        !events.iter().any(|e| matches!(e, MemberEvent::Lost { .. })),
         "{events:?}"
     );
     assert_eq!(h.member.generation().map(|g| g.generation_id), Some(3));
@@ -545,7 +549,7 @@ fn coordinator_move_while_stable_keeps_the_generation() {
     assert!(
         !h.events()
             .iter()
-            .any(|e| matches!(e, Event::Lost { .. } | Event::Joined { .. }))
+            .any(|e| matches!(e, MemberEvent::Lost { .. } | MemberEvent::Joined { .. }))
     );
 }
 
@@ -613,7 +617,7 @@ fn heartbeat_failure_self_fences_at_the_exact_deadline() {
     }
     let events = h.events();
     let [
-        Event::Lost {
+        MemberEvent::Lost {
             generation: Some(g),
             reason: LostReason::HeartbeatTimeout { deadline: d },
         },
@@ -653,7 +657,7 @@ fn lease_is_not_extended_by_a_late_response_after_the_deadline() {
     let deadline = h.at(ms(20)) + SESSION - MARGIN;
     // The answer arrives after the deadline: fenced first, the answer is then stale.
     h.respond(ms(20) + SESSION - MARGIN, hb.tag, heartbeat(None));
-    assert!(matches!(h.events().as_slice(), [Event::Lost { .. }]));
+    assert!(matches!(h.events().as_slice(), [MemberEvent::Lost { .. }]));
     assert!(h.member.lease().is_none());
     assert!(h.member.fence_deadline().is_none());
     assert_eq!(deadline, h.at(ms(7020)));
@@ -670,7 +674,7 @@ fn rebalance_in_progress_heartbeat_revokes_rejoins_and_keeps_heartbeating() {
         heartbeat(Some(ResponseError::RebalanceInProgress)),
     );
     let events = h.events();
-    let [Event::Revoked { generation, reason }] = events.as_slice() else {
+    let [MemberEvent::Revoked { generation, reason }] = events.as_slice() else {
         panic!("{events:?}")
     };
     assert_eq!(generation.generation_id, 1);
@@ -730,7 +734,10 @@ fn changed_metadata_starts_a_follower_rebalance() {
             vec![ProtocolMetadata::new("sticky", b"new".to_vec())],
         )
         .expect("valid");
-    assert!(matches!(h.events().as_slice(), [Event::Revoked { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Revoked { .. }]
+    ));
     let join = h.expect(ms(40));
     let Request::JoinGroup(req) = &join.request else {
         panic!()
@@ -771,9 +778,9 @@ fn rejoin_requested_during_a_join_follows_it() {
         matches!(
             events.as_slice(),
             [
-                Event::Joined { .. },
-                Event::Assigned { .. },
-                Event::Revoked { .. }
+                MemberEvent::Joined { .. },
+                MemberEvent::Assigned { .. },
+                MemberEvent::Revoked { .. }
             ]
         ),
         "{events:?}"
@@ -805,11 +812,11 @@ fn fenced_instance_id_is_terminal() {
         matches!(
             events.as_slice(),
             [
-                Event::Lost {
+                MemberEvent::Lost {
                     reason: LostReason::Fatal(FatalError::FencedInstanceId),
                     ..
                 },
-                Event::Fenced {
+                MemberEvent::Fenced {
                     group_instance_id: Some(_)
                 }
             ]
@@ -838,7 +845,7 @@ fn unknown_member_id_on_sync_loses_and_rejoins_as_new_member() {
     let events = h.events();
     assert!(matches!(
         events.as_slice(),
-        [Event::Lost {
+        [MemberEvent::Lost {
             reason: LostReason::Reset {
                 api: Api::SyncGroup,
                 ..
@@ -1000,7 +1007,10 @@ fn a_long_first_join_does_not_fence_the_new_member() {
         join.tag,
         Response::JoinGroup(join_ok(1, "m1", "m0", vec![])),
     );
-    assert!(matches!(h.events().as_slice(), [Event::Joined { .. }]));
+    assert!(matches!(
+        h.events().as_slice(),
+        [MemberEvent::Joined { .. }]
+    ));
     assert_eq!(
         h.member.fence_deadline(),
         Some(h.at(ms(20_000)) + SESSION - MARGIN)
@@ -1035,7 +1045,7 @@ fn self_fencing_while_rejoining_keeps_the_join_in_flight() {
     assert!(
         matches!(
             events.as_slice(),
-            [Event::Lost {
+            [MemberEvent::Lost {
                 reason: LostReason::HeartbeatTimeout { .. },
                 ..
             }]

@@ -6,26 +6,26 @@ use tracing::{debug, error, info, warn};
 
 use super::action::FatalError;
 use super::config::ConfigError;
-use super::event::{Event, Generation, LostReason};
+use super::event::{Generation, LostReason, MemberEvent};
 use super::io::LeaveGroup;
 use super::machine::{
     CommandError, CoordinatorState, HeartbeatState, JoinGate, Membership, Phase, SyncRequest,
     validate_protocols,
 };
-use super::protocol::{MemberAssignment, ProtocolMetadata};
+use super::protocol::{AssignError, MemberAssignment, ProtocolMetadata};
 
 impl Membership {
     // ----- (C) commands -----
 
     /// Rejoin the group (KIP-800: `reason` goes into JoinGroup). From a stable generation this
-    /// emits [`Event::Revoked`] first; during a join, the member rejoins once it completes.
+    /// emits [`MemberEvent::Revoked`] first; during a join, the member rejoins once it completes.
     /// After [`leave`](Self::leave) it joins again as a new member. No effect once fatal.
     pub(crate) fn request_rejoin(&mut self, now: Instant, reason: impl Into<String>) {
         self.rejoin(now, reason.into());
     }
 
     /// Leave the group: LeaveGroup for a dynamic member (or a static one if configured) whose
-    /// coordinator is known, then [`Event::Left`]. Stop the work before calling this.
+    /// coordinator is known, then [`MemberEvent::Left`]. Stop the work before calling this.
     pub(crate) fn leave(&mut self, now: Instant, reason: impl Into<String>) {
         let _ = now;
         if matches!(
@@ -53,12 +53,12 @@ impl Membership {
             };
         } else {
             self.phase = Phase::Left;
-            self.events.push_back(Event::Left);
+            self.events.push_back(MemberEvent::Left);
         }
     }
 
     /// The leader's assignment for `generation_id`, computed outside from
-    /// [`Event::AssignmentRequested`]. Heartbeats ran meanwhile; SyncGroup goes out next.
+    /// `Membership::poll_assignment_request`. Heartbeats ran meanwhile; SyncGroup goes out next.
     pub(crate) fn set_assignment(
         &mut self,
         generation_id: i32,
@@ -85,7 +85,23 @@ impl Membership {
         }
     }
 
-    /// The user's work of `generation_id`, revoked with [`Event::Revoked`], has stopped: the
+    /// The leader's assignment for `generation_id` failed with `error`: reports
+    /// [`MemberEvent::AssignmentFailed`] and rejoins, so the group tries again.
+    pub(crate) fn assignment_failed(
+        &mut self,
+        now: Instant,
+        generation_id: i32,
+        error: AssignError,
+    ) {
+        let reason = format!("the leader's assignment failed: {error}");
+        self.events.push_back(MemberEvent::AssignmentFailed {
+            generation: generation_id,
+            error,
+        });
+        self.request_rejoin(now, reason);
+    }
+
+    /// The user's work of `generation_id`, revoked with [`MemberEvent::Revoked`], has stopped: the
     /// join gate opens and the JoinGroup goes out at the next
     /// [`poll_request`](Self::poll_request). An acknowledgement for another generation, or
     /// when no gate is closed, is ignored. See `await_revocation` of the config.
@@ -170,7 +186,7 @@ impl Membership {
         info!(group = %self.config.group_id, %reason, "rejoin requested");
         match std::mem::replace(&mut self.phase, Phase::Left) {
             Phase::Stable { generation, .. } => {
-                self.events.push_back(Event::Revoked {
+                self.events.push_back(MemberEvent::Revoked {
                     generation: generation.clone(),
                     reason: reason.clone(),
                 });
@@ -217,7 +233,8 @@ impl Membership {
         // Lost work needs no orderly revocation: rejoin as soon as possible.
         self.join_gate = None;
         if generation.is_some() {
-            self.events.push_back(Event::Lost { generation, reason });
+            self.events
+                .push_back(MemberEvent::Lost { generation, reason });
         }
     }
 
@@ -230,11 +247,11 @@ impl Membership {
             self.metrics.rebalances_failed += 1;
         }
         if error == FatalError::FencedInstanceId {
-            self.events.push_back(Event::Fenced {
+            self.events.push_back(MemberEvent::Fenced {
                 group_instance_id: self.config.group_instance_id.clone(),
             });
         } else {
-            self.events.push_back(Event::Fatal(error.clone()));
+            self.events.push_back(MemberEvent::Fatal(error.clone()));
         }
         self.pending_rejoin = None;
         self.phase = Phase::Fatal(error);
@@ -368,7 +385,7 @@ impl Membership {
                 };
             }
             Phase::Leaving { tag: Some(_), .. } | Phase::Leaving { tag: None, .. } => {
-                self.events.push_back(Event::Left);
+                self.events.push_back(MemberEvent::Left);
             }
             other => self.phase = other,
         }

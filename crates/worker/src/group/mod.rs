@@ -8,26 +8,30 @@
 //!
 //! The worker loop has two halves, as the membership has: a sans-IO
 //! `reconciler` decides, on virtual time in its tests, and a short tokio loop (`run/`) feeds it
-//! the member's events and the end of the stops it started, and carries out its actions.
+//! the member's events (one ordered stream that drops nothing) and the end of the stops it
+//! started, and carries out its actions.
 //!
 //! ```text
 //!  member event / input      reconciler decides                        loop does (runtime)
 //!  ──────────────────────    ───────────────────────────────────────   ──────────────────────────
-//!  Revoked (callback)        —                                         rebalance_started; eager: revoke_all
-//!  Revoked (event)           ack once revoked tasks stopped            revocations_done → JoinGroup
-//!  Assigned                  Apply (lost tasks after their hold; a     apply(change), then await its
-//!                            static takeover after the old lease)      revocations if asked
+//!  Revoked                   RevokeAll if the assignor is eager;       rebalance_started; revoke_all
+//!                            ack once revoked tasks stopped            revocations_done → JoinGroup
+//!  Assigned (decoded, with   what of it runs (catalogue, store         —
+//!   what is known locally)   offset, held tasks), then
+//!                            Apply while its generation is live (lost  apply(change), then await its
+//!                            tasks after their hold; a static          revocations if asked
+//!                            takeover after the old lease)
 //!  revocations stopped       Rejoin (cooperative follow-up)            rejoin, if still current
-//!  Lagged                    ack the held revocation, apply current    —
-//!  lease extended            —                                         extend_lease(valid_until)
-//!  Lost (callback / event)   drop every wait, hold and follow-up       lost(deadline)
+//!  lease extended (status)   ExtendLease for the live membership       extend_lease(valid_until)
+//!  Lost                      Lost { deadline }; drop every wait, hold  lost(deadline), forget the
+//!                            and follow-up                             leader's memory
+//!  any of the above          Advertise, when the metadata's claims,    hand the snapshot to the
+//!                            holds or encoding change                  protocol (next JoinGroup)
 //!  Fenced / Fatal            —                                         lost + shutdown, error
 //!  shutdown future           —                                         stop all, hand over, LeaveGroup
-//!  task store view moved     —                                         new effective catalogue; the
-//!                                                                      owner stops deleted tasks and
-//!                                                                      restarts changed ones; the
-//!                                                                      leader rejoins if placement
-//!                                                                      changed
+//!  task store view moved     end a catch-up wait it completes; the     new effective catalogue; the
+//!                            leader of the round: Rejoin if placement  owner stops deleted tasks and
+//!                            moved (once per generation)               restarts changed ones
 //! ```
 //!
 //! With a task store (`tasks.store.enabled`), the worker reads the store's topic to its end
@@ -78,6 +82,8 @@
 //! # Ok(()) }
 //! ```
 
+mod advertised;
+mod check;
 pub(crate) mod failover;
 mod leader;
 mod proof;

@@ -1,87 +1,54 @@
-//! [`WorkerProtocol`]: the kroupier [`GroupProtocol`] — what a worker offers at JoinGroup, how
-//! the leader assigns, and what happens at once when a generation is revoked or lost.
+//! [`WorkerProtocol`]: the kroupier [`GroupProtocol`] — what a worker offers at JoinGroup and
+//! how the leader assigns — and what the worker loop does at once, from the member's events,
+//! when a generation is assigned, revoked or lost.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kroupier_assignor::{Assignor, RebalanceProtocol, TaskSet, UnplacedReason};
+use kroupier_coordinator::driver::MemberStatus;
 use kroupier_coordinator::membership::{
-    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, LostReason,
-    MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, Generation, GroupMember, GroupProtocol, MemberAssignment,
+    ProtocolMetadata,
 };
+use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::advertised::Advertised;
 use super::leader::{self, LeaderContact, LostHold, Memory, Round, VanishedLeader};
 use super::proof::{self, Proofs};
 use crate::catalogue::Catalogue;
 use crate::protocol::{MemberMetadata, PROTOCOL_TYPE};
 use crate::runtime::Runtime;
-use crate::supervisor::StopReport;
 
-/// The stop of the tasks a revocation cancelled, for the worker loop to await before it lets
-/// the member rejoin.
-pub(crate) struct Stopping(Pin<Box<dyn Future<Output = StopReport> + Send>>);
-
-impl Stopping {
-    /// Completes once every revoked task has stopped (gracefully or aborted).
-    pub(crate) async fn stopped(&mut self) -> StopReport {
-        (&mut self.0).await
-    }
-}
-
-impl fmt::Debug for Stopping {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Stopping")
-    }
-}
-
-/// What the protocol remembers between callbacks.
+/// What the protocol remembers between the member's events.
 #[derive(Debug, Default)]
 struct State {
     /// The leader's memory of the round it last completed (committed on `on_assigned`).
     memory: Option<Memory>,
     /// The memory of the round computed but not yet confirmed by SyncGroup.
     pending: Option<Memory>,
-    /// The generation (and member id) whose assignment arrived and was not lost since: the
-    /// worker loop applies assignments and extends the lease only while it is current.
-    live: Option<(i32, String)>,
-    /// With an eager assignor: what this member held before it revoked everything, so that
-    /// its next metadata still tells the (sticky) leader what it ran.
-    eager_previous: Option<BTreeMap<String, i32>>,
-    /// With an eager assignor: the stop of everything `on_revoked` cancelled, until the worker
-    /// loop takes it to await it before acknowledging the revocation.
-    revocation: Option<Stopping>,
-    /// Tasks assigned here whose start the worker loop holds back (a static takeover's wait,
-    /// lost tasks' hold): still claimed in the metadata, so a rebalance meanwhile keeps them.
-    held_claims: BTreeMap<String, i32>,
     /// How the members hold back tasks whose previous owner vanished (see
     /// `leader::Round::lost_hold`); this worker's session timeout goes into its metadata.
     lost_hold: Option<LostHold>,
     /// This worker's heartbeat interval, advertised for leaders of earlier releases.
     heartbeat_interval: Option<Duration>,
-    /// Lost tasks assigned here whose start the worker loop holds back, and until when: the
-    /// metadata says so, and the leader keeps the hold on them wherever they go.
-    held_lost: Option<(std::collections::BTreeSet<String>, Instant)>,
-    /// The worker stopped every task to shut down: its metadata says so.
+    /// The worker stopped every task to shut down: its metadata says so (and claims no held
+    /// start).
     leaving: bool,
-    /// A static takeover's wait, advertised in the metadata (see [`TakeoverHold`]).
-    takeover: Option<TakeoverHold>,
+    /// What the reconciler's decisions put in the metadata (claims, holds, encoding).
+    advertised: Arc<Advertised>,
     /// The leader of the last assignment this member received, with how to reach it (see
     /// `leader::Round::vanished_leader`).
     previous_leader: Option<(String, LeaderContact)>,
     /// Where this worker's status API is reached, and whether its peers can prove this
     /// process's end there (see `proof.rs`: then its metadata carries its process and network
     /// identities).
-    advertised: Option<(String, bool)>,
+    status_addr: Option<(String, bool)>,
     /// What the round computed but not yet confirmed was assigned from.
     pending_from: Option<AssignedFrom>,
-    /// The last assignment came from a leader that reads compressed envelopes (version 3 or
-    /// above): this member's metadata may then travel compressed.
-    leader_reads_compressed: bool,
     /// The tasks the last round this member led left unplaced (warned about once).
     unplaced: std::collections::BTreeSet<String>,
     /// The assignor's view of the last catalogue this member led a round with (building it
@@ -91,30 +58,6 @@ struct State {
     /// placement moves away from it (a task added or deleted in the task store), this leader
     /// starts a rebalance.
     assigned_from: Option<AssignedFrom>,
-}
-
-/// How long the process a static worker may have replaced can still run its tasks (see
-/// `takeover.rs`), which its metadata tells the leader as
-/// [`takeover_hold`](crate::protocol::MemberMetadata::takeover_hold).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TakeoverHold {
-    /// Before this worker first joined: a whole session timeout. That process's lease ends at
-    /// most one session after this worker's JoinGroup replaced it, and the leader's hold
-    /// counts from a later moment (the new owner's receipt of its assignment).
-    BeforeJoin(Duration),
-    /// Once it joined: until this instant (its first join plus one session timeout).
-    Until(Instant),
-}
-
-impl TakeoverHold {
-    /// What is left of the hold at `now`; `None` once it is over.
-    fn left(self, now: Instant) -> Option<Duration> {
-        match self {
-            TakeoverHold::BeforeJoin(session) => Some(session),
-            TakeoverHold::Until(at) => Some(at.saturating_duration_since(now)),
-        }
-        .filter(|d| !d.is_zero())
-    }
 }
 
 /// The catalogue a leader's round was computed from.
@@ -140,40 +83,52 @@ pub(crate) struct AssignedFrom {
 ///   their kind, resolves claims by generation, runs the selected assignor and encodes each
 ///   member's full target set and revocations; the cooperative cross-round state stays here
 ///   between the rounds this member leads.
-/// - `on_revoked`: marks the status as rebalancing; with an eager assignor also cancels every
-///   task, and hands the wait for their stop to the worker loop, which acknowledges the
-///   revocation (the join gate) only once they stopped.
-/// - `on_lost`: stops every task at once (lease checks fail from the call), within the
-///   self-fencing margin.
+///
+/// The worker loop reads the member's events, and the reconciler decides; the loop tells this
+/// protocol what its metadata must say:
+/// - [`assigned`](Self::assigned): the leader's memory is confirmed (or forgotten if another
+///   led), and whether the leader reads compressed envelopes.
+/// - [`keep_claims`](Self::keep_claims): an eager revocation stopped every task; the next
+///   JoinGroup still claims them.
+/// - [`forget_generation`](Self::forget_generation): the generation is lost.
 ///
 /// Assignments themselves are applied by the worker loop, which also knows the lease.
 pub(crate) struct WorkerProtocol {
     runtime: Arc<Runtime>,
     /// The assignors offered, most preferred first; their names are the protocol names.
     assignors: Vec<Arc<dyn Assignor>>,
-    self_fence_margin: Duration,
-    abort_timeout: Duration,
     /// What this worker's fast-failover links proved (see `proof.rs`).
     proofs: Arc<Proofs>,
+    /// The member's status, as its driver publishes it before every request: whether the
+    /// member still holds a generation when the driver reads the metadata for a JoinGroup.
+    member: OnceLock<watch::Receiver<MemberStatus>>,
     state: Mutex<State>,
 }
 
 impl WorkerProtocol {
     /// The protocol for `runtime`, offering `assignors` (most preferred first, unique names).
-    pub(crate) fn new(
-        runtime: Arc<Runtime>,
-        assignors: Vec<Arc<dyn Assignor>>,
-        self_fence_margin: Duration,
-        abort_timeout: Duration,
-    ) -> Self {
+    pub(crate) fn new(runtime: Arc<Runtime>, assignors: Vec<Arc<dyn Assignor>>) -> Self {
         WorkerProtocol {
             runtime,
             assignors,
-            self_fence_margin,
-            abort_timeout,
             proofs: Arc::default(),
+            member: OnceLock::new(),
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Reads the member's `status` from now on: a JoinGroup after a loss, which the driver
+    /// sends before the worker loop has taken the loss in, then claims nothing.
+    pub(crate) fn follow_member(&self, status: watch::Receiver<MemberStatus>) {
+        let _ = self.member.set(status);
+    }
+
+    /// Whether the member holds a generation (a lease), as its driver last published; `true`
+    /// before [`follow_member`](Self::follow_member).
+    fn holds_generation(&self) -> bool {
+        self.member
+            .get()
+            .is_none_or(|status| status.borrow().lease.is_some())
     }
 
     /// The runtime this protocol drives.
@@ -200,41 +155,10 @@ impl WorkerProtocol {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` (an assignment's apply) only if `generation` of `member_id` is still live, under
-    /// the lock `on_lost` takes: either `f` runs before the loss (whose stop then covers what
-    /// `f` started), or not at all.
-    pub(crate) fn if_live<R>(
-        &self,
-        generation: i32,
-        member_id: &str,
-        f: impl FnOnce() -> R,
-    ) -> Option<R> {
-        let state = self.state();
-        let live = state
-            .live
-            .as_ref()
-            .is_some_and(|(g, m)| *g == generation && m == member_id);
-        live.then(f)
-    }
-
-    /// Runs `f` (a lease extension) only if `member_id` holds a live generation.
-    pub(crate) fn if_member_live(&self, member_id: &str, f: impl FnOnce()) {
-        let state = self.state();
-        if state.live.as_ref().is_some_and(|(_, m)| m == member_id) {
-            f();
-        }
-    }
-
-    /// The stop `on_revoked` started (eager assignors), for the loop to await before it
-    /// acknowledges the revocation; `None` if nothing was stopped.
-    pub(crate) fn take_revocation(&self) -> Option<Stopping> {
-        self.state().revocation.take()
-    }
-
     /// Advertises where this worker's status API is reached, `host:port`; `provable`: its
     /// peers can prove this process's end there (see `proof.rs`).
     pub(crate) fn set_status_addr(&self, addr: String, provable: bool) {
-        self.state().advertised = Some((addr, provable));
+        self.state().status_addr = Some((addr, provable));
     }
 
     /// What this worker's links prove, shared with fast failover.
@@ -247,19 +171,10 @@ impl WorkerProtocol {
         self.state().heartbeat_interval = Some(interval);
     }
 
-    /// Replaces the lost tasks the worker loop holds back, and until when.
-    pub(crate) fn set_held_lost(
-        &self,
-        held: Option<(std::collections::BTreeSet<String>, Instant)>,
-    ) {
-        self.state().held_lost = held;
-    }
-
-    /// The worker stopped every task to shut down: its next metadata says `leaving`.
+    /// The worker stopped every task to shut down: its next metadata says `leaving`, and
+    /// claims no held start.
     pub(crate) fn set_leaving(&self) {
-        let mut state = self.state();
-        state.leaving = true;
-        state.held_claims.clear();
+        self.state().leaving = true;
     }
 
     /// Sets how long, in the assignments this member computes as leader, the new owners of
@@ -268,14 +183,9 @@ impl WorkerProtocol {
         self.state().lost_hold = Some(hold);
     }
 
-    /// Sets the static takeover's wait this worker advertises in its next metadata.
-    pub(crate) fn set_takeover_hold(&self, hold: TakeoverHold) {
-        self.state().takeover = Some(hold);
-    }
-
-    /// Replaces the tasks the worker loop holds back, claimed in the next metadata.
-    pub(crate) fn set_held_claims(&self, claims: Vec<(String, i32)>) {
-        self.state().held_claims = claims.into_iter().collect();
+    /// What the reconciler's decisions put in the next metadata (its `Advertise` action).
+    pub(crate) fn advertise(&self, advertised: Arc<Advertised>) {
+        self.state().advertised = advertised;
     }
 
     /// Remembers the leader of the assignment the worker loop just decoded, with how to reach
@@ -294,6 +204,42 @@ impl WorkerProtocol {
     /// What the last round this member led (and that SyncGroup confirmed) was assigned from.
     pub(crate) fn assigned_from(&self) -> Option<AssignedFrom> {
         self.state().assigned_from
+    }
+
+    /// The member's assignment for `generation` arrived ([`MemberEvent::Assigned`]): what
+    /// this member led is confirmed (or forgotten if another led), for the next round it
+    /// leads.
+    ///
+    /// [`MemberEvent::Assigned`]: kroupier_coordinator::membership::MemberEvent::Assigned
+    pub(crate) fn assigned(&self, generation: &Generation) {
+        let mut state = self.state();
+        if generation.is_leader() {
+            if let Some(pending) = state.pending.take() {
+                state.memory = Some(pending);
+            }
+            state.assigned_from = state
+                .pending_from
+                .take()
+                .filter(|from| from.generation == generation.generation_id);
+        } else {
+            // Another member led: this one's memory is stale from now on.
+            state.memory = None;
+            state.pending = None;
+            state.pending_from = None;
+            state.assigned_from = None;
+        }
+    }
+
+    /// The generation is lost (the reconciler's `Lost`): this member forgets what it led
+    /// and claimed. Until the loop carries the loss out, [`protocols`](GroupProtocol::protocols)
+    /// already claims nothing: it reads the member's status, which the driver updates before
+    /// it sends the JoinGroup that follows a loss.
+    pub(crate) fn forget_generation(&self) {
+        let mut state = self.state();
+        state.memory = None;
+        state.pending = None;
+        state.pending_from = None;
+        state.assigned_from = None;
     }
 
     /// Whether the assignor `name` is eager (revokes everything when a rebalance starts).
@@ -317,8 +263,6 @@ impl fmt::Debug for WorkerProtocol {
         f.debug_struct("WorkerProtocol")
             .field("runtime", &self.runtime)
             .field("assignors", &names)
-            .field("self_fence_margin", &self.self_fence_margin)
-            .field("abort_timeout", &self.abort_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -330,20 +274,28 @@ impl GroupProtocol for WorkerProtocol {
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
         let mut metadata = self.runtime.metadata();
+        // A loss the worker loop has not taken in yet (the driver rejoins at once): what the
+        // runtime still holds is being stopped, and is claimed no more, as after `lost`.
+        let holds_generation = self.holds_generation();
+        if !holds_generation {
+            metadata.owned.clear();
+        }
         let state = self.state();
-        if let Some(previous) = &state.eager_previous {
-            for (task, generation) in previous {
+        let advertised = state.advertised.clone();
+        if holds_generation && let Some(previous) = &advertised.eager_previous {
+            for (task, generation) in previous.iter() {
                 metadata.owned.entry(task.clone()).or_insert(*generation);
             }
         }
-        for (task, generation) in &state.held_claims {
+        let held = advertised.held_claims.iter();
+        for (task, generation) in held.filter(|_| holds_generation && !state.leaving) {
             metadata.owned.entry(task.clone()).or_insert(*generation);
         }
         metadata.leaving = state.leaving;
-        metadata.takeover_hold = state.takeover.and_then(|t| t.left(Instant::now()));
+        metadata.takeover_hold = advertised.takeover.and_then(|t| t.left(Instant::now()));
         metadata.heartbeat_interval = state.heartbeat_interval;
         metadata.session_timeout = state.lost_hold.map(|h| h.session_timeout);
-        if let Some((addr, provable)) = &state.advertised {
+        if let Some((addr, provable)) = &state.status_addr {
             metadata.status_addr = Some(addr.clone());
             if *provable {
                 metadata.process_id = Some(proof::own().process.clone());
@@ -351,11 +303,12 @@ impl GroupProtocol for WorkerProtocol {
             }
         }
         let now = Instant::now();
-        if let Some((held, until)) = state.held_lost.as_ref().filter(|(_, until)| *until > now) {
+        let holding_lost = advertised.holding_lost.as_ref();
+        if let Some((held, until)) = holding_lost.filter(|(_, until)| *until > now) {
             metadata.held = held.clone();
             metadata.hold_left = Some(*until - now);
         }
-        let compressed = state.leader_reads_compressed;
+        let compressed = advertised.leader_reads_compressed && holds_generation;
         drop(state);
         // Compressed only for a leader known to read it; a member new to the group (or one
         // that lost its membership) writes plain metadata, which every build reads.
@@ -381,11 +334,11 @@ impl GroupProtocol for WorkerProtocol {
         };
         let (memory, lost_hold, contact, previous_leader) = {
             let state = self.state();
-            let provable = state.advertised.as_ref().is_some_and(|(_, p)| *p);
+            let provable = state.status_addr.as_ref().is_some_and(|(_, p)| *p);
             let contact = LeaderContact {
                 heartbeat_interval: state.heartbeat_interval,
                 session_timeout: state.lost_hold.map(|h| h.session_timeout),
-                status_addr: state.advertised.as_ref().map(|(addr, _)| addr.clone()),
+                status_addr: state.status_addr.as_ref().map(|(addr, _)| addr.clone()),
                 network_id: proof::own().network.clone().filter(|_| provable),
             };
             let previous_leader = state.previous_leader.clone();
@@ -516,74 +469,6 @@ impl GroupProtocol for WorkerProtocol {
         });
         Ok(outcome.assignments)
     }
-
-    fn on_assigned(&self, generation: &Generation, assignment: &Bytes) {
-        // The worker loop applies `assignment`; the metadata of the next JoinGroup is read
-        // from the runtime right before it is sent, which the join gate holds until the loop
-        // has applied this assignment and stopped what it revokes.
-        // The worker loop decodes and applies `assignment` (and notes its leader), off this
-        // callback, which must stay cheap.
-        let mut state = self.state();
-        state.leader_reads_compressed = crate::protocol::sender_reads_compressed(assignment);
-        state.live = Some((generation.generation_id, generation.member_id.clone()));
-        state.eager_previous = None;
-        if generation.is_leader() {
-            if let Some(pending) = state.pending.take() {
-                state.memory = Some(pending);
-            }
-            state.assigned_from = state
-                .pending_from
-                .take()
-                .filter(|from| from.generation == generation.generation_id);
-        } else {
-            // Another member led: this one's memory is stale from now on.
-            state.memory = None;
-            state.pending = None;
-            state.pending_from = None;
-            state.assigned_from = None;
-        }
-    }
-
-    fn on_revoked(&self, generation: &Generation) {
-        self.runtime.rebalance_started();
-        let mut state = self.state();
-        if self.is_eager(&generation.protocol_name) {
-            // Eager: stop everything before the rejoin (lease checks fail from this call).
-            state.eager_previous = Some(self.runtime.owned());
-            drop(state);
-            let stopping = Stopping(Box::pin(self.runtime.revoke_all()));
-            self.state().revocation = Some(stopping);
-        }
-    }
-
-    fn on_lost(&self, generation: Option<&Generation>, reason: &LostReason) {
-        {
-            let mut state = self.state();
-            state.memory = None;
-            state.pending = None;
-            state.pending_from = None;
-            state.assigned_from = None;
-            state.eager_previous = None;
-            state.held_claims.clear();
-            state.live = None;
-            state.leader_reads_compressed = false;
-            // The loss stops every task within its own bound; nothing to acknowledge.
-            state.revocation = None;
-        }
-        // The group may hand the tasks to others once the margin after the self-fencing
-        // deadline is over; on a reset, possibly already (a deadline in the past aborts at once).
-        let deadline = match reason.fence_deadline() {
-            Some(deadline) => Instant::from_std(deadline) + self.self_fence_margin,
-            None => Instant::now() + self.abort_timeout,
-        };
-        tracing::warn!(
-            generation = generation.map(|g| g.generation_id),
-            ?reason,
-            "membership lost; stopping every task"
-        );
-        // The stop runs in its own tokio task; the wait is not needed here.
-        drop(self.runtime.lost(deadline));
-    }
 }
 
 /// At most this many newly unplaced tasks are warned about one line each; more are one line
@@ -627,6 +512,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::group::reconciler::{Action, Reconciler, Settings, Takeover};
     use crate::protocol::Assignment;
     use crate::runtime::AssignmentChange;
     use crate::{
@@ -667,8 +553,6 @@ mod tests {
                 .iter()
                 .map(|name| Arc::from(kroupier_assignor::by_name(name).unwrap()))
                 .collect(),
-            Duration::from_secs(3),
-            Duration::from_secs(1),
         )
     }
 
@@ -795,8 +679,6 @@ mod tests {
             vec![Arc::from(
                 kroupier_assignor::by_name("cooperative").unwrap(),
             )],
-            Duration::from_secs(3),
-            Duration::from_secs(1),
         );
         let members = [member("m1", &leaving), member("m2", &staying)];
         assert_eq!(warnings_of_assign(&leaving, &members), 1);
@@ -816,7 +698,7 @@ mod tests {
     #[test]
     fn assignments_carry_the_generation_and_leader_of_the_round() {
         // A fresh protocol that saw no generation leads generation 7: the assignment records
-        // the JoinGroup's generation and this member's id, not a guess from earlier callbacks.
+        // the JoinGroup's generation and this member's id, not a guess from earlier events.
         let p = protocol(&["cooperative"]);
         let other = protocol(&["cooperative"]);
         let members = [
@@ -854,7 +736,8 @@ mod tests {
         };
         let mut assignment = Assignment::new("m1", 5);
         assignment.tasks = ids(&["t-0", "t-1"]);
-        p.on_assigned(
+        take_assignment(
+            &p,
             &generation(5, "cooperative"),
             &Bytes::from(assignment.encode()),
         );
@@ -868,21 +751,68 @@ mod tests {
         let mut next = Assignment::new("m1", 6);
         next.tasks = ids(&["t-0", "t-2"]);
         next.revoked = ids(&["t-1"]);
-        p.on_assigned(&generation(6, "cooperative"), &Bytes::from(next.encode()));
+        take_assignment(
+            &p,
+            &generation(6, "cooperative"),
+            &Bytes::from(next.encode()),
+        );
         let _ = runtime.apply(&change(6, &["t-0", "t-2"], &["t-1"])).await;
         assert_eq!(owned(&p), [("t-0".into(), 5), ("t-2".into(), 6)]);
 
-        // Lost: every task stops at once and the metadata claims nothing.
-        p.on_lost(
-            Some(&generation(6, "cooperative")),
-            &LostReason::HeartbeatTimeout {
-                deadline: std::time::Instant::now(),
-            },
-        );
+        // Lost: every task stops at once and the metadata claims nothing. (That the loop
+        // applies nothing of that generation any more is the reconciler's decision, tested
+        // there.)
+        carry_out(&p, |r| r.handle_lost(Instant::now(), None));
         assert!(runtime.owned().is_empty());
         assert!(owned(&p).is_empty());
-        // ... and the loop applies nothing of that generation any more.
-        assert_eq!(p.if_live(6, "m1", || ()), None);
+    }
+
+    /// What the worker loop does with the reconciler's decisions on an input `feed` gives it:
+    /// the stops and claims of `RevokeAll` and `Lost`, and what the metadata advertises.
+    fn carry_out(p: &WorkerProtocol, feed: impl FnOnce(&mut Reconciler)) {
+        let mut r = Reconciler::new(Settings {
+            stop_bound: Duration::from_secs(2),
+            session_timeout: Duration::from_secs(10),
+            takeover: Takeover::Clean,
+            self_fence_margin: Duration::from_secs(3),
+            abort_timeout: Duration::from_secs(1),
+            rebalance_timeout: Duration::from_secs(30),
+        });
+        feed(&mut r);
+        let runtime = p.runtime();
+        while let Some(action) = r.poll_action() {
+            match action {
+                Action::RevokeAll => {
+                    let held = runtime.owned();
+                    drop(runtime.revoke_all());
+                    r.handle_revoked_all(held);
+                }
+                Action::Advertise(advertised) => p.advertise(advertised),
+                Action::Lost { deadline } => {
+                    p.forget_generation();
+                    drop(runtime.lost(deadline));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// What the worker loop does when the assignment `bytes` of `generation` arrives: the
+    /// protocol confirms the leader's memory, and the reconciler's decisions are carried out
+    /// (the test applies the runtime change itself).
+    fn take_assignment(p: &WorkerProtocol, generation: &Generation, bytes: &[u8]) {
+        p.assigned(generation);
+        let assigned = crate::group::reconciler::Assigned {
+            token: generation.token(),
+            leader: generation.leader_id.clone(),
+            eager: false,
+            assignment: None,
+            local: Default::default(),
+            valid_until: Instant::now() + Duration::from_secs(30),
+            rejected: false,
+            reads_compressed: crate::protocol::sender_reads_compressed(bytes),
+        };
+        carry_out(p, |r| r.handle_assigned(Instant::now(), assigned));
     }
 
     /// A compressed envelope starts with the version -1.
@@ -932,7 +862,11 @@ mod tests {
 
         // Assigned by a leader that reads envelopes, the member's metadata may travel
         // compressed, and says what it owns.
-        p.on_assigned(&generation(1, "cooperative"), &assignments[0].assignment);
+        take_assignment(
+            &p,
+            &generation(1, "cooperative"),
+            &assignments[0].assignment,
+        );
         let _ = runtime
             .apply(&AssignmentChange {
                 token: FencingToken::new(1, "m1"),
@@ -955,26 +889,19 @@ mod tests {
         // A leader of an older build (its assignment is version 2) gets plain metadata.
         let mut older = mine.clone();
         older.generation = 2;
-        p.on_assigned(
+        take_assignment(
+            &p,
             &generation(2, "cooperative"),
             &as_version_2(&older.encode()),
         );
         assert!(!is_envelope(&p.protocols()[0].metadata));
         // ... and compressed again once the leader reads envelopes.
-        p.on_assigned(&generation(3, "cooperative"), &assignments[0].assignment);
+        take_assignment(
+            &p,
+            &generation(3, "cooperative"),
+            &assignments[0].assignment,
+        );
         assert!(is_envelope(&p.protocols()[0].metadata));
-    }
-
-    #[test]
-    fn only_the_live_generation_is_applied_and_extended() {
-        let p = protocol(&["cooperative"]);
-        assert_eq!(p.if_live(1, "m1", || 7), None, "nothing assigned yet");
-        p.on_assigned(&generation(1, "cooperative"), &Bytes::new());
-        assert_eq!(p.if_live(1, "m1", || 7), Some(7));
-        assert_eq!(p.if_live(1, "m2", || 7), None);
-        let mut extended = false;
-        p.if_member_live("m1", || extended = true);
-        assert!(extended);
     }
 
     #[tokio::test]
@@ -991,7 +918,8 @@ mod tests {
                 leader_catalogue_fingerprint: None,
             })
             .await;
-        p.on_revoked(&generation(3, "sticky"));
+        runtime.rebalance_started();
+        carry_out(&p, |r| r.handle_revoked(3, p.is_eager("sticky")));
         assert!(runtime.owned().is_empty(), "eager: everything stops");
         assert!(runtime.board().is_rebalancing());
         assert_eq!(owned(&p), [("t-0".into(), 3), ("t-1".into(), 3)]);
@@ -1009,7 +937,7 @@ mod tests {
                 leader_catalogue_fingerprint: None,
             })
             .await;
-        p.on_revoked(&generation(3, "cooperative"));
+        carry_out(&p, |r| r.handle_revoked(3, p.is_eager("cooperative")));
         assert_eq!(runtime.owned().len(), 1);
     }
 

@@ -10,113 +10,73 @@
 //! [`handle_assigned`](Reconciler::handle_assigned) then
 //! [`handle_applied`](Reconciler::handle_applied) once the loop tried the apply,
 //! [`handle_revoked`](Reconciler::handle_revoked), [`handle_lost`](Reconciler::handle_lost),
-//! [`handle_lagged`](Reconciler::handle_lagged),
+//! [`handle_lease`](Reconciler::handle_lease),
+//! [`handle_store_offset`](Reconciler::handle_store_offset),
+//! [`handle_placement`](Reconciler::handle_placement),
+//! [`handle_revoked_all`](Reconciler::handle_revoked_all),
 //! [`handle_revocations_stopped`](Reconciler::handle_revocations_stopped),
 //! [`handle_revoked_stopped`](Reconciler::handle_revoked_stopped),
 //! [`handle_timeout`](Reconciler::handle_timeout). Outputs:
 //! [`poll_action`](Reconciler::poll_action) and [`poll_timeout`](Reconciler::poll_timeout).
 //!
-//! What it decides:
+//! What it decides, one function each:
 //!
-//! - **Apply**: the assignment of a generation, as a runtime change. Tasks whose previous
+//! - **What of an assignment runs** (`check::check`, from
+//!   [`handle_assigned`](Reconciler::handle_assigned)): not the tasks this worker's catalogue
+//!   lacks (unless the leader assigned from further in the task store: they wait for this
+//!   worker's view, a wait reported once it outlasts the rebalance timeout), the revocation
+//!   of a task both assigned and revoked, no revocation of a task not held here.
+//! - **Apply** ([`handle_assigned`](Reconciler::handle_assigned), `start`, `apply`): the
+//!   assignment of a generation, as a runtime change, only while that generation is live (its
+//!   assignment came and no loss since), with the latest lease of that generation (a held
+//!   start applies later than its assignment came).
+//! - **Read the group for fast failover** ([`handle_assigned`](Reconciler::handle_assigned)):
+//!   after an assignment is applied or held back, unless it revokes tasks (a follow-up round
+//!   replaces it a moment later). Tasks whose previous
 //!   owner vanished (the assignment's `lost`) start only after the hold the leader set, which
 //!   a later assignment that keeps them here cannot shorten, and a
 //!   static worker that may have replaced a live process with its instance id starts
 //!   nothing until that process's lease has surely ended (see [`Takeover`]).
-//! - **Acknowledge a revocation** (the join gate): only once the revoked tasks have stopped —
+//! - **Acknowledge a revocation** (the join gate; `maybe_ack`): only once the revoked tasks have stopped —
 //!   those of the last assignment's revocations and, with an eager assignor, everything the
 //!   revocation cancelled.
-//! - **Rejoin**: the follow-up round of the incremental cooperative protocol, once revoked
-//!   tasks stopped, or after the delay the leader asked for; never for a generation the group
-//!   has left.
+//! - **Rejoin** ([`handle_timeout`](Reconciler::handle_timeout)): the follow-up round of the
+//!   incremental cooperative protocol, once revoked tasks stopped, or after the delay the
+//!   leader asked for; never for a generation the group has left. And
+//!   ([`handle_placement`](Reconciler::handle_placement)) the leader's rebalance when the task
+//!   store moved the placement away from the round it led, once per generation.
+//! - **Revoke all** ([`handle_revoked`](Reconciler::handle_revoked)): with an eager assignor,
+//!   every task stops when a rebalance starts.
+//! - **Lost, with a deadline** ([`handle_lost`](Reconciler::handle_lost)): every task stops by
+//!   the instant the group may hand it to others (a self-fencing deadline plus the margin, or
+//!   the abort timeout after a loss the coordinator reported).
+//! - **Extend the tasks' lease** ([`handle_lease`](Reconciler::handle_lease)): only for the
+//!   live membership the tasks were granted under, never after a loss.
+//! - **Advertise** (`publish`, after every input): what the next JoinGroup's metadata says
+//!   beside the runtime's tasks — a held start's claims, an eager revocation's claims (from
+//!   [`handle_revoked_all`](Reconciler::handle_revoked_all) until the next assignment or a
+//!   loss), the lost tasks' hold, a static takeover's wait, whether it may travel compressed.
+//!   `WorkerProtocol::protocols` reads the snapshot; it decides nothing.
 //!
 //! One transition travels one way, once: the loop never decides, it only does.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::lease::FencingToken;
 use tokio::time::Instant;
 
-use crate::protocol::Assignment;
+use super::advertised::Advertised;
+use super::check::{self, CatchUp, Local};
+use super::protocol::AssignedFrom;
 use crate::runtime::AssignmentChange;
 
-/// Whether this worker's first assignment may belong to a process it replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Takeover {
-    /// A dynamic member, or a static one whose previous process is known to have stopped
-    /// every task: start at once.
-    Clean,
-    /// A static member that may have replaced a live process with the same
-    /// `group.instance.id`: the coordinator showed a member holding that id before this one
-    /// joined, and no handover note proved it stopped (see `takeover.rs`). That process keeps
-    /// passing its lease checks until its own deadline, at most one session timeout after its
-    /// last heartbeat, which came before this member's first JoinGroup replaced it: nothing
-    /// starts here until one session timeout after this member first joined, whoever computed
-    /// the assignment (Kafka's handing over the old assignment without a rebalance, or a
-    /// rebalance that was in progress when this member joined: then the assignment names this
-    /// member, yet may hold the old process's tasks).
-    MustWait,
-}
-
-/// The reconciler's fixed settings.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Settings {
-    /// Graceful stop plus abort: the longest revoked tasks take to stop.
-    pub(crate) stop_bound: Duration,
-    /// The session timeout: how long a replaced process may hold its lease.
-    pub(crate) session_timeout: Duration,
-    /// See [`Takeover`].
-    pub(crate) takeover: Takeover,
-}
-
-/// An assignment delivered by SyncGroup, with what the loop learned around it.
-#[derive(Debug, Clone)]
-pub(crate) struct Assigned {
-    /// The generation and this member's id in it.
-    pub(crate) token: FencingToken,
-    /// The leader's member id.
-    pub(crate) leader: String,
-    /// Whether the group's assignor is eager (revokes everything before each rebalance).
-    pub(crate) eager: bool,
-    /// The decoded assignment; `None` if it was empty or did not decode (run nothing).
-    pub(crate) assignment: Option<Assignment>,
-    /// The lease of this generation.
-    pub(crate) valid_until: Instant,
-    /// The assignment's bytes were rejected (they did not decode): the member runs nothing
-    /// and rejoins after [`REJECTED_REJOIN_DELAY`], so the group recovers without it.
-    pub(crate) rejected: bool,
-}
-
-/// How long after rejecting an assignment the member rejoins: soon, but not in a tight loop
-/// with a leader that keeps sending the same bytes.
-pub(crate) const REJECTED_REJOIN_DELAY: Duration = Duration::from_secs(1);
-
-/// What the loop must do next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Action {
-    /// Apply `change` through the runtime if its generation is still live, then report with
-    /// [`Reconciler::handle_applied`]; if `await_revocations`, wait for the revoked tasks to
-    /// stop and report with [`Reconciler::handle_revocations_stopped`].
-    Apply {
-        /// The change.
-        change: AssignmentChange,
-        /// Whether the loop must wait for its revocations before a follow-up rejoin.
-        await_revocations: bool,
-    },
-    /// The revoked tasks of `generation` stopped: open the join gate.
-    AckRevocation {
-        /// The generation whose revocation is acknowledged.
-        generation: i32,
-    },
-    /// Rejoin the group (the follow-up round of `generation`), if it is still the current one.
-    Rejoin {
-        /// The generation that asked for it.
-        generation: i32,
-        /// Why (KIP-800 reason).
-        reason: &'static str,
-    },
-}
+#[path = "reconciler_advertise.rs"]
+mod advertise;
+#[path = "reconciler_io.rs"]
+mod io;
+pub(crate) use io::{Action, Assigned, REJECTED_REJOIN_DELAY, Settings, Takeover};
 
 /// A rejoin the worker owes the group once revocations are done or a delay has passed.
 #[derive(Debug, Clone, Copy)]
@@ -164,6 +124,9 @@ fn keep_hold(assigned: &mut Assigned, tasks: &BTreeSet<String>, left: Duration) 
     a.lost_hold = Some(a.lost_hold.map_or(left, |hold| hold.max(left)));
 }
 
+/// What identifies a held start: its generation and when it is due.
+type HeldKey = Option<(i32, Instant)>;
+
 /// The worker loop's state machine. See the [module guide](self).
 #[derive(Debug)]
 pub(crate) struct Reconciler {
@@ -171,6 +134,25 @@ pub(crate) struct Reconciler {
     /// Whether this member joined since the process started (a takeover's wait counts from
     /// its first join).
     joined_once: bool,
+    /// The generation (and member id) whose assignment arrived and was not lost since: only
+    /// its assignments apply, and only its member's lease extends the tasks'.
+    live: Option<FencingToken>,
+    /// The member id the tasks' lease was last granted to (by the last apply).
+    granted_to: Option<FencingToken>,
+    /// The latest lease the member's status showed, and until when.
+    lease: Option<(FencingToken, Instant)>,
+    /// After an eager revocation: what was held before it, claimed until the next assignment.
+    eager_previous: Option<Arc<BTreeMap<String, i32>>>,
+    /// Whether the last assignment's leader reads compressed envelopes.
+    reads_compressed: bool,
+    /// The last snapshot published, with what identifies its held claims.
+    published: Option<(Arc<Advertised>, HeldKey)>,
+    /// The wait for this worker's view of the task store to reach an assignment's offset.
+    catch_up: Option<CatchUp>,
+    /// The generation in which this leader last rebalanced for a placement change.
+    placement_rejoin: Option<i32>,
+    /// This worker's task store offset, as last reported.
+    store_offset: Option<i64>,
     /// The generation whose assignment was applied last (and not lost since).
     stable: Option<FencingToken>,
     pending: Option<Pending>,
@@ -198,6 +180,15 @@ impl Reconciler {
         Reconciler {
             settings,
             joined_once: false,
+            live: None,
+            granted_to: None,
+            lease: None,
+            eager_previous: None,
+            reads_compressed: false,
+            published: None,
+            catch_up: None,
+            store_offset: None,
+            placement_rejoin: None,
             stable: None,
             pending: None,
             revoking: None,
@@ -221,10 +212,43 @@ impl Reconciler {
         if self.settings.takeover == Takeover::MustWait {
             self.start_not_before = Some(now + self.settings.session_timeout);
         }
+        self.publish();
     }
 
-    /// SyncGroup delivered an assignment.
+    /// SyncGroup delivered an assignment: its generation is live from now on. What of it
+    /// this worker runs is decided here ([`check::check`]): tasks its catalogue lacks are
+    /// dropped, unless the leader assigned from further in the task store (then they wait for
+    /// this worker's view, [`handle_store_offset`](Self::handle_store_offset)).
     pub(crate) fn handle_assigned(&mut self, now: Instant, mut assigned: Assigned) {
+        if let Some(assignment) = assigned.assignment.take() {
+            let local = std::mem::take(&mut assigned.local);
+            let (checked, wait) = check::check(assignment, &assigned.token, &local);
+            assigned.assignment = Some(checked);
+            self.store_offset = local.offset;
+            if let Some(offset) = wait {
+                let bound = self.settings.rebalance_timeout;
+                self.catch_up = Some(check::wait_for(self.catch_up, now, offset, bound));
+            }
+        }
+        self.live = Some(assigned.token.clone());
+        self.reads_compressed = assigned.reads_compressed;
+        // The new assignment says what this member owns: the eager claims are over.
+        self.eager_previous = None;
+        let read_group = assigned.eager
+            || assigned
+                .assignment
+                .as_ref()
+                .is_none_or(|a| a.revoked.is_empty());
+        self.start(now, assigned);
+        if read_group {
+            self.actions.push_back(Action::ReadGroup);
+        }
+        self.publish();
+    }
+
+    /// Starts what `assigned` asks for: at once, or held (a takeover's wait, lost tasks'
+    /// hold).
+    fn start(&mut self, now: Instant, mut assigned: Assigned) {
         self.held = None;
         // Lost tasks held back by an earlier assignment keep their hold in this one.
         self.holding_lost = self.holding_lost.take().filter(|(_, until)| *until > now);
@@ -287,6 +311,7 @@ impl Reconciler {
             return;
         }
         self.stable = Some(pending.token.clone());
+        self.granted_to = Some(pending.token.clone());
         if pending.completes {
             return;
         }
@@ -300,20 +325,42 @@ impl Reconciler {
     }
 
     /// A rebalance started: the member holds its JoinGroup until the revocation of
-    /// `generation` is acknowledged. `eager_stop`: the revocation cancelled tasks whose stop
-    /// the loop now awaits.
-    pub(crate) fn handle_revoked(&mut self, generation: i32, eager_stop: bool) {
+    /// `generation` is acknowledged. `eager`: the group's assignor revokes everything when a
+    /// rebalance starts, so every task stops now ([`Action::RevokeAll`]) and the
+    /// acknowledgement waits for that stop.
+    pub(crate) fn handle_revoked(&mut self, generation: i32, eager: bool) {
         self.stable = None;
         // An eager assignor hands everything out again in the next generation: what this one
         // held back must not start any more.
         self.held = self.held.take().filter(|h| !h.assigned.eager);
         self.ack = Some(generation);
-        self.stopping = eager_stop;
+        self.stopping = eager;
+        if eager {
+            self.actions.push_back(Action::RevokeAll);
+        }
         self.maybe_ack();
+        self.publish();
     }
 
-    /// The membership was lost: every task is being stopped by the runtime.
-    pub(crate) fn handle_lost(&mut self) {
+    /// The eager revocation ([`Action::RevokeAll`]) stopped `held`, each task with the
+    /// generation it was granted in: the next JoinGroup still claims them, so that a sticky
+    /// leader gives them back.
+    pub(crate) fn handle_revoked_all(&mut self, held: BTreeMap<String, i32>) {
+        self.eager_previous = Some(Arc::new(held));
+        self.publish();
+    }
+
+    /// The membership was lost: every task stops ([`Action::Lost`]) by the instant the group
+    /// may hand them to others — `fence_deadline` (a self-fencing loss's deadline) plus the
+    /// margin, or at once plus the abort timeout when the coordinator reported the loss (the
+    /// work may be elsewhere already). Nothing of the generation applies any more.
+    pub(crate) fn handle_lost(&mut self, now: Instant, fence_deadline: Option<Instant>) {
+        let deadline = match fence_deadline {
+            Some(deadline) => deadline + self.settings.self_fence_margin,
+            None => now + self.settings.abort_timeout,
+        };
+        self.actions.push_back(Action::Lost { deadline });
+        self.live = None;
         self.stable = None;
         self.pending = None;
         self.revoking = None;
@@ -321,28 +368,69 @@ impl Reconciler {
         self.ack = None;
         self.stopping = false;
         self.held = None;
+        self.eager_previous = None;
+        self.reads_compressed = false;
+        self.publish();
     }
 
-    /// The loop missed some of the member's events: `join_held` is the revocation the member
-    /// waits for, if any (`eager_stop` as in [`handle_revoked`](Self::handle_revoked)), and
-    /// `current` its current stable assignment, applied if it is not the last one applied.
-    pub(crate) fn handle_lagged(
-        &mut self,
-        now: Instant,
-        join_held: Option<i32>,
-        eager_stop: bool,
-        current: Option<Assigned>,
-    ) {
-        if let Some(generation) = join_held {
-            self.ack = Some(generation);
-            self.stopping |= eager_stop;
+    /// The member's status shows `lease` valid until `valid_until` (a heartbeat, join or sync
+    /// succeeded): the tasks' lease follows it if it is the live membership's, the one the
+    /// tasks were granted under. Never after a loss: tasks of a lost generation must not
+    /// resume on a later lease.
+    pub(crate) fn handle_lease(&mut self, lease: &FencingToken, valid_until: Instant) {
+        self.lease = Some((lease.clone(), valid_until));
+        let member = |t: &FencingToken| *t.member_id == *lease.member_id;
+        if self.live.as_ref().is_some_and(member) && self.granted_to.as_ref().is_some_and(member) {
+            self.actions.push_back(Action::ExtendLease { valid_until });
         }
-        if let Some(assigned) = current
-            && self.stable.as_ref() != Some(&assigned.token)
+    }
+
+    /// This worker's view of the task store reached `offset`: a catch-up wait it completes
+    /// ends.
+    pub(crate) fn handle_store_offset(&mut self, now: Instant, offset: Option<i64>) {
+        self.store_offset = offset;
+        if let (Some(wait), Some(offset)) = (self.catch_up, offset)
+            && offset >= wait.offset
         {
-            self.handle_assigned(now, assigned);
+            tracing::info!(
+                offset,
+                waited_ms = now.saturating_duration_since(wait.since).as_millis() as u64,
+                "this worker's view of the task store caught up with its assignment"
+            );
+            self.catch_up = None;
         }
-        self.maybe_ack();
+    }
+
+    /// The task store's effective catalogue places tasks as `placement` (a fingerprint of task
+    /// ids, kinds and weights) at store offset `offset`; `from` is what the round this member
+    /// last led was assigned from, and `leading` the generation it leads while stable, if any.
+    /// The leader of that very generation rebalances when the placement moved away from it (a
+    /// task added or deleted in the store, maybe while the round was under way), once per
+    /// generation; other members do nothing (the leader sees the same change).
+    pub(crate) fn handle_placement(
+        &mut self,
+        from: Option<AssignedFrom>,
+        leading: Option<i32>,
+        placement: u64,
+        offset: Option<i64>,
+    ) {
+        let Some(from) = from.filter(|from| leading == Some(from.generation)) else {
+            return;
+        };
+        if placement == from.placement || self.placement_rejoin == Some(from.generation) {
+            return;
+        }
+        self.placement_rejoin = Some(from.generation);
+        tracing::info!(
+            generation = from.generation,
+            assigned_from = ?from.store_offset,
+            now_at = ?offset,
+            "task store placement changed (a task added or deleted); the leader rebalances"
+        );
+        self.actions.push_back(Action::Rejoin {
+            generation: from.generation,
+            reason: "the task store changed placement (a task added or deleted)",
+        });
     }
 
     /// The revocations of the assignment of `generation` have stopped.
@@ -366,8 +454,20 @@ impl Reconciler {
         self.maybe_ack();
     }
 
-    /// Time passed: due follow-ups and held starts.
+    /// Time passed: due follow-ups and held starts, and a catch-up wait that outlasted the
+    /// rebalance timeout (reported once; the tasks still start if the view gets there).
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        if let Some(wait) = self.catch_up.take_if(|w| w.deadline <= now) {
+            tracing::warn!(
+                leader_offset = wait.offset,
+                own_offset = ?self.store_offset,
+                waited_ms = now.saturating_duration_since(wait.since).as_millis() as u64,
+                "this worker's view of the task store has not reached the offset its \
+                 assignment was computed from; the assigned tasks it does not know are not \
+                 running (check that it can read the store's topic); they start if the view \
+                 gets there"
+            );
+        }
         if let Some(held) = self.held.take_if(|h| h.at <= now) {
             if self.start_not_before.is_some_and(|t| t <= now) {
                 self.start_not_before = None;
@@ -375,7 +475,7 @@ impl Reconciler {
             if held.completes {
                 self.apply(now, held.assigned, true);
             } else {
-                self.handle_assigned(now, held.assigned);
+                self.start(now, held.assigned);
             }
         }
         if self.revoking.is_none()
@@ -393,6 +493,7 @@ impl Reconciler {
                 );
             }
         }
+        self.publish();
     }
 
     // ----- outputs -----
@@ -409,45 +510,8 @@ impl Reconciler {
             .filter(|_| self.revoking.is_none())
             .map(|f| f.not_before);
         let held = self.held.as_ref().map(|h| h.at);
-        match (follow_up, held) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// What identifies the held start, if any (its generation and when it is due): when it is
-    /// unchanged, so are [`held_claims`](Self::held_claims).
-    pub(crate) fn held_key(&self) -> Option<(i32, Instant)> {
-        self.held
-            .as_ref()
-            .map(|h| (h.assigned.token.generation_id, h.at))
-    }
-
-    /// The tasks of a held start, with the generation they were granted in: the member still
-    /// claims them in its JoinGroup metadata, so that a rebalance during the wait keeps them
-    /// here rather than handing them to a third worker while their previous owner may run them.
-    pub(crate) fn held_claims(&self) -> Vec<(String, i32)> {
-        self.held
-            .as_ref()
-            .and_then(|h| {
-                let generation = h.assigned.token.generation_id;
-                let a = h.assigned.assignment.as_ref()?;
-                Some(a.tasks.iter().map(|t| (t.clone(), generation)).collect())
-            })
-            .unwrap_or_default()
-    }
-
-    /// The lost tasks held back here and until when, while their hold lasts: the worker
-    /// advertises them, so that the leader keeps the hold on them wherever they go next.
-    pub(crate) fn holding_lost(&self) -> Option<(BTreeSet<String>, Instant)> {
-        self.holding_lost.clone()
-    }
-
-    /// Until when a static takeover's wait holds every start here (see [`Takeover`]), once
-    /// this member joined; the worker advertises it so that the leader holds back the
-    /// replaced process's tasks wherever they go.
-    pub(crate) fn takeover_until(&self) -> Option<Instant> {
-        self.start_not_before
+        let catch_up = self.catch_up.map(|w| w.deadline);
+        [follow_up, held, catch_up].into_iter().flatten().min()
     }
 
     // ----- internals -----
@@ -456,6 +520,14 @@ impl Reconciler {
     /// same assignment (its held lost tasks), which keeps that apply's waits and follow-up.
     fn apply(&mut self, now: Instant, assigned: Assigned, completes: bool) {
         let token = assigned.token.clone();
+        if self.live.as_ref() != Some(&token) {
+            // Lost or superseded since it came: nothing of it runs.
+            tracing::debug!(
+                generation = token.generation_id,
+                "assignment no longer live"
+            );
+            return;
+        }
         let generation = token.generation_id;
         // Moved, not copied: the sets may hold tens of thousands of ids.
         let (run, revoke, delay, fingerprint) = match assigned.assignment {
@@ -502,10 +574,17 @@ impl Reconciler {
             follow_up = self.follow_up;
         }
         let await_revocations = await_revocations && !completes;
+        // A held start applies later than its assignment came: heartbeats have extended the
+        // lease since.
+        let extended = self
+            .lease
+            .as_ref()
+            .filter(|(lease, _)| *lease == token)
+            .map(|(_, until)| *until);
         let change = AssignmentChange {
             token: token.clone(),
             leader: assigned.leader,
-            valid_until: assigned.valid_until,
+            valid_until: extended.map_or(assigned.valid_until, |e| e.max(assigned.valid_until)),
             run,
             revoke,
             leader_catalogue_fingerprint: fingerprint,

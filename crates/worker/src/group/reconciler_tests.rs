@@ -2,21 +2,30 @@
 //! starts (a static takeover's wait, lost tasks' hold).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::lease::FencingToken;
 use tokio::time::Instant;
 
 use super::*;
+use crate::group::advertised::TakeoverHold;
+use crate::protocol::Assignment;
 
 const SESSION: Duration = Duration::from_secs(6);
 const STOP: Duration = Duration::from_secs(6);
+const MARGIN: Duration = Duration::from_secs(1);
+const ABORT: Duration = Duration::from_secs(2);
+const REBALANCE: Duration = Duration::from_secs(30);
 
 fn reconciler(takeover: Takeover) -> Reconciler {
     Reconciler::new(Settings {
         stop_bound: STOP,
         session_timeout: SESSION,
         takeover,
+        self_fence_margin: MARGIN,
+        abort_timeout: ABORT,
+        rebalance_timeout: REBALANCE,
     })
 }
 
@@ -43,8 +52,10 @@ fn assigned(base: Instant, generation: i32, tasks: &[&str], revoked: &[&str]) ->
         leader: "m0".into(),
         eager: false,
         assignment: Some(assignment),
+        local: Local::default(),
         valid_until: base + SESSION,
         rejected: false,
+        reads_compressed: false,
     }
 }
 
@@ -58,8 +69,36 @@ fn with_lost_x(base: Instant, tasks: &[&str]) -> Assigned {
     with_lost
 }
 
+/// The actions that act on tasks and the group, in order: what the metadata advertises
+/// ([`advertised`]) and when fast failover reads the group ([`reads_group`]) are checked on
+/// their own.
 fn actions(r: &mut Reconciler) -> Vec<Action> {
-    std::iter::from_fn(|| r.poll_action()).collect()
+    std::iter::from_fn(|| r.poll_action())
+        .filter(|a| !matches!(a, Action::Advertise(_) | Action::ReadGroup))
+        .collect()
+}
+
+/// Whether, since the last poll, the reconciler asked fast failover to read the group, and
+/// only after every apply it asked for.
+fn reads_group(r: &mut Reconciler) -> bool {
+    let all: Vec<Action> = std::iter::from_fn(|| r.poll_action()).collect();
+    let read = all.iter().rposition(|a| *a == Action::ReadGroup);
+    let last_apply = all.iter().rposition(|a| matches!(a, Action::Apply { .. }));
+    match (read, last_apply) {
+        (Some(read), Some(apply)) => read > apply,
+        (read, _) => read.is_some(),
+    }
+}
+
+/// The last snapshot the reconciler published for the metadata since the last poll, if any
+/// (the other actions are dropped).
+fn advertised(r: &mut Reconciler) -> Option<Arc<Advertised>> {
+    std::iter::from_fn(|| r.poll_action())
+        .filter_map(|a| match a {
+            Action::Advertise(advertised) => Some(advertised),
+            _ => None,
+        })
+        .last()
 }
 
 /// Takes the single Apply action, reports it applied, and returns its change.
@@ -141,7 +180,11 @@ fn an_eager_revocation_is_acknowledged_once_everything_it_cancelled_stopped() {
     r.handle_assigned(base, first);
     applied(&mut r);
     r.handle_revoked(1, true);
-    assert!(actions(&mut r).is_empty());
+    assert_eq!(
+        actions(&mut r),
+        [Action::RevokeAll],
+        "everything stops; no ack yet"
+    );
     r.handle_revoked_stopped();
     assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 1 }]);
 }
@@ -163,7 +206,16 @@ fn a_loss_drops_every_wait_and_follow_up() {
     r.handle_assigned(base, assigned(base, 2, &["a"], &["c"]));
     applied(&mut r);
     r.handle_revoked(2, true);
-    r.handle_lost();
+    r.handle_lost(base, None);
+    assert_eq!(
+        actions(&mut r),
+        [
+            Action::RevokeAll,
+            Action::Lost {
+                deadline: base + ABORT
+            }
+        ]
+    );
     assert_eq!(r.poll_timeout(), None);
     r.handle_revocations_stopped(base + ms(500), 2);
     r.handle_timeout(base + Duration::from_secs(60));
@@ -186,46 +238,6 @@ fn a_lost_generation_s_apply_is_not_recorded() {
         None,
         "no follow-up for an assignment never applied"
     );
-}
-
-#[test]
-fn a_lagging_loop_acknowledges_the_held_revocation_and_applies_the_current_assignment() {
-    let base = Instant::now();
-    let mut r = reconciler(Takeover::Clean);
-    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
-    applied(&mut r);
-    // Missed: generation 2's assignment, then a revocation whose gate now waits.
-    r.handle_lagged(
-        base + ms(50),
-        Some(2),
-        false,
-        Some(assigned(base, 2, &["a", "b"], &[])),
-    );
-    let actions = actions(&mut r);
-    assert!(
-        matches!(actions.as_slice(), [Action::Apply { change, .. }, Action::AckRevocation { generation: 2 }] if change.run == set(&["a", "b"])),
-        "{actions:?}"
-    );
-}
-
-#[test]
-fn a_lagging_loop_does_not_apply_the_same_assignment_twice() {
-    let base = Instant::now();
-    let mut r = reconciler(Takeover::Clean);
-    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
-    applied(&mut r);
-    r.handle_lagged(base, None, false, Some(assigned(base, 1, &["a"], &[])));
-    assert!(actions(&mut r).is_empty());
-}
-
-#[test]
-fn a_lagging_loop_waits_for_an_eager_stop_before_acknowledging() {
-    let base = Instant::now();
-    let mut r = reconciler(Takeover::Clean);
-    r.handle_lagged(base, Some(3), true, None);
-    assert!(actions(&mut r).is_empty());
-    r.handle_revoked_stopped();
-    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 3 }]);
 }
 
 #[test]
@@ -348,7 +360,13 @@ fn a_newer_assignment_or_a_loss_cancels_a_hold() {
     let with_lost = with_lost_x(base, &["a", "x"]);
     r.handle_assigned(base, with_lost.clone());
     applied(&mut r);
-    r.handle_lost();
+    r.handle_lost(base, Some(base + ms(100)));
+    assert_eq!(
+        actions(&mut r),
+        [Action::Lost {
+            deadline: base + ms(100) + MARGIN
+        }]
+    );
     r.handle_timeout(base + ms(700));
     assert!(
         actions(&mut r).is_empty(),
@@ -416,7 +434,7 @@ fn an_eager_revocation_cancels_held_starts() {
     applied(&mut r);
     r.handle_revoked(3, true);
     r.handle_timeout(base + ms(700));
-    assert!(actions(&mut r).is_empty());
+    assert_eq!(actions(&mut r), [Action::RevokeAll], "nothing held starts");
 }
 
 #[test]
@@ -466,4 +484,312 @@ fn a_rejected_assignment_runs_nothing_and_rejoins_soon() {
         actions(&mut r).as_slice(),
         [Action::Rejoin { generation: 2, .. }]
     ));
+}
+
+#[test]
+fn a_loss_stops_every_task_by_the_deadline_the_group_allows() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    // Self-fenced: the group may hand the tasks over once the margin after the deadline is
+    // over.
+    r.handle_lost(base + ms(50), Some(base + ms(40)));
+    assert_eq!(
+        actions(&mut r),
+        [Action::Lost {
+            deadline: base + ms(40) + MARGIN
+        }]
+    );
+    // Reset by the coordinator: the work may be elsewhere already; abort at once.
+    r.handle_assigned(base + ms(60), assigned(base, 2, &["a"], &[]));
+    applied(&mut r);
+    r.handle_lost(base + ms(70), None);
+    assert_eq!(
+        actions(&mut r),
+        [Action::Lost {
+            deadline: base + ms(70) + ABORT
+        }]
+    );
+}
+
+#[test]
+fn only_the_live_generation_is_applied_and_extended() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_lease(&token(1, "m1"), base + SESSION);
+    assert!(actions(&mut r).is_empty(), "nothing assigned yet");
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    applied(&mut r);
+    r.handle_lease(&token(1, "m1"), base + SESSION + ms(10));
+    assert_eq!(
+        actions(&mut r),
+        [Action::ExtendLease {
+            valid_until: base + SESSION + ms(10)
+        }]
+    );
+    r.handle_lease(&token(1, "m2"), base + SESSION + ms(20));
+    assert!(actions(&mut r).is_empty(), "another member's lease");
+    // Lost: nothing of the generation applies or extends any more.
+    r.handle_lost(base + ms(30), None);
+    let _ = actions(&mut r);
+    r.handle_lease(&token(1, "m1"), base + SESSION + ms(40));
+    assert!(actions(&mut r).is_empty(), "never after a loss");
+}
+
+#[test]
+fn an_assignment_held_back_does_not_apply_once_its_generation_is_lost() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    r.handle_assigned(base + ms(10), assigned(base, 6, &["a"], &[]));
+    assert!(actions(&mut r).is_empty(), "held: a takeover's wait");
+    r.handle_lost(base + ms(20), None);
+    let _ = actions(&mut r);
+    r.handle_timeout(base + SESSION + ms(10));
+    assert!(
+        actions(&mut r).is_empty(),
+        "the loop applies nothing of generation 6"
+    );
+}
+
+#[test]
+fn an_eager_revocation_stops_everything_and_a_cooperative_one_nothing() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 3, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(3, false);
+    assert_eq!(actions(&mut r), [Action::AckRevocation { generation: 3 }]);
+    r.handle_assigned(base, assigned(base, 4, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(4, true);
+    assert_eq!(actions(&mut r), [Action::RevokeAll]);
+}
+
+#[test]
+fn a_held_start_is_claimed_in_the_metadata_until_it_applies() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::MustWait);
+    r.handle_joined(base);
+    let joined = advertised(&mut r).expect("the takeover's wait is advertised");
+    assert_eq!(joined.takeover, Some(TakeoverHold::Until(base + SESSION)));
+    r.handle_assigned(base + ms(10), assigned(base, 2, &["a", "b"], &[]));
+    let held = advertised(&mut r).expect("the held start is claimed");
+    assert_eq!(
+        held.held_claims.iter().collect::<Vec<_>>(),
+        [(&"a".to_owned(), &2), (&"b".to_owned(), &2)]
+    );
+    r.handle_timeout(base + SESSION);
+    let started = advertised(&mut r).expect("claimed no more once started");
+    assert!(started.held_claims.is_empty());
+    assert_eq!(started.takeover, None, "the wait is over");
+}
+
+#[test]
+fn an_eager_revocation_keeps_its_claims_until_the_next_assignment_or_a_loss() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 3, &["a"], &[]));
+    applied(&mut r);
+    r.handle_revoked(3, true);
+    assert_eq!(actions(&mut r), [Action::RevokeAll]);
+    r.handle_revoked_all([("a".to_owned(), 3)].into());
+    let revoked = advertised(&mut r).expect("the eager claims are advertised");
+    assert_eq!(
+        revoked.eager_previous.as_deref(),
+        Some(&[("a".to_owned(), 3)].into())
+    );
+    r.handle_assigned(base + ms(100), assigned(base, 4, &["a"], &[]));
+    let next = advertised(&mut r).expect("the new assignment ends them");
+    assert_eq!(next.eager_previous, None);
+    r.handle_revoked(4, true);
+    r.handle_revoked_all([("a".to_owned(), 4)].into());
+    let _ = advertised(&mut r);
+    r.handle_lost(base + ms(200), None);
+    assert_eq!(advertised(&mut r).expect("lost").eager_previous, None);
+}
+
+#[test]
+fn the_metadata_travels_compressed_only_after_a_leader_that_reads_it_and_never_after_a_loss() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let mut from_new_leader = assigned(base, 1, &["a"], &[]);
+    from_new_leader.reads_compressed = true;
+    r.handle_assigned(base, from_new_leader);
+    assert!(advertised(&mut r).expect("changed").leader_reads_compressed);
+    r.handle_assigned(base + ms(10), assigned(base, 2, &["a"], &[]));
+    assert!(!advertised(&mut r).expect("changed").leader_reads_compressed);
+    let mut again = assigned(base, 3, &["a"], &[]);
+    again.reads_compressed = true;
+    r.handle_assigned(base + ms(20), again);
+    let _ = advertised(&mut r);
+    r.handle_lost(base + ms(30), None);
+    assert!(!advertised(&mut r).expect("lost").leader_reads_compressed);
+}
+
+#[test]
+fn the_metadata_is_published_only_when_it_changes() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    assert!(advertised(&mut r).is_some(), "the first snapshot");
+    r.handle_applied(&token(1, "m1"), true);
+    r.handle_lease(&token(1, "m1"), base + SESSION);
+    r.handle_timeout(base + ms(10));
+    assert_eq!(advertised(&mut r), None, "nothing changed");
+}
+
+/// Generation 1's assignment of `tasks`, revoking `revoked`, checked against `local`.
+fn assigned_with(base: Instant, tasks: &[&str], revoked: &[&str], local: Local) -> Assigned {
+    let mut a = assigned(base, 1, tasks, revoked);
+    a.local = local;
+    a
+}
+
+#[test]
+fn tasks_the_catalogue_lacks_do_not_start() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        missing: set(&["ghost"]),
+        ..Local::default()
+    };
+    r.handle_assigned(base, assigned_with(base, &["a", "ghost"], &[], local));
+    assert_eq!(applied(&mut r).0.run, set(&["a"]));
+}
+
+#[test]
+fn a_task_both_assigned_and_revoked_is_revoked_and_revocations_of_tasks_not_held_ask_nothing() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        not_held: set(&["c"]),
+        ..Local::default()
+    };
+    r.handle_assigned(base, assigned_with(base, &["a", "b"], &["b", "c"], local));
+    let (change, await_revocations) = applied(&mut r);
+    assert_eq!(change.run, set(&["a"]));
+    assert_eq!(change.revoke, set(&["b"]), "c is not held here");
+    assert!(await_revocations, "b stops before the follow-up");
+}
+
+#[test]
+fn tasks_from_further_in_the_store_wait_for_this_worker_s_view() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        missing: set(&["new"]),
+        offset: Some(4),
+        fingerprint: 7,
+        ..Local::default()
+    };
+    let mut from_ahead = assigned_with(base, &["a", "new"], &[], local);
+    if let Some(a) = from_ahead.assignment.as_mut() {
+        a.store_offset = Some(9);
+    }
+    r.handle_assigned(base, from_ahead);
+    let (change, _) = applied(&mut r);
+    assert_eq!(
+        change.run,
+        set(&["a", "new"]),
+        "kept: it starts once the view has it"
+    );
+    assert_eq!(
+        change.leader_catalogue_fingerprint,
+        Some(7),
+        "another point of the store is no catalogue mismatch"
+    );
+    assert_eq!(
+        r.poll_timeout(),
+        Some(base + REBALANCE),
+        "the wait is bounded"
+    );
+    r.handle_store_offset(base + ms(100), Some(8));
+    assert_eq!(r.poll_timeout(), Some(base + REBALANCE), "not there yet");
+    r.handle_store_offset(base + ms(200), Some(9));
+    assert_eq!(r.poll_timeout(), None, "caught up");
+}
+
+#[test]
+fn a_catch_up_wait_past_the_rebalance_timeout_is_reported_once() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    let local = Local {
+        missing: set(&["new"]),
+        offset: Some(4),
+        ..Local::default()
+    };
+    let mut from_ahead = assigned_with(base, &["new"], &[], local);
+    if let Some(a) = from_ahead.assignment.as_mut() {
+        a.store_offset = Some(9);
+    }
+    r.handle_assigned(base, from_ahead);
+    applied(&mut r);
+    r.handle_timeout(base + REBALANCE);
+    assert_eq!(r.poll_timeout(), None, "reported, then no longer timed");
+    assert!(actions(&mut r).is_empty());
+}
+
+#[test]
+fn fast_failover_reads_the_group_after_an_apply_but_not_after_one_that_revokes() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, assigned(base, 1, &["a"], &[]));
+    assert!(reads_group(&mut r), "after the apply");
+    r.handle_applied(&token(1, "m1"), true);
+    r.handle_assigned(base + ms(10), assigned(base, 2, &["a"], &["b"]));
+    assert!(
+        !reads_group(&mut r),
+        "the follow-up round replaces it a moment later"
+    );
+    r.handle_applied(&token(2, "m1"), true);
+    let mut eager = assigned(base, 3, &["a"], &["b"]);
+    eager.eager = true;
+    r.handle_assigned(base + ms(20), eager);
+    assert!(
+        reads_group(&mut r),
+        "eager assignors hand tasks over within one round"
+    );
+}
+
+#[test]
+fn a_held_start_applies_with_the_lease_heartbeats_extended_since() {
+    let base = Instant::now();
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_assigned(base, with_lost_x(base, &["a", "x"]));
+    applied(&mut r);
+    r.handle_lease(&token(3, "m1"), base + SESSION + ms(500));
+    let _ = actions(&mut r);
+    r.handle_timeout(base + ms(700));
+    let (change, _) = applied(&mut r);
+    assert_eq!(change.run, set(&["a", "x"]));
+    assert_eq!(change.valid_until, base + SESSION + ms(500));
+}
+
+#[test]
+fn the_leader_rebalances_once_per_generation_when_the_store_moves_placement() {
+    let from = AssignedFrom {
+        generation: 4,
+        placement: 11,
+        store_offset: Some(3),
+        ahead: None,
+    };
+    let mut r = reconciler(Takeover::Clean);
+    r.handle_placement(Some(from), Some(4), 11, Some(3));
+    assert!(actions(&mut r).is_empty(), "the placement it assigned from");
+    r.handle_placement(Some(from), None, 12, Some(5));
+    assert!(actions(&mut r).is_empty(), "not the leader (or not stable)");
+    r.handle_placement(Some(from), Some(5), 12, Some(5));
+    assert!(
+        actions(&mut r).is_empty(),
+        "another generation than the round it led"
+    );
+    r.handle_placement(Some(from), Some(4), 12, Some(5));
+    assert!(matches!(
+        actions(&mut r).as_slice(),
+        [Action::Rejoin { generation: 4, .. }]
+    ));
+    r.handle_placement(Some(from), Some(4), 13, Some(6));
+    assert!(actions(&mut r).is_empty(), "once per generation");
 }

@@ -23,7 +23,8 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{self, WorkerProtocol};
+use super::advertised::{Advertised, TakeoverHold};
+use super::protocol::WorkerProtocol;
 use super::{
     WorkerError, WorkerHandle, failover, leader, open_store, proof, reconciler, run, takeover,
 };
@@ -77,16 +78,19 @@ pub(crate) async fn spawn(
         |why| runtime.board().set_unreachable(why),
     )
     .await;
-    if takeover == reconciler::Takeover::MustWait {
-        // Until it joins, the process it may replace can run for a whole session from now on.
-        protocol.set_takeover_hold(protocol::TakeoverHold::BeforeJoin(
-            config.member.membership.session_timeout,
-        ));
-    }
+    // The first JoinGroup goes out before the loop runs: it advertises a static takeover's
+    // wait already (the reconciler publishes every later change).
+    let before_join = (takeover == reconciler::Takeover::MustWait).then_some(
+        TakeoverHold::BeforeJoin(config.member.membership.session_timeout),
+    );
+    protocol.advertise(Arc::new(Advertised::before_join(before_join)));
     let fast = FastFailoverStart::prepare(&config, provable, advertised_addr, description).await;
 
     let (member, driver) = Member::new(config.member.clone(), protocol.clone())?;
+    // The worker loop owns the member's event stream; the protocol reads the member's status
+    // for the metadata of a JoinGroup that follows a loss the loop has not taken in yet.
     let member_events = member.events();
+    protocol.follow_member(member.status());
     tokio::spawn(driver);
     let (failover, fast_failover) = fast.run(&config, &protocol, &member);
 
@@ -117,8 +121,6 @@ pub(crate) async fn spawn(
         events: events.clone(),
         failover,
         store: store.map(|(_, link)| link),
-        placement_rejoin: std::sync::Mutex::new(None),
-        catch_up: std::sync::Mutex::new(None),
     };
     let loop_shutdown = shutdown.clone();
     let task = tokio::spawn(async move {
@@ -189,12 +191,7 @@ fn protocol(
     runtime: &Arc<Runtime>,
     assignors: Vec<Arc<dyn Assignor>>,
 ) -> Arc<WorkerProtocol> {
-    let protocol = Arc::new(WorkerProtocol::new(
-        runtime.clone(),
-        assignors,
-        config.self_fence_margin(),
-        config.abort_timeout(),
-    ));
+    let protocol = Arc::new(WorkerProtocol::new(runtime.clone(), assignors));
     // A member that Kafka removed while it still runs passes its lease checks for up to one
     // session; without a proof that its process ended, the new owners of its tasks wait that
     // long, plus a round trip (see leader::LostHold).

@@ -5,9 +5,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{MemberEvent, MemberHandle, MemberStatus, RebalanceTimes};
+use kroupier_coordinator::driver::{MemberEvent, MemberEvents, MemberHandle, RebalanceTimes};
 use kroupier_coordinator::membership::MemberState;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -17,11 +17,11 @@ mod store;
 
 pub(crate) use store::StoreLink;
 
-use super::protocol::Stopping;
 use super::reconciler::{Action, Reconciler, Settings, Takeover};
 use super::{AssignedTimes, WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
 use crate::runtime::{ApplyReport, Runtime, started_and_stopped};
+use crate::supervisor::StopReport;
 
 type Waiting = Pin<Box<dyn Future<Output = ApplyReport> + Send>>;
 
@@ -42,11 +42,6 @@ pub(crate) struct Loop {
     pub(crate) failover: super::failover::FastFailover,
     /// The task store, when enabled: its views become the effective catalogue.
     pub(crate) store: Option<StoreLink>,
-    /// The generation in which this leader last rebalanced for a placement change.
-    pub(crate) placement_rejoin: std::sync::Mutex<Option<i32>>,
-    /// The task store offset an assignment needs this worker's view to reach before its
-    /// tasks unknown here can start, with when the wait began (see `store::CatchUp`).
-    pub(crate) catch_up: std::sync::Mutex<Option<store::CatchUp>>,
 }
 
 /// The stops the loop awaits for the reconciler: the revocations of an applied assignment, and
@@ -61,11 +56,14 @@ struct Stops {
     stopping: Option<Stopping>,
 }
 
+/// The stop of every task an eager revocation cancelled.
+type Stopping = Pin<Box<dyn Future<Output = StopReport> + Send>>;
+
 impl Loop {
     /// Runs until `shutdown` fires (stop tasks, leave, `Ok`), or the member ends.
     pub(crate) async fn run(
         mut self,
-        mut member_events: broadcast::Receiver<MemberEvent>,
+        mut member_events: MemberEvents,
         shutdown: CancellationToken,
     ) -> Result<(), WorkerError> {
         let mut store = self.store.take();
@@ -75,91 +73,88 @@ impl Loop {
             stop_bound: self.config.stop_bound(),
             session_timeout: self.config.member.membership.session_timeout,
             takeover: self.takeover,
+            self_fence_margin: self.config.self_fence_margin(),
+            abort_timeout: self.config.abort_timeout(),
+            rebalance_timeout: self.config.member.membership.rebalance_timeout,
         });
-        let mut held_key = None;
         let mut stops = Stops::default();
         let mut arrival: Arrival = None;
-        // Fast failover reads the group anew after an assignment: once it is applied (or held
-        // back), so that decoding every member's metadata does not compete with starting and
-        // stopping tasks; and not after one that revokes tasks, which the follow-up round
-        // replaces a moment later.
-        let mut refresh_failover = false;
         loop {
             self.act(&mut reconciler, &mut stops, &arrival).await;
-            if std::mem::take(&mut refresh_failover) {
-                self.failover.assigned();
-            }
             if store.is_some() {
                 // After every input: an assignment applied, a status change, a new view.
-                self.check_placement().await;
+                self.placement(&mut reconciler);
+                self.act(&mut reconciler, &mut stops, &arrival).await;
             }
             let timeout = reconciler.poll_timeout();
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => return self.stop_and_leave(&mut member_events).await,
+                // The member's events before its status: a status that shows a later lease
+                // than a loss still queued must not extend the lease of the lost generation.
+                event = member_events.recv() => match event {
+                    Some(MemberEvent::Assigned { generation, assignment, valid_until, times }) => {
+                        let token = generation.token();
+                        self.protocol.assigned(&generation);
+                        arrival = Some((token.generation_id, Instant::now(), times));
+                        self.runtime.board().rebalance_arrived(times.rebalance);
+                        let valid_until = Instant::from_std(valid_until);
+                        let assigned = self.assigned(&generation, valid_until, &assignment);
+                        reconciler.handle_assigned(Instant::now(), assigned);
+                    }
+                    Some(MemberEvent::Revoked { generation, reason }) => {
+                        tracing::debug!(generation = generation.generation_id, %reason,
+                            "revoked; holding the rejoin");
+                        self.runtime.rebalance_started();
+                        let eager = self.protocol.is_eager(&generation.protocol_name);
+                        reconciler.handle_revoked(generation.generation_id, eager);
+                    }
+                    Some(MemberEvent::Lost { generation, reason }) => {
+                        let generation = generation.map(|g| g.generation_id);
+                        tracing::warn!(?generation, ?reason, "membership lost; stopping every task");
+                        let fence_deadline = reason.fence_deadline().map(Instant::from_std);
+                        reconciler.handle_lost(Instant::now(), fence_deadline);
+                        // At once, before any other input: no task of the lost generation
+                        // passes a lease check from here on.
+                        self.act(&mut reconciler, &mut stops, &arrival).await;
+                        self.emit(WorkerEvent::Lost { generation });
+                    }
+                    Some(MemberEvent::Joined { generation }) => {
+                        tracing::debug!(generation = generation.generation_id,
+                            member_id = %generation.member_id, leader = generation.is_leader(),
+                            "joined the group");
+                        reconciler.handle_joined(Instant::now());
+                    }
+                    Some(MemberEvent::AssignmentFailed { generation, error }) => {
+                        tracing::warn!(generation, %error, "the assignment failed; rejoining");
+                    }
+                    Some(event @ (MemberEvent::Fenced { .. } | MemberEvent::Fatal(_)
+                        | MemberEvent::Left)) => {
+                        return self.member_ended(Some(event)).await;
+                    }
+                    Some(_) => {}
+                    None => return self.member_ended(None).await,
+                },
                 changed = status.changed() => {
                     if changed.is_err() {
                         // The driver ended; its last event says why.
-                        let last = std::iter::from_fn(|| member_events.try_recv().ok())
+                        let last = std::iter::from_fn(|| member_events.try_recv())
                             .filter(|e| matches!(e, MemberEvent::Fenced { .. }
-                                | MemberEvent::Fatal { .. } | MemberEvent::Left))
+                                | MemberEvent::Fatal(_) | MemberEvent::Left))
                             .last();
                         return self.member_ended(last).await;
                     }
                     let snapshot = status.borrow_and_update().clone();
-                    self.extend_lease(&snapshot);
+                    if let Some(lease) = &snapshot.lease {
+                        reconciler
+                            .handle_lease(&lease.token, Instant::from_std(lease.valid_until));
+                    }
                     self.runtime.board().set_unreachable(snapshot.unreachable.as_deref());
                 }
-                view = StoreLink::next(&mut store) => self.store_changed(&code, &view),
-                () = sleep_until(self.catch_up_deadline()) => self.catch_up_overdue(),
-                event = member_events.recv() => match event {
-                    Ok(MemberEvent::Assigned { token, assignment, times }) => {
-                        arrival = Some((token.generation_id, Instant::now(), times));
-                        self.runtime.board().rebalance_arrived(times.rebalance);
-                        let assigned = self.assigned(&token, &assignment).await;
-                        // An assignment that revokes tasks is followed by another round as soon
-                        // as they stop: the group is read after that one.
-                        // (Eager assignors hand tasks over within one round.)
-                        refresh_failover = assigned.as_ref().is_none_or(|a| {
-                            a.eager || a.assignment.as_ref().is_none_or(|a| a.revoked.is_empty())
-                        });
-                        if let Some(assigned) = assigned {
-                            reconciler.handle_assigned(Instant::now(), assigned);
-                        }
-                    }
-                    Ok(MemberEvent::Revoked { generation, reason }) => {
-                        tracing::debug!(generation, %reason, "revoked; holding the rejoin");
-                        stops.stopping = self.protocol.take_revocation();
-                        reconciler.handle_revoked(generation, stops.stopping.is_some());
-                    }
-                    Ok(MemberEvent::Lost { generation, reason }) => {
-                        stops = Stops::default();
-                        reconciler.handle_lost();
-                        tracing::warn!(?generation, ?reason, "membership lost; tasks stopped");
-                        self.emit(WorkerEvent::Lost { generation });
-                    }
-                    Ok(MemberEvent::Joined { generation, member_id, leader }) => {
-                        tracing::debug!(generation, %member_id, leader, "joined the group");
-                        reconciler.handle_joined(Instant::now());
-                        if let Some(until) = reconciler.takeover_until() {
-                            self.protocol
-                                .set_takeover_hold(super::protocol::TakeoverHold::Until(until));
-                        }
-                    }
-                    Ok(MemberEvent::AssignmentFailed { generation, error }) => {
-                        tracing::warn!(generation, %error, "the assignment failed; rejoining");
-                    }
-                    Ok(event @ (MemberEvent::Fenced { .. } | MemberEvent::Fatal { .. }
-                        | MemberEvent::Left)) => {
-                        return self.member_ended(Some(event)).await;
-                    }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(skipped)) => {
-                        tracing::warn!(skipped, "worker fell behind the member's events");
-                        self.lagged(&mut reconciler, &mut stops).await;
-                    }
-                    Err(RecvError::Closed) => return self.member_ended(None).await,
-                },
+                view = StoreLink::next(&mut store) => {
+                    let offset = self.store_changed(&code, &view);
+                    reconciler.handle_store_offset(Instant::now(), offset);
+                }
                 report = async {
                     match stops.revoking.as_mut() {
                         Some((_, waiting)) => waiting.await,
@@ -173,7 +168,7 @@ impl Loop {
                 }
                 report = async {
                     match stops.stopping.as_mut() {
-                        Some(stopping) => stopping.stopped().await,
+                        Some(stopping) => stopping.await,
                         None => std::future::pending().await,
                     }
                 } => {
@@ -184,13 +179,6 @@ impl Loop {
                 }
                 () = sleep_until(timeout) => reconciler.handle_timeout(Instant::now()),
             }
-            // Only when the held start changed: claims are a copy of every held task id.
-            let key = reconciler.held_key();
-            if key != held_key {
-                held_key = key;
-                self.protocol.set_held_claims(reconciler.held_claims());
-                self.protocol.set_held_lost(reconciler.holding_lost());
-            }
         }
     }
 
@@ -199,29 +187,20 @@ impl Loop {
         while let Some(action) = reconciler.poll_action() {
             match action {
                 Action::Apply {
-                    mut change,
+                    change,
                     await_revocations,
                 } => {
                     let token = change.token.clone();
                     let generation = token.generation_id;
-                    // A held start applies later than its assignment came: heartbeats have
-                    // extended the lease since.
-                    if let Some(lease) = self.member.current().lease.filter(|l| l.token == token) {
-                        change.valid_until =
-                            change.valid_until.max(Instant::from_std(lease.valid_until));
-                    }
                     let applying = Instant::now();
                     // The held ids before the change, shared rather than copied, and walked
                     // beside the sorted target set once: with tens of thousands of tasks, a
                     // lookup per task or a copy of every id is most of an assignment's cost
                     // on a worker whose tasks barely change.
                     let before = self.runtime.supervisor().held_ids();
-                    let waiting = self
-                        .protocol
-                        .if_live(generation, &token.member_id, || self.runtime.apply(&change));
+                    let waiting = self.runtime.apply(&change);
                     let times = assigned_times(arrival, generation, applying);
-                    reconciler.handle_applied(&token, waiting.is_some());
-                    let Some(waiting) = waiting else { continue };
+                    reconciler.handle_applied(&token, true);
                     let leader = self
                         .member
                         .current()
@@ -250,22 +229,23 @@ impl Loop {
                 Action::Rejoin { generation, reason } => {
                     self.rejoin_if_current(generation, reason).await;
                 }
+                Action::RevokeAll => {
+                    // Eager: stop everything before the rejoin; the next JoinGroup still claims
+                    // it for a sticky leader.
+                    let held = self.runtime.owned();
+                    stops.stopping = Some(Box::pin(self.runtime.revoke_all()));
+                    reconciler.handle_revoked_all(held);
+                }
+                Action::Lost { deadline } => {
+                    *stops = Stops::default();
+                    self.protocol.forget_generation();
+                    // The stop runs in its own tokio task; the wait is not needed here.
+                    drop(self.runtime.lost(deadline));
+                }
+                Action::ExtendLease { valid_until } => self.runtime.extend_lease(valid_until),
+                Action::Advertise(advertised) => self.protocol.advertise(advertised),
+                Action::ReadGroup => self.failover.assigned(),
             }
-        }
-    }
-
-    /// A heartbeat (or join, or sync) succeeded: the tasks' lease follows the membership's.
-    fn extend_lease(&self, status: &MemberStatus) {
-        let Some(lease) = &status.lease else {
-            return;
-        };
-        let current = self.runtime.supervisor().member_lease();
-        if *current.token.member_id == *lease.token.member_id {
-            // Never after a loss: tasks of a lost generation must not resume on a later lease.
-            self.protocol.if_member_live(&lease.token.member_id, || {
-                self.runtime
-                    .extend_lease(Instant::from_std(lease.valid_until));
-            });
         }
     }
 

@@ -1,9 +1,8 @@
 //! How the loop ends: a graceful shutdown (stop every task, hand them over, leave), or the
 //! member's own end (fenced, fatal, left).
 
-use kroupier_coordinator::driver::MemberEvent;
+use kroupier_coordinator::driver::{MemberEvent, MemberEvents};
 use kroupier_coordinator::membership::MemberState;
-use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
 
 use super::Loop;
@@ -13,7 +12,7 @@ impl Loop {
     /// Graceful shutdown: stop every task, then LeaveGroup.
     pub(super) async fn stop_and_leave(
         &self,
-        member_events: &mut broadcast::Receiver<MemberEvent>,
+        member_events: &mut MemberEvents,
     ) -> Result<(), WorkerError> {
         let deadline = Instant::now() + self.config.stop_bound();
         let report = self.runtime.shutdown(deadline).await;
@@ -56,7 +55,7 @@ impl Loop {
     /// as tasks nobody runs, rather than as the tasks of a member Kafka removed, which the next
     /// owners would hold back in case their previous owner still ran them. Bounded by the
     /// session timeout; on any failure the worker just leaves (its tasks are then held back).
-    pub(super) async fn hand_over(&self, member_events: &mut broadcast::Receiver<MemberEvent>) {
+    pub(super) async fn hand_over(&self, member_events: &mut MemberEvents) {
         let status = self.member.current();
         let Some(generation) = status.generation.as_ref().map(|g| g.generation_id) else {
             return;
@@ -74,21 +73,23 @@ impl Loop {
             self.failover.rebalancing(Some(generation));
             loop {
                 match member_events.recv().await {
-                    Ok(MemberEvent::Revoked { generation: g, .. }) => {
+                    Some(MemberEvent::Revoked { generation: g, .. }) => {
                         // Every task stopped already: the join gate may open at once.
-                        let _ = self.member.revocations_done(g).await;
+                        let _ = self.member.revocations_done(g.generation_id).await;
                     }
-                    Ok(MemberEvent::Assigned { token, .. }) if token.generation_id > generation => {
-                        return Some(token.generation_id);
+                    Some(MemberEvent::Assigned { generation: g, .. })
+                        if g.generation_id > generation =>
+                    {
+                        return Some(g.generation_id);
                     }
-                    Ok(
+                    Some(
                         MemberEvent::Lost { .. }
                         | MemberEvent::Fenced { .. }
-                        | MemberEvent::Fatal { .. }
+                        | MemberEvent::Fatal(_)
                         | MemberEvent::Left,
                     )
-                    | Err(RecvError::Closed) => return None,
-                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                    | None => return None,
+                    Some(_) => {
                         if let Some(g) = self.member.current().join_held {
                             let _ = self.member.revocations_done(g).await;
                         }
@@ -114,7 +115,7 @@ impl Loop {
             Some(MemberEvent::Fenced { group_instance_id }) => {
                 Err(WorkerError::Fenced { group_instance_id })
             }
-            Some(MemberEvent::Fatal { error }) => Err(WorkerError::Fatal(error.to_string())),
+            Some(MemberEvent::Fatal(error)) => Err(WorkerError::Fatal(error.to_string())),
             _ => Err(WorkerError::MemberStopped),
         }
     }
