@@ -150,7 +150,7 @@ pub mod protocol {
     };
     // What a protocol implements, and the types of its methods.
     pub use kroupier_coordinator::membership::{
-        AssignContext, AssignError, FatalError, Generation, GroupMember, GroupProtocol, LostReason,
-        MemberAssignment, MemberState, MembershipConfig, ProtocolMetadata,
+        AssignContext, AssignError, FatalError, Generation, GroupMember, GroupProtocol, KafkaError,
+        LostReason, MemberAssignment, MemberState, MembershipConfig, ProtocolMetadata,
     };
 }

@@ -6,6 +6,8 @@
 //! the next JoinGroup fails for good anyway).
 
 use kafka_protocol::error::ResponseError;
+
+use super::KafkaError;
 use thiserror::Error;
 
 /// The group API a response answers.
@@ -115,7 +117,7 @@ pub enum FatalError {
         /// The API that returned it.
         api: Api,
         /// The error.
-        error: ResponseError,
+        error: KafkaError,
     },
 }
 
@@ -165,8 +167,9 @@ pub(crate) fn action_for(api: Api, error: ResponseError) -> ErrorAction {
         (FindCoordinator | JoinGroup | SyncGroup, error) if error.is_retriable() => {
             Retry(RetryBackoff::Exponential)
         }
-        (FindCoordinator | JoinGroup | SyncGroup, error) => {
-            Fatal(FatalError::Unexpected { api, error })
-        }
+        (FindCoordinator | JoinGroup | SyncGroup, error) => Fatal(FatalError::Unexpected {
+            api,
+            error: error.into(),
+        }),
     }
 }

@@ -203,7 +203,10 @@ fn documented_action(row: &Row, api: Api, error: ResponseError) -> ErrorAction {
                 "InvalidGroupId" => FatalError::InvalidGroupId,
                 "GroupMaxSizeReached" => FatalError::GroupMaxSizeReached,
                 "UnsupportedVersion" => FatalError::UnsupportedVersion,
-                "Unexpected" => FatalError::Unexpected { api, error },
+                "Unexpected" => FatalError::Unexpected {
+                    api,
+                    error: error.into(),
+                },
                 other => panic!("docs/protocol.md:{line}: unknown FatalError {other:?}"),
             })
         }

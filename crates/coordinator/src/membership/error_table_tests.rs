@@ -28,7 +28,10 @@ fn fatal(e: FatalError) -> ErrorAction {
 }
 
 fn unexpected(api: Api, error: ResponseError) -> ErrorAction {
-    A::Fatal(FatalError::Unexpected { api, error })
+    A::Fatal(FatalError::Unexpected {
+        api,
+        error: error.into(),
+    })
 }
 
 /// One row per error code: the expected action for FindCoordinator, JoinGroup, SyncGroup,

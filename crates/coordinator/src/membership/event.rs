@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::KafkaError;
 use bytes::Bytes;
-use kafka_protocol::error::ResponseError;
 
 use super::action::{Api, FatalError};
 use super::protocol::{AssignContext, AssignError, GroupMember};
@@ -122,7 +122,7 @@ pub enum LostReason {
         /// The API whose response said so.
         api: Api,
         /// The error it returned.
-        error: ResponseError,
+        error: KafkaError,
     },
     /// The member stopped on a fatal error (including fencing of its instance id).
     Fatal(FatalError),

@@ -176,7 +176,7 @@ impl Membership {
                 }
                 let reset = LostReason::Reset {
                     api: Api::JoinGroup,
-                    error,
+                    error: error.into(),
                 };
                 self.lose(held, reset);
                 self.enter_unjoined(now, r.member_id.to_string(), None, reason, None, 0);
@@ -188,7 +188,7 @@ impl Membership {
                     held,
                     LostReason::Reset {
                         api: Api::JoinGroup,
-                        error,
+                        error: error.into(),
                     },
                 );
                 let member_id = if keep_id { member_id } else { String::new() };
@@ -388,7 +388,7 @@ impl Membership {
                     Some(generation),
                     LostReason::Reset {
                         api: Api::SyncGroup,
-                        error,
+                        error: error.into(),
                     },
                 );
                 let reason = format!("SyncGroup failed: {error}");
@@ -535,7 +535,7 @@ impl Membership {
                     generation,
                     LostReason::Reset {
                         api: Api::Heartbeat,
-                        error,
+                        error: error.into(),
                     },
                 );
                 // A join in flight stays in flight (its generation is new); otherwise rejoin.

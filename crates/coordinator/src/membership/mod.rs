@@ -112,6 +112,7 @@ mod event;
 mod handle;
 mod heartbeat;
 mod io;
+mod kafka_error;
 mod machine;
 mod protocol;
 mod removal;
@@ -135,6 +136,7 @@ pub use event::{
     Coordinator, FencingToken, Generation, Lease, LostReason, MemberEvent, Metrics, RebalanceTimes,
 };
 pub(crate) use io::{LeaveGroup, Request, RequestTag, Response};
+pub use kafka_error::KafkaError;
 pub use machine::MemberState;
 pub(crate) use machine::Membership;
 // What only the machine's own tests and the election's model coordinator name.
