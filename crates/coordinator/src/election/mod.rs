@@ -29,8 +29,8 @@
 //! **Fast failover** (opt-in, off by default): with [`Elector::with_fast_failover`] or
 //! [`Elector::spawn_with_fast_failover`] and a [`FastFailover`](crate::failover::FastFailover),
 //! each member listens on a small TCP endpoint and advertises it
-//! ([`FailoverEndpoint`](crate::failover::FailoverEndpoint), in [`ElectionMetadata`] v1); the
-//! assignment names the leader's endpoint ([`ElectionAssignment`] v1), and every follower keeps
+//! ([`FailoverEndpoint`](crate::failover::FailoverEndpoint), in the election metadata, v1); the
+//! assignment names the leader's endpoint (the election assignment, v1), and every follower keeps
 //! a link to it. When a link that read the leader's identity ends and the leader's address then
 //! *refuses* a connection, the leader's process ended (or it resigned): the follower removes it
 //! from the group (LeaveGroup naming its member id and instance id) and rejoins at once, so a
@@ -96,7 +96,7 @@
 
 mod elector;
 mod protocol;
-mod wire;
+unstable_mod!(wire);
 
 #[cfg(test)]
 pub(crate) mod model_coordinator;
@@ -106,7 +106,15 @@ mod sim_tests;
 mod tests;
 
 pub use elector::{Elector, ElectorHandle};
-pub use protocol::{
-    ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE, ElectionEvent, LeaderElection, choose_leader,
-};
+pub use protocol::{ElectionEvent, LeaderElection, choose_leader};
+// What members offer and what the leader sends, as bytes on the wire: kroupier's fuzz targets
+// and tests decode them (`unstable`); a user runs the election through `Elector` or
+// `LeaderElection`.
+#[allow(unused_imports)]
+pub(crate) use protocol::{ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE};
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
 pub use wire::{ElectionAssignment, ElectionMetadata};
+#[cfg(not(feature = "unstable"))]
+#[allow(unused_imports)]
+pub(crate) use wire::{ElectionAssignment, ElectionMetadata};

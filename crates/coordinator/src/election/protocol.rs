@@ -12,9 +12,9 @@ use crate::membership::{
 };
 
 /// The protocol type of election groups.
-pub const ELECTION_PROTOCOL_TYPE: &str = "kroupier-election";
+pub(crate) const ELECTION_PROTOCOL_TYPE: &str = "kroupier-election";
 /// The protocol name (the only one so far).
-pub const ELECTION_PROTOCOL_NAME: &str = "sticky-leader";
+pub(crate) const ELECTION_PROTOCOL_NAME: &str = "sticky-leader";
 
 /// A change of this member's role.
 #[derive(Debug, Clone, PartialEq, Eq)]
