@@ -19,7 +19,7 @@ pub struct MemberMetadata {
     pub owned: BTreeMap<String, i32>,
     /// The task kinds this worker can run.
     pub kinds: BTreeSet<String>,
-    /// The fingerprint of the worker's catalogue ([`Catalogue::fingerprint`](crate::Catalogue::fingerprint)).
+    /// The fingerprint of the worker's catalogue (`Catalogue::fingerprint`).
     pub catalogue_fingerprint: u64,
     /// The most total task weight this worker accepts, for capacity-aware assignors;
     /// `None` = no limit.
