@@ -87,7 +87,7 @@ struct State {
 /// partitions it owns. Every change of ownership goes out on the channel given to
 /// [`ConsumerProtocol::new`]. The member's events reach it through
 /// [`attach_events`](ConsumerProtocol::attach_events) and
-/// [`run_events`](ConsumerProtocol::run_events);
+/// [`with_events`](ConsumerProtocol::with_events);
 /// taking one in only locks a mutex and sends, so it never blocks the driver.
 #[derive(Debug)]
 pub struct ConsumerProtocol {
@@ -98,7 +98,7 @@ pub struct ConsumerProtocol {
     state: Mutex<State>,
     changes: mpsc::UnboundedSender<Ownership>,
     failover: Option<Failover>,
-    /// The member's events, taken in by [`run_events`](Self::run_events) and before each
+    /// The member's events, taken in by [`with_events`](Self::with_events) and before each
     /// JoinGroup.
     events: SharedEvents,
 }
@@ -240,37 +240,15 @@ impl ConsumerProtocol {
         self.events.attach(events);
     }
 
-    /// Takes in the member's events as they come, until the stream ends; run it beside the
-    /// driver, in its task ([`with_events`](Self::with_events)). What it has not taken in yet
-    /// is taken in right before each JoinGroup.
-    pub async fn run_events(&self) {
-        while self
-            .events
-            .recv_with(|event| self.handle_event(&event))
-            .await
-        {}
-    }
-
-    /// Takes in every event of the member delivered so far.
-    pub fn take_in_events(&self) {
-        self.events.take_in(|event| self.handle_event(&event));
-    }
-
     /// `driver` with the member's events taken in beside it, in its own task: each as soon as
     /// the driver yields, and the last ones once it ends.
     pub async fn with_events<F: std::future::Future>(
         self: std::sync::Arc<Self>,
         driver: F,
     ) -> F::Output {
-        let ended = tokio::select! {
-            ended = driver => ended,
-            never = async {
-                self.run_events().await;
-                std::future::pending::<std::convert::Infallible>().await
-            } => match never {},
-        };
-        self.take_in_events();
-        ended
+        self.events
+            .drive(driver, |event| self.handle_event(&event))
+            .await
     }
 
     /// Takes in one of the member's events: an assignment, a revocation or a loss changes
@@ -379,7 +357,7 @@ impl GroupProtocol for ConsumerProtocol {
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
         // Every event before this JoinGroup first: its subscription claims what is owned now.
-        self.take_in_events();
+        self.events.take_in(|event| self.handle_event(&event));
         self.assignors
             .iter()
             .map(|a| ProtocolMetadata::new(a.name(), self.subscription(*a).encode()))

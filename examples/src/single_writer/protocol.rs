@@ -152,7 +152,7 @@ pub struct SingleWriter {
     state: Mutex<State>,
     role: watch::Sender<Option<Role>>,
     changes: broadcast::Sender<Role>,
-    /// The member's events, taken in by [`run_events`](Self::run_events) and before each
+    /// The member's events, taken in by [`with_events`](Self::with_events) and before each
     /// JoinGroup.
     events: SharedEvents,
 }
@@ -248,37 +248,15 @@ impl SingleWriter {
         self.events.attach(events);
     }
 
-    /// Takes in the member's events as they come, until the stream ends; run it beside the
-    /// driver, in its task ([`with_events`](Self::with_events)). What it has not taken in yet
-    /// is taken in right before each JoinGroup.
-    pub async fn run_events(&self) {
-        while self
-            .events
-            .recv_with(|event| self.handle_event(&event))
-            .await
-        {}
-    }
-
-    /// Takes in every event of the member delivered so far.
-    pub fn take_in_events(&self) {
-        self.events.take_in(|event| self.handle_event(&event));
-    }
-
     /// `driver` with the member's events taken in beside it, in its own task: each as soon as
     /// the driver yields, and the last ones once it ends.
     pub async fn with_events<F: std::future::Future>(
         self: std::sync::Arc<Self>,
         driver: F,
     ) -> F::Output {
-        let ended = tokio::select! {
-            ended = driver => ended,
-            never = async {
-                self.run_events().await;
-                std::future::pending::<std::convert::Infallible>().await
-            } => match never {},
-        };
-        self.take_in_events();
-        ended
+        self.events
+            .drive(driver, |event| self.handle_event(&event))
+            .await
     }
 
     /// Takes in one of the member's events. A rebalance alone (`Revoked`) changes nothing: the
@@ -347,7 +325,7 @@ impl GroupProtocol for SingleWriter {
 
     fn protocols(&self) -> Vec<ProtocolMetadata> {
         // Every event before this JoinGroup first: its identity claims the generation it led.
-        self.take_in_events();
+        self.events.take_in(|event| self.handle_event(&event));
         let identity = serde_json::to_vec(&self.identity()).unwrap_or_default();
         vec![ProtocolMetadata::new(PROTOCOL_NAME, identity)]
     }

@@ -1,5 +1,7 @@
 //! What a driven member tells its users: a stream of events and a watched status.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -88,6 +90,29 @@ impl SharedEvents {
             }
         })
         .await
+    }
+
+    /// Runs `driver` (the member's driver future) with its events handed to `handle` beside
+    /// it, in the same task: each as soon as the driver yields, and the last ones once the
+    /// driver ended. What the owner of a protocol of its own runs instead of the bare driver;
+    /// `handle` runs under the stream's lock, as with [`recv_with`](Self::recv_with).
+    pub async fn drive<F: Future>(
+        &self,
+        driver: F,
+        mut handle: impl FnMut(MemberEvent),
+    ) -> F::Output {
+        let output = {
+            let follow = async {
+                while self.recv_with(&mut handle).await {}
+                std::future::pending::<Infallible>().await
+            };
+            tokio::select! {
+                output = driver => output,
+                never = follow => match never {},
+            }
+        };
+        self.take_in(&mut handle);
+        output
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<MemberEvents>> {

@@ -11,7 +11,8 @@ use super::protocol::{ElectionEvent, LeaderElection};
 use crate::driver::{Member, MemberConfig, MemberError, MemberHandle, SharedEvents};
 use crate::failover::{Failover, FastFailover};
 use crate::membership::{
-    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, ProtocolMetadata,
+    AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberEvent,
+    ProtocolMetadata,
 };
 
 /// Added to the session timeout when a new leader waits for its predecessor's lease: clocks
@@ -113,16 +114,10 @@ impl ElectorProtocol {
         }
     }
 
-    /// Follows the member's event stream until it ends: each event goes to the election as
-    /// it arrives, and its role changes out.
-    async fn follow(&self) {
-        while self
-            .events
-            .recv_with(|event| self.election.handle_event(&event))
-            .await
-        {
-            self.publish();
-        }
+    /// Takes in one member event: the election follows it, and its role changes go out.
+    fn take(&self, event: &MemberEvent) {
+        self.election.handle_event(event);
+        self.publish();
     }
 
     /// Publishes the role changes the election queued.
@@ -291,19 +286,18 @@ impl Elector {
                 }
                 std::future::pending::<()>().await;
             };
+            let driver = async {
+                tokio::select! {
+                    ended = driver => ended,
+                    () = beside => Ok(()),
+                }
+            };
             // The member's events are followed in the driver's own task: each is taken in as
             // soon as the driver yields, and none is left when it ends.
-            let follow = async {
-                following.follow().await;
-                std::future::pending::<()>().await;
-            };
-            let ended = tokio::select! {
-                ended = driver => ended,
-                () = beside => Ok(()),
-                () = follow => Ok(()),
-            };
-            following.catch_up();
-            ended
+            following
+                .events
+                .drive(driver, |event| following.take(&event))
+                .await
         };
         let handle = ElectorHandle {
             member,
