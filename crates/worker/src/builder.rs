@@ -13,33 +13,15 @@ use kroupier_assignor::{Assignor, Cooperative};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::catalogue::{Catalogue, CatalogueError, TaskSpec};
+use crate::catalogue::{Catalogue, TaskSpec};
 use crate::config::WorkerConfig;
-use crate::group::{WorkerError, WorkerExit, WorkerHandle};
+use crate::error::{BuildError, WorkerError};
+use crate::group::{WorkerExit, WorkerHandle};
 use crate::runtime::Runtime;
 use crate::secrets::{ConfigProvider, ConfigProviders};
 use crate::status::{StatusBoard, TaskTable};
 use crate::supervisor::{InvalidConfig, Supervisor};
 use crate::task::{Kind, Registry, Task, TaskConfigError};
-
-/// Why a worker could not be built. Each is found before the worker joins its group.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// A config value cannot work.
-    #[error(transparent)]
-    Config(#[from] InvalidConfig),
-    /// The catalogue is inconsistent.
-    #[error(transparent)]
-    Catalogue(#[from] CatalogueError),
-    /// A task of the catalogue cannot run here: its kind is not registered (and not declared
-    /// [`foreign`](WorkerBuilder::foreign_kind)), or its config does not fit its kind.
-    #[error(transparent)]
-    Task(#[from] TaskConfigError),
-    /// No task kind is registered: the worker could run nothing.
-    #[error("no task kind is registered; call `register` for each kind this worker runs")]
-    NoKinds,
-}
 
 /// Collects what a worker needs, checks it, then joins the group.
 ///

@@ -97,6 +97,7 @@ mod catalogue;
 pub mod checkpoint;
 mod config;
 mod context;
+mod error;
 mod exactly_once;
 mod generator;
 mod group;
@@ -134,14 +135,15 @@ pub mod store;
 mod supervisor;
 mod task;
 
-pub use builder::{BuildError, WorkerBuilder};
+pub use builder::WorkerBuilder;
 pub use catalogue::{Catalogue, CatalogueError, CatalogueErrorKind, CatalogueIter, TaskSpec};
 pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };
 pub use context::TaskContext;
+pub use error::{BuildError, WorkerError};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
-pub use group::{AssignedTimes, WorkerError, WorkerEvent, WorkerExit, WorkerHandle};
+pub use group::{AssignedTimes, WorkerEvent, WorkerExit, WorkerHandle};
 pub use lease::{FencingToken, Lease, LeaseError, LeaseErrorKind, TaskLease};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::*;
-use crate::catalogue::CatalogueDetail;
+use crate::catalogue::{CatalogueDetail, CatalogueError};
 use crate::task::TaskConfigDetail;
 use crate::{TaskContext, TaskError};
 

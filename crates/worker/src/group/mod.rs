@@ -101,7 +101,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{MemberError, MemberHandle};
+use kroupier_coordinator::driver::MemberHandle;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -113,47 +113,10 @@ pub(crate) fn own_process_id() -> &'static str {
     &proof::own().process
 }
 
-use crate::builder::BuildError;
 use crate::config::WorkerConfig;
+pub(crate) use crate::error::WorkerError;
 use crate::runtime::Runtime;
 use crate::status::{TaskStatus, WorkerStatus};
-
-/// Why a worker stopped with an error, or could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WorkerError {
-    /// The worker's config, catalogue or registry is invalid.
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    /// The group member could not be built (its config is invalid).
-    #[error("cannot start the group member: {0}")]
-    Member(#[from] MemberError),
-    /// The status API could not listen.
-    #[error(transparent)]
-    StatusApi(std::io::Error),
-    /// Another process joined with this worker's `group.instance.id`; every task was stopped.
-    #[error(
-        "fenced: another worker joined with group.instance.id {group_instance_id:?}; give every \
-         worker its own instance id"
-    )]
-    Fenced {
-        /// The instance id.
-        group_instance_id: Option<String>,
-    },
-    /// The member stopped on an error it cannot recover from; every task was stopped.
-    #[error("the group member stopped: {0}")]
-    Fatal(String),
-    /// The member's driver ended unexpectedly; every task was stopped. Start the worker again.
-    #[error("the group member's driver ended; every task was stopped; start the worker again")]
-    MemberStopped,
-    /// The task store could not be opened or read (`tasks.store.enabled`): the message names
-    /// the topic and what to change.
-    #[error("cannot start with the task store: {0}")]
-    TaskStore(String),
-    /// The worker loop panicked (a bug: report it).
-    #[error("the worker loop panicked: {0}")]
-    Panicked(String),
-}
 
 /// How [`WorkerHandle::run_until`] ended without an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
