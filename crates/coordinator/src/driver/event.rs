@@ -42,7 +42,7 @@ impl MemberEvents {
 }
 
 /// A member's event stream read from two places by its owner: a task that waits for each
-/// event ([`recv_with`](Self::recv_with)), and the protocol's
+/// event ([`drive`](Self::drive)), and the protocol's
 /// [`protocols`](crate::membership::GroupProtocol::protocols), which first takes in what
 /// already arrived ([`take_in`](Self::take_in)) so that the JoinGroup's metadata reflects every
 /// earlier event — the driver queues them all before it reads the metadata. Each event is
@@ -74,7 +74,7 @@ impl SharedEvents {
 
     /// Waits for the next event and hands it to `handle`; `false` once the stream ended (or
     /// none is attached). Cancel safe: an event is handled in the poll that receives it.
-    pub async fn recv_with(&self, mut handle: impl FnMut(MemberEvent)) -> bool {
+    async fn recv_with(&self, mut handle: impl FnMut(MemberEvent)) -> bool {
         std::future::poll_fn(|cx| {
             let mut events = self.lock();
             let Some(stream) = events.as_mut() else {
@@ -95,7 +95,7 @@ impl SharedEvents {
     /// Runs `driver` (the member's driver future) with its events handed to `handle` beside
     /// it, in the same task: each as soon as the driver yields, and the last ones once the
     /// driver ended. What the owner of a protocol of its own runs instead of the bare driver;
-    /// `handle` runs under the stream's lock, as with [`recv_with`](Self::recv_with).
+    /// `handle` runs under the stream's lock: it must not call back into this `SharedEvents`.
     pub async fn drive<F: Future>(
         &self,
         driver: F,

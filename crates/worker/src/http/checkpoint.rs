@@ -71,6 +71,15 @@ pub(super) async fn get(State(state): State<ApiState>, Path(id): Path<String>) -
     }
 }
 
+/// What a checkpoint write (`PUT`, `DELETE`) needs: the checkpoint client, and the generation
+/// of the paused task's last owner that the write fences — or the answer that refuses it.
+fn write_target(
+    state: &ApiState,
+    id: &str,
+) -> Result<(Arc<Checkpoints>, Option<i32>), Box<Response>> {
+    Ok((checkpoints(state)?, writable(state, id)?))
+}
+
 /// Why a set or reset of `id` is refused now (409), or the generation the task's owner was
 /// granted it in, when this worker holds it.
 fn writable(state: &ApiState, id: &str) -> Result<Option<i32>, Box<Response>> {
@@ -118,12 +127,8 @@ pub(super) async fn put(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let checkpoints = match checkpoints(&state) {
-        Ok(c) => c,
-        Err(answer) => return *answer,
-    };
-    let owner = match writable(&state, &id) {
-        Ok(owner) => owner,
+    let (checkpoints, owner) = match write_target(&state, &id) {
+        Ok(target) => target,
         Err(answer) => return *answer,
     };
     let body = match body {
@@ -158,12 +163,8 @@ pub(super) async fn put(
 
 /// `DELETE /tasks/{id}/checkpoint`: the task's next start reads no checkpoint.
 pub(super) async fn delete(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
-    let checkpoints = match checkpoints(&state) {
-        Ok(c) => c,
-        Err(answer) => return *answer,
-    };
-    let owner = match writable(&state, &id) {
-        Ok(owner) => owner,
+    let (checkpoints, owner) = match write_target(&state, &id) {
+        Ok(target) => target,
         Err(answer) => return *answer,
     };
     match checkpoints.reset(&id, owner).await {
