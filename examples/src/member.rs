@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use kroupier::election::{ElectionEvent, Elector, ElectorHandle};
+use kroupier::election::{ElectionEvent, ElectionEvents, Elector, ElectorHandle};
 use kroupier::failover::{Failover, FastFailover};
 use kroupier::protocol::{MemberConfig, MemberError, MemberHandle};
 use kroupier::worker::journal::unix_ms;
-use tokio::sync::broadcast;
 use tokio::task::JoinError;
 
 use crate::SessionArgs;
@@ -142,15 +141,11 @@ pub fn elector(
 /// failover) closes the endpoint, after which a follower may lead within milliseconds, before
 /// LeaveGroup has even been answered: `lost` goes first, as the moment this process stops
 /// acting.
-pub async fn resign(
-    id: &str,
-    elector: &ElectorHandle,
-    events: &mut broadcast::Receiver<ElectionEvent>,
-) {
-    while let Ok(event) = events.try_recv() {
+pub async fn resign(id: &str, elector: &ElectorHandle, events: &mut ElectionEvents) {
+    while let Some(event) = events.try_recv() {
         print_role(id, election_role(&event));
     }
-    let held = elector.role().borrow().clone();
+    let held = elector.role();
     let lost = match held {
         Some(ElectionEvent::Leader { token }) => Some(token.generation_id),
         Some(ElectionEvent::Follower { generation_id, .. }) => Some(generation_id),
@@ -162,7 +157,7 @@ pub async fn resign(
     elector.leave().await;
     // The `lost` of the resignation is printed already, unless a role came in between (then
     // everything is printed, in order).
-    let rest: Vec<ElectionEvent> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    let rest: Vec<ElectionEvent> = std::iter::from_fn(|| events.try_recv()).collect();
     let changed = rest
         .iter()
         .any(|e| !matches!(e, ElectionEvent::Lost { .. }));

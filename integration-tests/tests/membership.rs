@@ -200,10 +200,11 @@ async fn five_members_agree_on_one_leader_and_assignment() {
         .count();
     assert_eq!(leaders, 1, "exactly one member leads {view:?}");
     for m in &members {
-        assert!(m.handle.metrics().rebalances_total >= 1);
+        assert!(m.handle.current().metrics.rebalances_total >= 1);
         assert!(
             m.handle
-                .lease()
+                .current()
+                .lease
                 .is_some_and(|l| m.handle.is_token_valid(&l.token))
         );
     }
@@ -453,7 +454,8 @@ async fn a_second_process_with_the_same_instance_id_fences_the_first() {
     assert!(saw_fenced, "the first process was told it is fenced");
     assert!(
         first
-            .lease()
+            .current()
+            .lease
             .is_none_or(|l| !first.is_token_valid(&l.token))
     );
     wait_stable(&[&second], Duration::from_secs(10)).await;

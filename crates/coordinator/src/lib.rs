@@ -17,7 +17,7 @@
 //! let config = MemberConfig::new("127.0.0.1:9092", "schema-registry-leader");
 //! let elector = Elector::spawn(config, "replica-1", true)?;
 //! let mut events = elector.events();
-//! while let Ok(event) = events.recv().await {
+//! while let Some(event) = events.recv().await {
 //!     match event {
 //!         // Act as leader only while `is_leader()` holds: it turns false as soon as this
 //!         // member may have lost the generation (self-fencing), before anyone else leads.

@@ -97,7 +97,7 @@ pub use kroupier_assignor as assignor;
 /// let config = MemberConfig::new("127.0.0.1:9092", "registry-leader");
 /// let elector = Elector::spawn(config, "replica-1", true)?;
 /// let mut events = elector.events();
-/// while let Ok(event) = events.recv().await {
+/// while let Some(event) = events.recv().await {
 ///     if let ElectionEvent::Leader { token } = event {
 ///         // Write with the token: a store that keeps the highest generation it has seen
 ///         // refuses a deposed leader's late writes.
@@ -108,7 +108,7 @@ pub use kroupier_assignor as assignor;
 /// ```
 pub mod election {
     pub use kroupier_coordinator::election::{
-        ElectionEvent, Elector, ElectorHandle, LeaderElection,
+        ElectionEvent, ElectionEvents, Elector, ElectorHandle,
     };
 }
 

@@ -31,7 +31,6 @@ use kroupier_examples::member::{
     FastFailoverArgs, MemberArgs, driver_exit, election_role, elector, print_role, resign,
 };
 use kroupier_examples::terminated;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
 /// Run a job on one active instance among many, the others on standby.
@@ -121,7 +120,7 @@ async fn main() -> std::process::ExitCode {
     loop {
         tokio::select! {
             event = events.recv() => match event {
-                Ok(event) => {
+                Some(event) => {
                     // Whatever the new role, the old job stops first (it checks `is_leader`
                     // before every probe anyway).
                     if let Some(job) = job.take() {
@@ -138,8 +137,7 @@ async fn main() -> std::process::ExitCode {
                         )));
                     }
                 }
-                Err(RecvError::Lagged(n)) => eprintln!("active_standby: {n} role changes skipped"),
-                Err(RecvError::Closed) => break,
+                None => break,
             },
             () = &mut stop => {
                 // `leave` resigns before LeaveGroup: the probe sees `is_leader()` false and
@@ -154,7 +152,7 @@ async fn main() -> std::process::ExitCode {
                 if let Some(job) = job.take() {
                     job.abort();
                 }
-                while let Ok(event) = events.try_recv() {
+                while let Some(event) = events.try_recv() {
                     print_role(&args.member.id, election_role(&event));
                 }
                 return driver_exit("active_standby", ended);

@@ -25,7 +25,6 @@ use kroupier_examples::member::{
     usage_error,
 };
 use kroupier_examples::terminated;
-use tokio::sync::broadcast::error::RecvError;
 
 /// Elect one leader among the processes sharing a Kafka group.
 #[derive(Debug, Parser)]
@@ -60,16 +59,15 @@ async fn main() -> std::process::ExitCode {
     loop {
         tokio::select! {
             event = events.recv() => match event {
-                Ok(event) => print_role(&args.id, election_role(&event)),
-                Err(RecvError::Lagged(n)) => eprintln!("leader_election: {n} role changes skipped"),
-                Err(RecvError::Closed) => break,
+                Some(event) => print_role(&args.id, election_role(&event)),
+                None => break,
             },
             () = &mut stop => {
                 resign(&args.id, &elector, &mut events).await;
                 return std::process::ExitCode::SUCCESS;
             }
             ended = &mut driver => {
-                while let Ok(event) = events.try_recv() {
+                while let Some(event) = events.try_recv() {
                     print_role(&args.id, election_role(&event));
                 }
                 return driver_exit("leader_election", ended);

@@ -19,10 +19,6 @@ pub struct MemberConfig {
     pub cluster: ClusterConfig,
     /// The group, timeouts and identity of the member.
     pub membership: MembershipConfig,
-    /// How many [`MemberEvent`](super::MemberEvent)s a slow subscriber may fall behind before it
-    /// misses some (it then sees `RecvError::Lagged` and should read the status instead).
-    /// Default 256. Larger costs memory per member; smaller drops events sooner.
-    pub event_capacity: usize,
 }
 
 impl MemberConfig {
@@ -31,7 +27,6 @@ impl MemberConfig {
         Self {
             cluster: ClusterConfig::new(bootstrap),
             membership: MembershipConfig::new(group_id),
-            event_capacity: 256,
         }
     }
 
@@ -64,12 +59,6 @@ impl MemberConfig {
             .with_cluster(&self.cluster)
             .validate()?;
         self.cluster.validate().map_err(MemberError::from_cluster)?;
-        if self.event_capacity == 0 {
-            return Err(MemberError::InvalidClusterConfig {
-                field: "event_capacity",
-                reason: "must be positive".to_owned(),
-            });
-        }
         Ok(())
     }
 

@@ -4,7 +4,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -120,27 +120,42 @@ impl SharedEvents {
     }
 }
 
-/// Where the driver delivers events: one sender per stream handed out, dropped once its
-/// stream is.
-#[derive(Debug, Default)]
-pub(crate) struct Subscribers(Mutex<Vec<mpsc::UnboundedSender<MemberEvent>>>);
+/// Where a driver delivers events of type `T` (the member's, the election's roles): one sender
+/// per stream handed out, dropped once its stream is.
+#[derive(Debug)]
+pub(crate) struct Subscribers<T>(Mutex<Vec<mpsc::UnboundedSender<T>>>);
 
-impl Subscribers {
+impl<T> Default for Subscribers<T> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+impl<T: Clone> Subscribers<T> {
     /// A new stream, receiving every event from now on.
-    pub(crate) fn subscribe(&self) -> MemberEvents {
+    pub(crate) fn channel(&self) -> mpsc::UnboundedReceiver<T> {
         let (sender, receiver) = mpsc::unbounded_channel();
         self.lock().push(sender);
-        MemberEvents { receiver }
+        receiver
     }
 
     /// Delivers `event` to every stream still open.
-    pub(crate) fn send(&self, event: &MemberEvent) {
+    pub(crate) fn send(&self, event: &T) {
         self.lock()
             .retain(|sender| sender.send(event.clone()).is_ok());
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<mpsc::UnboundedSender<MemberEvent>>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<mpsc::UnboundedSender<T>>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Subscribers<MemberEvent> {
+    /// A new [`MemberEvents`], receiving every event from now on.
+    pub(crate) fn subscribe(&self) -> MemberEvents {
+        MemberEvents {
+            receiver: self.channel(),
+        }
     }
 }
 
@@ -198,10 +213,5 @@ impl MemberStatus {
         self.lease
             .as_ref()
             .is_some_and(|lease| &lease.token == token && lease.is_valid(now))
-    }
-
-    /// Age of the last successful heartbeat at `now` (Kafka's `last-heartbeat-seconds-ago`).
-    pub fn last_heartbeat_age(&self, now: Instant) -> Option<Duration> {
-        self.metrics.last_heartbeat_age(now)
     }
 }

@@ -1,11 +1,10 @@
 //! The user's side of a driven member: commands, events and status.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::membership::{FencingToken, Lease, Metrics};
+use crate::membership::{FencingToken, MemberEvent};
 
 use super::error::MemberError;
 use super::event::{MemberEvents, MemberStatus, Subscribers};
@@ -19,7 +18,7 @@ use super::run::{Command, now};
 #[derive(Debug, Clone)]
 pub struct MemberHandle {
     pub(crate) commands: mpsc::Sender<Command>,
-    pub(crate) events: Arc<Subscribers>,
+    pub(crate) events: Arc<Subscribers<MemberEvent>>,
     /// The stream created with the member, so the first subscriber misses no event.
     pub(crate) first_events: Arc<Mutex<Option<MemberEvents>>>,
     pub(crate) status: watch::Receiver<MemberStatus>,
@@ -52,26 +51,11 @@ impl MemberHandle {
         self.status.borrow().clone()
     }
 
-    /// The fencing token of the current generation with its self-fencing deadline.
-    pub fn lease(&self) -> Option<Lease> {
-        self.status.borrow().lease.clone()
-    }
-
     /// Whether `token` is the current generation's and still valid now. Check it before every
     /// action that must not happen twice; it turns false at the self-fencing deadline even if
     /// the driver cannot run.
     pub fn is_token_valid(&self, token: &FencingToken) -> bool {
         self.status.borrow().is_token_valid(token, now())
-    }
-
-    /// The counters (rebalances total and failed, last rebalance latency, heartbeats).
-    pub fn metrics(&self) -> Metrics {
-        self.status.borrow().metrics.clone()
-    }
-
-    /// How long ago the last heartbeat succeeded (Kafka's `last-heartbeat-seconds-ago`).
-    pub fn last_heartbeat_age(&self) -> Option<Duration> {
-        self.status.borrow().last_heartbeat_age(now())
     }
 
     /// Rejoin the group with `reason` (KIP-800). Note that Kafka starts a rebalance for a

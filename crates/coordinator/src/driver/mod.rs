@@ -77,18 +77,40 @@
 //! Each rebalance runs in a `rebalance` tracing span carrying its reason and generation.
 //! [`MemberStatus::metrics`] holds Kafka-like coordinator metrics: rebalances total and
 //! failed, the last rebalance's latency, heartbeats sent and failed, and the last heartbeat's
-//! age ([`MemberHandle::last_heartbeat_age`]).
+//! age ([`Metrics::last_heartbeat_age`](crate::membership::Metrics::last_heartbeat_age)).
 //!
 //! # Examples
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use kroupier_coordinator::driver::{Member, MemberConfig, MemberEvent};
-//! use kroupier_coordinator::election::LeaderElection;
+//! use kroupier_coordinator::membership::{
+//!     AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, ProtocolMetadata,
+//! };
+//!
+//! /// Every member gets the whole (one-word) assignment.
+//! struct Everyone;
+//!
+//! impl GroupProtocol for Everyone {
+//!     fn protocol_type(&self) -> &str {
+//!         "my-protocol"
+//!     }
+//!     fn protocols(&self) -> Vec<ProtocolMetadata> {
+//!         vec![ProtocolMetadata::new("v1", b"".to_vec())]
+//!     }
+//!     fn assign(
+//!         &self,
+//!         _context: &AssignContext,
+//!         members: &[GroupMember],
+//!     ) -> Result<Vec<MemberAssignment>, AssignError> {
+//!         let all = |m: &GroupMember| MemberAssignment::new(m.member_id.clone(), b"all".to_vec());
+//!         Ok(members.iter().map(all).collect())
+//!     }
+//! }
 //!
 //! # async fn example() -> Result<(), kroupier_coordinator::driver::MemberError> {
 //! let config = MemberConfig::new("127.0.0.1:9092", "my-group");
-//! let (handle, driver) = Member::new(config, Arc::new(LeaderElection::new("a", true)))?;
+//! let (handle, driver) = Member::new(config, Arc::new(Everyone))?;
 //! let mut events = handle.events();
 //! tokio::spawn(driver);
 //! while let Some(event) = events.recv().await {
@@ -127,7 +149,7 @@ use crate::membership::{GroupProtocol, Membership, MembershipConfig};
 pub use crate::membership::{MemberEvent, RebalanceTimes};
 pub use config::MemberConfig;
 pub use error::MemberError;
-use event::Subscribers;
+pub(crate) use event::Subscribers;
 pub use event::{MemberEvents, MemberStatus, SharedEvents};
 pub use handle::MemberHandle;
 pub(crate) use handle::WeakMember;

@@ -69,7 +69,7 @@ pub(crate) struct Driver<P: GroupProtocol, T: Transport> {
     pub(crate) protocol: Arc<P>,
     pub(crate) transport: Arc<T>,
     pub(crate) commands: mpsc::Receiver<Command>,
-    pub(crate) events: Arc<Subscribers>,
+    pub(crate) events: Arc<Subscribers<MemberEvent>>,
     pub(crate) status: watch::Sender<MemberStatus>,
     pub(crate) in_flight: FuturesUnordered<BoxFuture<'static, Sent>>,
     assigning: Option<Assigning>,
@@ -91,7 +91,7 @@ impl<P: GroupProtocol, T: Transport> Driver<P, T> {
         protocol: Arc<P>,
         transport: Arc<T>,
         commands: mpsc::Receiver<Command>,
-        events: Arc<Subscribers>,
+        events: Arc<Subscribers<MemberEvent>>,
         status: watch::Sender<MemberStatus>,
     ) -> Self {
         Self {

@@ -223,7 +223,7 @@ async fn three_members_join_and_exactly_one_leads() {
         );
     }
     for m in &members {
-        let lease = m.0.lease().expect("a lease");
+        let lease = m.0.current().lease.expect("a lease");
         assert!(m.0.is_token_valid(&lease.token));
     }
 }
@@ -295,7 +295,7 @@ async fn heartbeats_go_on_while_the_assignor_blocks() {
     let mut events = handle.events();
     // The join needs no timer: let the tasks run (in real time) until the assignor blocks.
     wait_real(|| entered.try_recv().is_ok(), "the assignor never ran").await;
-    let before = handle.metrics().heartbeats_sent;
+    let before = handle.current().metrics.heartbeats_sent;
     // Three session timeouts pass while the assignor blocks its thread.
     advance(SESSION * 3).await;
     let status = handle.current();
@@ -353,7 +353,7 @@ async fn a_partitioned_member_reports_lost_before_its_session_can_expire() {
     let model = Model::start();
     let (handle, net, _driver) = start(&model, 0, Arc::new(LeaderElection::new("a", true)));
     tokio::time::sleep(SESSION).await;
-    let lease = handle.lease().expect("a lease");
+    let lease = handle.current().lease.expect("a lease");
     let mut events = handle.events();
     drain(&mut events);
 
@@ -568,7 +568,7 @@ async fn a_failed_assignment_is_reported_and_the_leader_rejoins() {
         "{seen:?}"
     );
     assert_eq!(handle.current().state, MemberState::Stable);
-    assert_eq!(handle.metrics().rebalances_total, 1);
+    assert_eq!(handle.current().metrics.rebalances_total, 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -618,14 +618,14 @@ async fn with_the_join_gate_the_rejoin_waits_for_revocations_done() {
     };
     assert_eq!(revoked, generation);
     // Two seconds of revocation work: heartbeats go on, the JoinGroup waits.
-    let heartbeats = handle.metrics().heartbeats_sent;
+    let heartbeats = handle.current().metrics.heartbeats_sent;
     advance(Duration::from_secs(2)).await;
     assert_eq!(
         net.joins.lock().unwrap().len(),
         joins,
         "no JoinGroup before the ack"
     );
-    assert!(handle.metrics().heartbeats_sent >= heartbeats + 2);
+    assert!(handle.current().metrics.heartbeats_sent >= heartbeats + 2);
     assert_eq!(handle.current().state, MemberState::Unjoined);
     assert_eq!(handle.current().join_held, Some(revoked));
 

@@ -5,10 +5,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::mpsc;
 
 use super::protocol::{ElectionEvent, LeaderElection};
-use crate::driver::{Member, MemberConfig, MemberError, MemberHandle, SharedEvents};
+use crate::driver::{Member, MemberConfig, MemberError, MemberHandle, SharedEvents, Subscribers};
 use crate::failover::{Failover, FastFailover};
 use crate::membership::{
     AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberEvent,
@@ -41,8 +41,8 @@ struct ElectorProtocol {
 /// longer act.
 #[derive(Debug)]
 struct Roles {
-    events: broadcast::Sender<ElectionEvent>,
-    role: watch::Sender<Option<ElectionEvent>>,
+    events: Subscribers<ElectionEvent>,
+    role: Mutex<Option<ElectionEvent>>,
     held: Mutex<Held>,
 }
 
@@ -96,8 +96,12 @@ impl Roles {
     }
 
     fn emit(&self, event: ElectionEvent) {
-        self.role.send_replace(Some(event.clone()));
-        let _ = self.events.send(event);
+        *self.role() = Some(event.clone());
+        self.events.send(&event);
+    }
+
+    fn role(&self) -> MutexGuard<'_, Option<ElectionEvent>> {
+        self.role.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -259,14 +263,16 @@ impl Elector {
         if let Some(failover) = &failover {
             election = election.with_endpoint(failover.endpoint().clone());
         }
-        let (events, first) = broadcast::channel(config.event_capacity.max(1));
-        let (role, _) = watch::channel(None);
+        let events = Subscribers::default();
+        let first = ElectionEvents {
+            receiver: events.channel(),
+        };
         let protocol = Arc::new(ElectorProtocol {
             election,
             events: SharedEvents::default(),
             roles: Arc::new(Roles {
                 events,
-                role,
+                role: Mutex::default(),
                 held: Mutex::default(),
             }),
             failover: failover.clone(),
@@ -323,23 +329,26 @@ impl Elector {
         tokio::spawn(driver);
         Ok(handle)
     }
+}
 
-    /// [`Elector::with_fast_failover`] with the driver spawned on the current tokio runtime.
-    ///
-    /// # Errors
-    /// As [`Elector::with_fast_failover`].
-    ///
-    /// # Panics
-    /// Outside a tokio runtime, as `tokio::spawn` does.
-    pub fn spawn_with_fast_failover(
-        config: MemberConfig,
-        id: impl Into<String>,
-        eligible: bool,
-        fast_failover: FastFailover,
-    ) -> Result<ElectorHandle, MemberError> {
-        let (handle, driver) = Self::with_fast_failover(config, id, eligible, fast_failover)?;
-        tokio::spawn(driver);
-        Ok(handle)
+/// The role changes of one elector ([`ElectorHandle::events`]): every one, in order, none
+/// dropped. Unbounded: roles change a few times per rebalance, and a reader that stops reading
+/// should drop its stream.
+#[derive(Debug)]
+pub struct ElectionEvents {
+    receiver: mpsc::UnboundedReceiver<ElectionEvent>,
+}
+
+impl ElectionEvents {
+    /// The next role change; `None` once the elector is gone and every change was read. Cancel
+    /// safe.
+    pub async fn recv(&mut self) -> Option<ElectionEvent> {
+        self.receiver.recv().await
+    }
+
+    /// The next role change if one is waiting, without waiting.
+    pub fn try_recv(&mut self) -> Option<ElectionEvent> {
+        self.receiver.try_recv().ok()
     }
 }
 
@@ -350,31 +359,33 @@ impl Elector {
 pub struct ElectorHandle {
     member: MemberHandle,
     protocol: Arc<ElectorProtocol>,
-    first_events: Mutex<Option<broadcast::Receiver<ElectionEvent>>>,
+    first_events: Mutex<Option<ElectionEvents>>,
 }
 
 impl ElectorHandle {
-    /// Every role change. The first call receives all changes since the member was built;
-    /// later calls receive changes from the moment of the call.
-    pub fn events(&self) -> broadcast::Receiver<ElectionEvent> {
+    /// Every role change, in order, none dropped. The first call receives all changes since
+    /// the member was built; later calls receive changes from the moment of the call.
+    pub fn events(&self) -> ElectionEvents {
         let first = self
             .first_events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        first.unwrap_or_else(|| self.protocol.roles.events.subscribe())
+        first.unwrap_or_else(|| ElectionEvents {
+            receiver: self.protocol.roles.events.channel(),
+        })
     }
 
-    /// A watch of the latest role (`None` until the first generation is assigned).
-    pub fn role(&self) -> watch::Receiver<Option<ElectionEvent>> {
-        self.protocol.roles.role.subscribe()
+    /// The latest role (`None` until the first generation is assigned).
+    pub fn role(&self) -> Option<ElectionEvent> {
+        self.protocol.roles.role().clone()
     }
 
     /// Whether this member leads *now*: its last role is `Leader` and that generation's
     /// fencing token is still valid (the self-fencing deadline has not passed). Check it
     /// before every action only the leader may take.
     pub fn is_leader(&self) -> bool {
-        match &*self.protocol.roles.role.borrow() {
+        match &*self.protocol.roles.role() {
             Some(ElectionEvent::Leader { token }) => self.member.is_token_valid(token),
             _ => false,
         }
@@ -480,11 +491,14 @@ mod tests {
         );
     }
 
-    fn roles() -> (Roles, broadcast::Receiver<ElectionEvent>) {
-        let (events, received) = broadcast::channel(16);
+    fn roles() -> (Roles, ElectionEvents) {
+        let events = Subscribers::default();
+        let received = ElectionEvents {
+            receiver: events.channel(),
+        };
         let roles = Roles {
             events,
-            role: watch::channel(None).0,
+            role: Mutex::default(),
             held: Mutex::default(),
         };
         (roles, received)
@@ -504,28 +518,24 @@ mod tests {
         let (roles, mut received) = roles();
         let first = roles.hold_until(Instant::now() + Duration::from_secs(60));
         roles.send(leader(2));
-        assert!(received.try_recv().is_err(), "held back");
-        assert_eq!(
-            *roles.role.borrow(),
-            None,
-            "is_leader reads the role: not yet"
-        );
+        assert!(received.try_recv().is_none(), "held back");
+        assert_eq!(*roles.role(), None, "is_leader reads the role: not yet");
 
         // A later hold (another predecessor) outlives the first one's end.
         let second = roles.hold_until(Instant::now() + Duration::from_secs(60));
         roles.send(leader(3));
         roles.release(first);
-        assert!(received.try_recv().is_err(), "the second hold still runs");
+        assert!(received.try_recv().is_none(), "the second hold still runs");
         roles.release(second);
-        assert_eq!(received.try_recv().ok(), Some(leader(3)), "the latest role");
+        assert_eq!(received.try_recv(), Some(leader(3)), "the latest role");
         assert!(
-            received.try_recv().is_err(),
+            received.try_recv().is_none(),
             "generation 2's role never went out"
         );
 
         // Outside a hold, roles go out at once.
         roles.send(leader(4));
-        assert_eq!(received.try_recv().ok(), Some(leader(4)));
+        assert_eq!(received.try_recv(), Some(leader(4)));
     }
 
     #[test]
@@ -537,10 +547,10 @@ mod tests {
             generation_id: Some(2),
         };
         roles.send(lost.clone());
-        assert_eq!(received.try_recv().ok(), Some(lost));
+        assert_eq!(received.try_recv(), Some(lost));
         roles.release(epoch);
         assert!(
-            received.try_recv().is_err(),
+            received.try_recv().is_none(),
             "the cancelled role stays unsent"
         );
     }

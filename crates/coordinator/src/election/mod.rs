@@ -1,16 +1,15 @@
 //! # Leader election on the group membership machinery
 //!
-//! [`LeaderElection`] is a small [`GroupProtocol`](crate::membership::GroupProtocol): each member
-//! offers its stable id, whether it is eligible, and the latest generation it led. The Kafka
-//! group leader's assign function ([`choose_leader`]) picks
+//! The election is a small [`GroupProtocol`](crate::membership::GroupProtocol) (crate-internal,
+//! sans-IO, tested on virtual time): each member offers its stable id, whether it is eligible,
+//! and the latest generation it led. The Kafka group leader's assign function picks
 //!
 //! 1. among eligible members that claim to have led, the one with the latest generation
 //!    (sticky: the current leader keeps leading while it stays in the group), else
 //! 2. the eligible member with the lowest stable id (ties broken by member id),
 //!
 //! and every member receives the same assignment naming the leader. Members turn the
-//! membership's events ([`MemberEvent`](crate::membership::MemberEvent), through
-//! [`LeaderElection::handle_event`]) into [`ElectionEvent`]s: `Leader { token }` when they lead
+//! membership's events ([`MemberEvent`](crate::membership::MemberEvent)) into [`ElectionEvent`]s: `Leader { token }` when they lead
 //! a generation, `Follower` otherwise, and `Lost` when the generation is lost (self-fencing
 //! included), so a leader cut off from the coordinator stops acting before anyone else leads.
 //! A rebalance alone (`Revoked`) changes nothing: the leader keeps its role, and its fencing
@@ -21,13 +20,13 @@
 //! leadership claim.
 //!
 //! [`Elector`] runs all of this on the tokio [driver](crate::driver): `Elector::spawn(config,
-//! id, eligible)` returns an [`ElectorHandle`] with a stream and a watch of the member's role,
+//! id, eligible)` returns an [`ElectorHandle`] with a lossless stream of the member's role changes
+//! ([`ElectionEvents`]) and its latest role,
 //! and [`ElectorHandle::is_leader`] checks the fencing token's deadline at the moment of the
 //! call. [`ElectorHandle::leave`] resigns *before* LeaveGroup, so a leader that shuts down
 //! has stopped before another is elected.
 //!
-//! **Fast failover** (opt-in, off by default): with [`Elector::with_fast_failover`] or
-//! [`Elector::spawn_with_fast_failover`] and a [`FastFailover`](crate::failover::FastFailover),
+//! **Fast failover** (opt-in, off by default): with [`Elector::with_fast_failover`] and a [`FastFailover`](crate::failover::FastFailover),
 //! each member listens on a small TCP endpoint and advertises it
 //! ([`FailoverEndpoint`](crate::failover::FailoverEndpoint), in the election metadata, v1); the
 //! assignment names the leader's endpoint (the election assignment, v1), and every follower keeps
@@ -46,7 +45,7 @@
 //! # async fn example() -> Result<(), kroupier_coordinator::driver::MemberError> {
 //! let elector = Elector::spawn(MemberConfig::new("127.0.0.1:9092", "schedulers"), "node-1", true)?;
 //! let mut roles = elector.events();
-//! while let Ok(role) = roles.recv().await {
+//! while let Some(role) = roles.recv().await {
 //!     match role {
 //!         ElectionEvent::Leader { token } => println!("leading generation {}", token.generation_id),
 //!         ElectionEvent::Follower { leader_id, .. } => println!("following {leader_id:?}"),
@@ -55,43 +54,6 @@
 //! }
 //! elector.leave().await;
 //! # Ok(()) }
-//! ```
-//!
-//! # Examples
-//!
-//! The protocol alone, without IO:
-//!
-//! ```
-//! use kroupier_coordinator::election::{ElectionEvent, LeaderElection};
-//! use kroupier_coordinator::membership::{
-//!     AssignContext, Generation, GroupMember, GroupProtocol, MemberEvent, RebalanceTimes,
-//! };
-//!
-//! let a = LeaderElection::new("a", true);
-//! let b = LeaderElection::new("b", true);
-//! let members: Vec<GroupMember> = [("m-a", &a), ("m-b", &b)]
-//!     .into_iter()
-//!     .map(|(member_id, e)| GroupMember {
-//!         member_id: member_id.into(),
-//!         group_instance_id: None,
-//!         metadata: e.protocols()[0].metadata.clone(),
-//!     })
-//!     .collect();
-//! let context = AssignContext::new(1, "m-a", "sticky-leader");
-//! let assignments = a.assign(&context, &members).unwrap();
-//! let generation = Generation {
-//!     generation_id: 1,
-//!     member_id: "m-a".into(),
-//!     protocol_name: "sticky-leader".into(),
-//!     leader_id: "m-a".into(),
-//! };
-//! a.handle_event(&MemberEvent::Assigned {
-//!     generation,
-//!     assignment: assignments[0].assignment.clone(),
-//!     valid_until: std::time::Instant::now(),
-//!     times: RebalanceTimes::default(),
-//! });
-//! assert!(matches!(a.poll_event(), Some(ElectionEvent::Leader { .. })));
 //! ```
 
 mod elector;
@@ -105,11 +67,12 @@ mod sim_tests;
 #[cfg(test)]
 mod tests;
 
-pub use elector::{Elector, ElectorHandle};
-pub use protocol::{ElectionEvent, LeaderElection, choose_leader};
+pub use elector::{ElectionEvents, Elector, ElectorHandle};
+pub use protocol::ElectionEvent;
+#[cfg(test)]
+pub(crate) use protocol::{LeaderElection, choose_leader};
 // What members offer and what the leader sends, as bytes on the wire: kroupier's fuzz targets
-// and tests decode them (`unstable`); a user runs the election through `Elector` or
-// `LeaderElection`.
+// and tests decode them (`unstable`); a user runs the election through `Elector`.
 #[allow(unused_imports)]
 pub(crate) use protocol::{ELECTION_PROTOCOL_NAME, ELECTION_PROTOCOL_TYPE};
 #[cfg(feature = "unstable")]

@@ -57,7 +57,7 @@ struct State {
 
 /// One member's side of a leader election (a [`GroupProtocol`]).
 #[derive(Debug)]
-pub struct LeaderElection {
+pub(crate) struct LeaderElection {
     id: String,
     eligible: bool,
     /// This member's fast-failover endpoint, advertised in its metadata.
@@ -67,7 +67,7 @@ pub struct LeaderElection {
 
 impl LeaderElection {
     /// A member with stable id `id` (the same across restarts) that may lead if `eligible`.
-    pub fn new(id: impl Into<String>, eligible: bool) -> Self {
+    pub(crate) fn new(id: impl Into<String>, eligible: bool) -> Self {
         Self {
             id: id.into(),
             eligible,
@@ -94,17 +94,18 @@ impl LeaderElection {
     }
 
     /// This member's stable id.
-    pub fn id(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
     /// The next role change, if any.
-    pub fn poll_event(&self) -> Option<ElectionEvent> {
+    pub(crate) fn poll_event(&self) -> Option<ElectionEvent> {
         self.state().events.pop_front()
     }
 
     /// The metadata this member offers now.
-    pub fn metadata(&self) -> ElectionMetadata {
+    pub(crate) fn metadata(&self) -> ElectionMetadata {
         let state = self.state();
         ElectionMetadata {
             id: self.id.clone(),
@@ -119,7 +120,7 @@ impl LeaderElection {
     /// [`ElectionEvent::Lost`] if it held a generation, and ignores every later assignment.
     /// Call it *before* LeaveGroup, so that the old leader has stopped before the group can
     /// elect another.
-    pub fn resign(&self) {
+    pub(crate) fn resign(&self) {
         let mut state = self.state();
         state.resigned = true;
         state.watched = None;
@@ -131,17 +132,12 @@ impl LeaderElection {
         }
     }
 
-    /// Whether [`resign`](Self::resign) was called.
-    pub fn has_resigned(&self) -> bool {
-        self.state().resigned
-    }
-
     /// Takes in one of the member's events, in the order the member's stream delivers them:
     /// an assignment makes this member leader or follower, a loss ends its role. A revocation
     /// alone changes nothing: the leader keeps its role through a rebalance, and its fencing
     /// token stays valid while its heartbeats succeed. The role changes come out of
     /// [`poll_event`](Self::poll_event).
-    pub fn handle_event(&self, event: &MemberEvent) {
+    pub(crate) fn handle_event(&self, event: &MemberEvent) {
         match event {
             MemberEvent::Assigned {
                 generation,
@@ -215,7 +211,8 @@ impl LeaderElection {
 
 /// The leader among `members` (sorted or not): `(member id, stable id)`, or `None` if no member
 /// is eligible. Undecodable metadata makes a member ineligible, never an error.
-pub fn choose_leader(members: &[GroupMember]) -> Option<(String, String)> {
+#[cfg(test)]
+pub(crate) fn choose_leader(members: &[GroupMember]) -> Option<(String, String)> {
     choose(members).map(|(member, meta)| (member.member_id.clone(), meta.id))
 }
 

@@ -116,11 +116,13 @@ impl MembershipConfig {
             .unwrap_or_else(|| self.heartbeat_interval.max(self.session_timeout / 10))
     }
 
-    /// How long the join gate holds a JoinGroup at most after a revocation:
-    /// `rebalance_timeout − self-fencing margin` (zero if the margin is larger).
-    pub fn revocation_bound(&self) -> Duration {
-        self.rebalance_timeout
-            .saturating_sub(self.effective_self_fence_margin())
+    unstable_pub! {
+        /// How long the join gate holds a JoinGroup at most after a revocation:
+        /// `rebalance_timeout − self-fencing margin` (zero if the margin is larger).
+        pub fn revocation_bound(&self) -> Duration {
+            self.rebalance_timeout
+                .saturating_sub(self.effective_self_fence_margin())
+        }
     }
 
     /// The timeout the driver should give a JoinGroup or SyncGroup request.

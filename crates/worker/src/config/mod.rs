@@ -52,7 +52,7 @@ const MAX_DERIVED_ABORT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The same settings can come from Kafka client properties, as Kafka's own tools take them
 /// (`--command-config FILE`): [`WorkerConfig::from_properties`] (a map),
 /// [`WorkerConfig::from_properties_file`] (a Java `.properties` file) and
-/// [`WorkerConfig::set_property`] (one key, e.g. over a file's values).
+/// [`WorkerConfig::set_properties_file`] (a file's values over a program's own defaults).
 ///
 /// | Property | Field |
 /// |---|---|
@@ -128,7 +128,7 @@ pub struct WorkerConfig {
     /// The status HTTP API.
     pub status: StatusConfig,
     /// Kafka security properties (`security.protocol`, `sasl.*`, `ssl.*`) as read from client
-    /// properties, kept until [`apply_security_properties`](Self::apply_security_properties)
+    /// properties, kept until `apply_security_properties`
     /// builds the one setting connections use, `member.cluster.security` (set that directly in
     /// code, e.g. for an OAUTHBEARER token provider).
     pub(crate) security: SecurityProperties,
@@ -285,19 +285,19 @@ impl WorkerConfig {
 
     /// The self-fencing margin in effect: the configured one, or
     /// `max(heartbeat_interval, session_timeout / 10)`.
-    pub fn self_fence_margin(&self) -> Duration {
+    pub(crate) fn self_fence_margin(&self) -> Duration {
         self.member.membership.effective_self_fence_margin()
     }
 
     /// The abort timeout in effect: the configured one, or `min(1 s, self-fencing margin / 2)`.
-    pub fn abort_timeout(&self) -> Duration {
+    pub(crate) fn abort_timeout(&self) -> Duration {
         self.tasks
             .abort_timeout
             .unwrap_or_else(|| MAX_DERIVED_ABORT_TIMEOUT.min(self.self_fence_margin() / 2))
     }
 
     /// The longest a revoked task takes to stop: graceful stop timeout + abort timeout.
-    pub fn stop_bound(&self) -> Duration {
+    pub(crate) fn stop_bound(&self) -> Duration {
         self.tasks.graceful_stop_timeout + self.abort_timeout()
     }
 
@@ -422,7 +422,6 @@ fn cluster_field(field: &str) -> &'static str {
         "connect_timeout" => "member.cluster.connection.connect_timeout",
         "reconnect_backoff_max" => "member.cluster.reconnect_backoff_max",
         "retry_backoff_max" => "member.cluster.retry_backoff_max",
-        "event_capacity" => "member.event_capacity",
         _ => "member.cluster",
     }
 }

@@ -183,14 +183,13 @@ impl WorkerConfig {
         Ok(config)
     }
 
-    /// Builds `member.cluster.security` from the security properties set so far.
-    /// [`from_properties`](Self::from_properties) and
-    /// [`from_properties_file`](Self::from_properties_file) do this; call it after changing
-    /// security properties with [`set_property`](Self::set_property).
+    /// Builds `member.cluster.security` from the security properties set so far, as one set
+    /// (a key alone, say `sasl.mechanism` without `sasl.jaas.config`, is incomplete): every
+    /// public way in calls it after its last `set_property`.
     ///
     /// # Errors
     /// a [`PropertiesError`] of kind `Security` naming the key at fault.
-    pub fn apply_security_properties(&mut self) -> Result<(), PropertiesError> {
+    pub(crate) fn apply_security_properties(&mut self) -> Result<(), PropertiesError> {
         self.member.cluster.security = Security::from_properties(self.security.iter())?;
         Ok(())
     }
@@ -235,7 +234,7 @@ impl WorkerConfig {
     ///
     /// # Errors
     /// a [`PropertiesError`] of kind `UnknownKey` or `InvalidValue`, naming the key.
-    pub fn set_property(&mut self, key: &str, value: &str) -> Result<(), PropertiesError> {
+    pub(crate) fn set_property(&mut self, key: &str, value: &str) -> Result<(), PropertiesError> {
         let member = &mut self.member;
         let value = value.trim();
         match key {
