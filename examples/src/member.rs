@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use kroupier::election::{ElectionEvent, ElectionEvents, Elector, ElectorHandle};
+use kroupier::Events;
+use kroupier::election::{ElectionEvent, Elector, ElectorHandle};
 use kroupier::failover::{Failover, FastFailover};
 use kroupier::protocol::{MemberConfig, MemberError, MemberHandle};
 use kroupier::worker::journal::unix_ms;
@@ -141,7 +142,7 @@ pub fn elector(
 /// failover) closes the endpoint, after which a follower may lead within milliseconds, before
 /// LeaveGroup has even been answered: `lost` goes first, as the moment this process stops
 /// acting.
-pub async fn resign(id: &str, elector: &ElectorHandle, events: &mut ElectionEvents) {
+pub async fn resign(id: &str, elector: &ElectorHandle, events: &mut Events<ElectionEvent>) {
     while let Some(event) = events.try_recv() {
         print_role(id, election_role(&event));
     }

@@ -47,6 +47,11 @@ pub use kroupier_worker::{
     WorkerConfig, WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
+/// An ordered stream of events, none dropped: a worker's ([`WorkerHandle::events`]), an
+/// elector's role changes ([`election::ElectorHandle::events`]) and a group member's
+/// ([`protocol::MemberHandle::events`]).
+pub use kroupier_coordinator::driver::Events;
+
 pub use kroupier_worker::shutdown;
 
 /// The worker runtime beyond the root's everyday items: the parts of [`WorkerConfig`], the
@@ -107,9 +112,7 @@ pub use kroupier_assignor as assignor;
 /// # Ok(()) }
 /// ```
 pub mod election {
-    pub use kroupier_coordinator::election::{
-        ElectionEvent, ElectionEvents, Elector, ElectorHandle,
-    };
+    pub use kroupier_coordinator::election::{ElectionEvent, Elector, ElectorHandle};
 }
 
 /// Fast failover for any group protocol: when the process of the member a follower depends on
@@ -145,8 +148,8 @@ pub mod connection {
 pub mod protocol {
     // The member, its settings, its handle and what it reports.
     pub use kroupier_coordinator::driver::{
-        Member, MemberConfig, MemberError, MemberEvent, MemberEvents, MemberHandle, MemberStatus,
-        RebalanceTimes, SharedEvents,
+        Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
+        SharedEvents,
     };
     // What a protocol implements, and the types of its methods.
     pub use kroupier_coordinator::membership::{

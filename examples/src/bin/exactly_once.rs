@@ -128,7 +128,7 @@ async fn main() -> ExitCode {
     let mut events = worker.events();
     let worker_id = args.worker_id.clone();
     let printer = tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
+        while let Some(event) = events.recv().await {
             if let WorkerEvent::Assigned {
                 generation, tasks, ..
             } = &event

@@ -271,7 +271,7 @@ async fn main() -> ExitCode {
     let mut events = worker.events();
     let worker_id = args.worker_id.clone();
     let printer = tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
+        while let Some(event) = events.recv().await {
             print_event(&worker_id, &event);
         }
     });

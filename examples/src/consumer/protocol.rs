@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
+use kroupier::Events;
 use kroupier::failover::Failover;
 use kroupier::protocol::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, MemberAssignment,
-    MemberEvent, MemberEvents, ProtocolMetadata, SharedEvents,
+    MemberEvent, ProtocolMetadata, SharedEvents,
 };
 use tokio::sync::mpsc;
 
@@ -236,7 +237,7 @@ impl ConsumerProtocol {
     }
 
     /// Reads the member's `events` (from `member.events()`): call it before the driver runs.
-    pub fn attach_events(&self, events: MemberEvents) {
+    pub fn attach_events(&self, events: Events<MemberEvent>) {
         self.events.attach(events);
     }
 

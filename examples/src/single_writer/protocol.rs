@@ -7,11 +7,12 @@
 use std::sync::{Mutex, MutexGuard};
 
 use axum::body::Bytes;
+use kroupier::Events;
 use kroupier::FencingToken;
 use kroupier::failover::{Failover, FailoverEndpoint, FailoverTarget};
 use kroupier::protocol::{
     AssignContext, AssignError, Generation, GroupMember, GroupProtocol, MemberAssignment,
-    MemberEvent, MemberEvents, ProtocolMetadata, SharedEvents,
+    MemberEvent, ProtocolMetadata, SharedEvents,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
@@ -244,7 +245,7 @@ impl SingleWriter {
     }
 
     /// Reads the member's `events` (from `member.events()`): call it before the driver runs.
-    pub fn attach_events(&self, events: MemberEvents) {
+    pub fn attach_events(&self, events: Events<MemberEvent>) {
         self.events.attach(events);
     }
 

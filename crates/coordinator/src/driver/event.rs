@@ -13,30 +13,31 @@ use crate::membership::{
     Coordinator, FencingToken, Generation, Lease, MemberEvent, MemberState, Metrics,
 };
 
-/// Every [`MemberEvent`] of one member, in order, none dropped: see
-/// [`MemberHandle::events`](super::MemberHandle::events).
+/// An ordered stream of events, none dropped: a member's [`MemberEvent`]s
+/// ([`MemberHandle::events`](super::MemberHandle::events)), an elector's role changes, a
+/// worker's changes.
 ///
 /// The stream is unbounded: events come a few per rebalance, and a reader that stops reading
 /// should drop its stream.
 #[derive(Debug)]
-pub struct MemberEvents {
-    pub(crate) receiver: mpsc::UnboundedReceiver<MemberEvent>,
+pub struct Events<T> {
+    pub(crate) receiver: mpsc::UnboundedReceiver<T>,
 }
 
-impl MemberEvents {
-    /// The next event; `None` once the driver has ended and every event was read. Cancel
-    /// safe.
-    pub async fn recv(&mut self) -> Option<MemberEvent> {
+impl<T> Events<T> {
+    /// The next event; `None` once the sender (the driver, the elector, the worker) has ended
+    /// and every event was read. Cancel safe.
+    pub async fn recv(&mut self) -> Option<T> {
         self.receiver.recv().await
     }
 
     /// The next event if one is waiting, without waiting.
-    pub fn try_recv(&mut self) -> Option<MemberEvent> {
+    pub fn try_recv(&mut self) -> Option<T> {
         self.receiver.try_recv().ok()
     }
 
     /// [`recv`](Self::recv) as a poll (for [`SharedEvents`]).
-    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<MemberEvent>> {
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         self.receiver.poll_recv(cx)
     }
 }
@@ -49,12 +50,12 @@ impl MemberEvents {
 /// handled once, in order, under the stream's lock: a handler must not call back into the same
 /// `SharedEvents`.
 #[derive(Debug, Default)]
-pub struct SharedEvents(Mutex<Option<MemberEvents>>);
+pub struct SharedEvents(Mutex<Option<Events<MemberEvent>>>);
 
 impl SharedEvents {
     /// Reads `events` from now on (the protocol exists before its member, whose stream comes
     /// after).
-    pub fn attach(&self, events: MemberEvents) {
+    pub fn attach(&self, events: Events<MemberEvent>) {
         *self.lock() = Some(events);
     }
 
@@ -115,15 +116,18 @@ impl SharedEvents {
         output
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<MemberEvents>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Events<MemberEvent>>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// Where a driver delivers events of type `T` (the member's, the election's roles): one sender
-/// per stream handed out, dropped once its stream is.
-#[derive(Debug)]
-pub(crate) struct Subscribers<T>(Mutex<Vec<mpsc::UnboundedSender<T>>>);
+unstable_pub! {
+    /// Where a sender delivers events of type `T` (a member's, an elector's roles, a
+    /// worker's changes): one channel per [`Events`] stream handed out, dropped once its stream
+    /// is.
+    #[derive(Debug)]
+    pub struct Subscribers<T>(Mutex<Vec<mpsc::UnboundedSender<T>>>);
+}
 
 impl<T> Default for Subscribers<T> {
     fn default() -> Self {
@@ -132,30 +136,25 @@ impl<T> Default for Subscribers<T> {
 }
 
 impl<T: Clone> Subscribers<T> {
-    /// A new stream, receiving every event from now on.
-    pub(crate) fn channel(&self) -> mpsc::UnboundedReceiver<T> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.lock().push(sender);
-        receiver
+    unstable_pub! {
+        /// A new stream, receiving every event from now on.
+        pub fn subscribe(&self) -> Events<T> {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            self.lock().push(sender);
+            Events { receiver }
+        }
     }
 
-    /// Delivers `event` to every stream still open.
-    pub(crate) fn send(&self, event: &T) {
-        self.lock()
-            .retain(|sender| sender.send(event.clone()).is_ok());
+    unstable_pub! {
+        /// Delivers `event` to every stream still open.
+        pub fn send(&self, event: &T) {
+            self.lock()
+                .retain(|sender| sender.send(event.clone()).is_ok());
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<mpsc::UnboundedSender<T>>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Subscribers<MemberEvent> {
-    /// A new [`MemberEvents`], receiving every event from now on.
-    pub(crate) fn subscribe(&self) -> MemberEvents {
-        MemberEvents {
-            receiver: self.channel(),
-        }
     }
 }
 

@@ -7,7 +7,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::membership::{FencingToken, MemberEvent};
 
 use super::error::MemberError;
-use super::event::{MemberEvents, MemberStatus, Subscribers};
+use super::event::{Events, MemberStatus, Subscribers};
 use super::run::{Command, now};
 
 /// A handle to a running member: send it commands, subscribe to its events, read its status.
@@ -20,7 +20,7 @@ pub struct MemberHandle {
     pub(crate) commands: mpsc::Sender<Command>,
     pub(crate) events: Arc<Subscribers<MemberEvent>>,
     /// The stream created with the member, so the first subscriber misses no event.
-    pub(crate) first_events: Arc<Mutex<Option<MemberEvents>>>,
+    pub(crate) first_events: Arc<Mutex<Option<Events<MemberEvent>>>>,
     pub(crate) status: watch::Receiver<MemberStatus>,
 }
 
@@ -32,7 +32,7 @@ impl MemberHandle {
     ///
     /// The driver queues each event before it sends the next request, and before it reads the
     /// protocol's metadata for a JoinGroup.
-    pub fn events(&self) -> MemberEvents {
+    pub fn events(&self) -> Events<MemberEvent> {
         let first = self
             .first_events
             .lock()

@@ -149,8 +149,12 @@ use crate::membership::{GroupProtocol, Membership, MembershipConfig};
 pub use crate::membership::{MemberEvent, RebalanceTimes};
 pub use config::MemberConfig;
 pub use error::MemberError;
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub use event::Subscribers;
+#[cfg(not(feature = "unstable"))]
 pub(crate) use event::Subscribers;
-pub use event::{MemberEvents, MemberStatus, SharedEvents};
+pub use event::{Events, MemberStatus, SharedEvents};
 pub use handle::MemberHandle;
 pub(crate) use handle::WeakMember;
 

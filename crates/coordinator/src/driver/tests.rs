@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::transport::{SendFuture, Transport};
-use super::{Member, MemberError, MemberEvent, MemberEvents, MemberHandle};
+use super::{Events, Member, MemberError, MemberEvent, MemberHandle};
 use crate::connection::ConnectionError;
 use crate::connection::Detail;
 use crate::election::model_coordinator::{Broker, HEARTBEAT, REBALANCE, SESSION};
@@ -176,7 +176,7 @@ fn start_with<P: GroupProtocol>(
     (handle, transport, tokio::spawn(driver))
 }
 
-fn drain(events: &mut MemberEvents) -> Vec<MemberEvent> {
+fn drain(events: &mut Events<MemberEvent>) -> Vec<MemberEvent> {
     let mut out = Vec::new();
     while let Some(event) = events.try_recv() {
         out.push(event);
@@ -420,7 +420,7 @@ async fn a_resigned_elector_reports_lost_and_never_leads_again() {
     let (handle, _net, _driver) = start(&model, 0, election.clone());
     // The election's owner: it hands the member's events to the election.
     let mut events = handle.events();
-    let feed = |events: &mut MemberEvents| {
+    let feed = |events: &mut Events<MemberEvent>| {
         while let Some(event) = events.try_recv() {
             election.handle_event(&event);
         }
@@ -459,7 +459,7 @@ struct Changing {
     nonce: std::sync::atomic::AtomicU8,
     revocations: std::sync::atomic::AtomicU8,
     fail_once: AtomicBool,
-    events: Mutex<Option<MemberEvents>>,
+    events: Mutex<Option<Events<MemberEvent>>>,
 }
 
 impl Changing {

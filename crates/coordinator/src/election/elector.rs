@@ -5,10 +5,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
-
 use super::protocol::{ElectionEvent, LeaderElection};
-use crate::driver::{Member, MemberConfig, MemberError, MemberHandle, SharedEvents, Subscribers};
+use crate::driver::{
+    Events, Member, MemberConfig, MemberError, MemberHandle, SharedEvents, Subscribers,
+};
 use crate::failover::{Failover, FastFailover};
 use crate::membership::{
     AssignContext, AssignError, GroupMember, GroupProtocol, MemberAssignment, MemberEvent,
@@ -264,9 +264,7 @@ impl Elector {
             election = election.with_endpoint(failover.endpoint().clone());
         }
         let events = Subscribers::default();
-        let first = ElectionEvents {
-            receiver: events.channel(),
-        };
+        let first = events.subscribe();
         let protocol = Arc::new(ElectorProtocol {
             election,
             events: SharedEvents::default(),
@@ -331,27 +329,6 @@ impl Elector {
     }
 }
 
-/// The role changes of one elector ([`ElectorHandle::events`]): every one, in order, none
-/// dropped. Unbounded: roles change a few times per rebalance, and a reader that stops reading
-/// should drop its stream.
-#[derive(Debug)]
-pub struct ElectionEvents {
-    receiver: mpsc::UnboundedReceiver<ElectionEvent>,
-}
-
-impl ElectionEvents {
-    /// The next role change; `None` once the elector is gone and every change was read. Cancel
-    /// safe.
-    pub async fn recv(&mut self) -> Option<ElectionEvent> {
-        self.receiver.recv().await
-    }
-
-    /// The next role change if one is waiting, without waiting.
-    pub fn try_recv(&mut self) -> Option<ElectionEvent> {
-        self.receiver.try_recv().ok()
-    }
-}
-
 /// A handle to one member of a leader election.
 ///
 /// Dropping it resigns (this member stops leading at once) and the member leaves the group.
@@ -359,21 +336,19 @@ impl ElectionEvents {
 pub struct ElectorHandle {
     member: MemberHandle,
     protocol: Arc<ElectorProtocol>,
-    first_events: Mutex<Option<ElectionEvents>>,
+    first_events: Mutex<Option<Events<ElectionEvent>>>,
 }
 
 impl ElectorHandle {
     /// Every role change, in order, none dropped. The first call receives all changes since
     /// the member was built; later calls receive changes from the moment of the call.
-    pub fn events(&self) -> ElectionEvents {
+    pub fn events(&self) -> Events<ElectionEvent> {
         let first = self
             .first_events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        first.unwrap_or_else(|| ElectionEvents {
-            receiver: self.protocol.roles.events.channel(),
-        })
+        first.unwrap_or_else(|| self.protocol.roles.events.subscribe())
     }
 
     /// The latest role (`None` until the first generation is assigned).
@@ -491,11 +466,9 @@ mod tests {
         );
     }
 
-    fn roles() -> (Roles, ElectionEvents) {
+    fn roles() -> (Roles, Events<ElectionEvent>) {
         let events = Subscribers::default();
-        let received = ElectionEvents {
-            receiver: events.channel(),
-        };
+        let received = events.subscribe();
         let roles = Roles {
             events,
             role: Mutex::default(),

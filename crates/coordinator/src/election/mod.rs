@@ -21,7 +21,7 @@
 //!
 //! [`Elector`] runs all of this on the tokio [driver](crate::driver): `Elector::spawn(config,
 //! id, eligible)` returns an [`ElectorHandle`] with a lossless stream of the member's role changes
-//! ([`ElectionEvents`]) and its latest role,
+//! ([`Events`](crate::driver::Events)`<`[`ElectionEvent`]`>`) and its latest role,
 //! and [`ElectorHandle::is_leader`] checks the fencing token's deadline at the moment of the
 //! call. [`ElectorHandle::leave`] resigns *before* LeaveGroup, so a leader that shuts down
 //! has stopped before another is elected.
@@ -67,7 +67,7 @@ mod sim_tests;
 #[cfg(test)]
 mod tests;
 
-pub use elector::{ElectionEvents, Elector, ElectorHandle};
+pub use elector::{Elector, ElectorHandle};
 pub use protocol::ElectionEvent;
 #[cfg(test)]
 pub(crate) use protocol::{LeaderElection, choose_leader};

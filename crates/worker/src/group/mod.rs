@@ -101,8 +101,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::MemberHandle;
-use tokio::sync::broadcast;
+use kroupier_coordinator::driver::{Events, MemberHandle, Subscribers};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -196,7 +195,7 @@ pub struct WorkerHandle {
     runtime: Arc<Runtime>,
     member: MemberHandle,
     status_addr: Option<SocketAddr>,
-    events: broadcast::Sender<WorkerEvent>,
+    events: Arc<Subscribers<WorkerEvent>>,
     shutdown: CancellationToken,
     server_stop: CancellationToken,
     /// The status API's task, awaited at the end so that its last words reach the peers.
@@ -237,8 +236,8 @@ impl WorkerHandle {
         self.status_addr
     }
 
-    /// The worker's changes from now on.
-    pub fn events(&self) -> broadcast::Receiver<WorkerEvent> {
+    /// The worker's changes from now on: every one, in order, none dropped.
+    pub fn events(&self) -> Events<WorkerEvent> {
         self.events.subscribe()
     }
 

@@ -16,9 +16,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kroupier_assignor::Assignor;
-use kroupier_coordinator::driver::{Member, MemberHandle};
+use kroupier_coordinator::driver::{Member, MemberHandle, Subscribers};
 use kroupier_coordinator::observer::GroupDescription;
-use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -111,7 +110,7 @@ pub(crate) async fn spawn(
         None => (None, None, None),
     };
 
-    let (events, _) = broadcast::channel(64);
+    let events = Arc::new(Subscribers::default());
     let worker_loop = run::Loop {
         runtime: runtime.clone(),
         protocol,

@@ -5,9 +5,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{MemberEvent, MemberEvents, MemberHandle, RebalanceTimes};
+use kroupier_coordinator::driver::{
+    Events, MemberEvent, MemberHandle, RebalanceTimes, Subscribers,
+};
 use kroupier_coordinator::membership::MemberState;
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +36,7 @@ pub(crate) struct Loop {
     pub(crate) protocol: Arc<super::WorkerProtocol>,
     pub(crate) member: MemberHandle,
     pub(crate) config: WorkerConfig,
-    pub(crate) events: broadcast::Sender<WorkerEvent>,
+    pub(crate) events: Arc<Subscribers<WorkerEvent>>,
     /// Whether this worker's first assignment may be another process's (a static takeover).
     pub(crate) takeover: Takeover,
     /// Fast failover: told of every assignment and of every rebalance this worker starts.
@@ -63,7 +64,7 @@ impl Loop {
     /// Runs until `shutdown` fires (stop tasks, leave, `Ok`), or the member ends.
     pub(crate) async fn run(
         mut self,
-        mut member_events: MemberEvents,
+        mut member_events: Events<MemberEvent>,
         shutdown: CancellationToken,
     ) -> Result<(), WorkerError> {
         let mut store = self.store.take();
@@ -269,7 +270,7 @@ impl Loop {
 
     fn emit(&self, event: WorkerEvent) {
         // Nobody listening is fine.
-        let _ = self.events.send(event);
+        self.events.send(&event);
     }
 }
 

@@ -1,7 +1,7 @@
 //! How the loop ends: a graceful shutdown (stop every task, hand them over, leave), or the
 //! member's own end (fenced, fatal, left).
 
-use kroupier_coordinator::driver::{MemberEvent, MemberEvents};
+use kroupier_coordinator::driver::{Events, MemberEvent};
 use kroupier_coordinator::membership::MemberState;
 use tokio::time::Instant;
 
@@ -12,7 +12,7 @@ impl Loop {
     /// Graceful shutdown: stop every task, then LeaveGroup.
     pub(super) async fn stop_and_leave(
         &self,
-        member_events: &mut MemberEvents,
+        member_events: &mut Events<MemberEvent>,
     ) -> Result<(), WorkerError> {
         let deadline = Instant::now() + self.config.stop_bound();
         let report = self.runtime.shutdown(deadline).await;
@@ -55,7 +55,7 @@ impl Loop {
     /// as tasks nobody runs, rather than as the tasks of a member Kafka removed, which the next
     /// owners would hold back in case their previous owner still ran them. Bounded by the
     /// session timeout; on any failure the worker just leaves (its tasks are then held back).
-    pub(super) async fn hand_over(&self, member_events: &mut MemberEvents) {
+    pub(super) async fn hand_over(&self, member_events: &mut Events<MemberEvent>) {
         let status = self.member.current();
         let Some(generation) = status.generation.as_ref().map(|g| g.generation_id) else {
             return;
