@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+use tokio_util::sync::CancellationToken;
 
 use crate::catalogue::TaskSpec;
 use crate::checkpoint::{CheckpointDetail, CheckpointError, Checkpoints};
@@ -99,28 +99,31 @@ impl TaskContext {
         self.inner.progress.as_ref()?.services.checkpoints.get()
     }
 
-    /// A context outside any worker, for testing a task on its own: the lease is valid until
-    /// `valid_until` or until the returned token is cancelled (the task is revoked); the
-    /// worker's [`Lease`] sender lets the test move the deadline or the generation, and dropping
-    /// it is the worker shutting down.
-    pub fn detached(
-        task_id: &str,
-        granted: FencingToken,
-        valid_until: Instant,
-    ) -> (TaskContext, CancellationToken, watch::Sender<Lease>) {
-        let (sender, receiver) = watch::channel(Lease {
-            token: granted.clone(),
-            valid_until: valid_until.into_std(),
-        });
-        let cancel = CancellationToken::new();
-        let lease = TaskLease::new(
-            task_id.into(),
-            granted,
-            receiver,
-            cancel.clone(),
-            CancellationToken::new(),
-        );
-        (TaskContext::new(lease, 1, None), cancel, sender)
+    unstable_pub! {
+        /// A context outside any worker, for testing a task on its own (kroupier's
+        /// tests and benchmarks): the lease is valid until
+        /// `valid_until` or until the returned token is cancelled (the task is revoked); the
+        /// worker's [`Lease`] sender lets the test move the deadline or the generation, and dropping
+        /// it is the worker shutting down.
+        pub fn detached(
+            task_id: &str,
+            granted: FencingToken,
+            valid_until: Instant,
+        ) -> (TaskContext, CancellationToken, watch::Sender<Lease>) {
+            let (sender, receiver) = watch::channel(Lease {
+                token: granted.clone(),
+                valid_until: valid_until.into_std(),
+            });
+            let cancel = CancellationToken::new();
+            let lease = TaskLease::new(
+                task_id.into(),
+                granted,
+                receiver,
+                cancel.clone(),
+                CancellationToken::new(),
+            );
+            (TaskContext::new(lease, 1, None), cancel, sender)
+        }
     }
 
     /// The task id.
@@ -265,7 +268,8 @@ impl TaskContext {
     }
 
     /// The task's cancellation token; cancelled on revoke and on shutdown.
-    pub fn cancellation_token(&self) -> &CancellationToken {
+    #[cfg(test)]
+    pub(crate) fn cancellation_token(&self) -> &CancellationToken {
         &self.inner.lease.cancel
     }
 
@@ -275,8 +279,8 @@ impl TaskContext {
     }
 
     /// Completes when the task is asked to stop. Cancel safe.
-    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
-        self.inner.lease.cancel.cancelled()
+    pub async fn cancelled(&self) {
+        self.inner.lease.cancel.cancelled().await;
     }
 
     /// Reports progress; the status API shows the note and when it was reported. With

@@ -110,8 +110,8 @@ fn print(line: &impl serde::Serialize) {
 fn times_json(times: &AssignedTimes) -> serde_json::Value {
     let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
     serde_json::json!({
-        "rebalance_ms": times.rebalance.map(ms), "join_ms": times.join.map(ms),
-        "assign_ms": times.assign.map(ms), "sync_ms": times.sync.map(ms),
+        "rebalance_ms": times.member.rebalance.map(ms), "join_ms": times.member.join.map(ms),
+        "assign_ms": times.member.assign.map(ms), "sync_ms": times.member.sync.map(ms),
         "held_ms": ms(times.held), "apply_ms": ms(times.apply),
     })
 }

@@ -68,7 +68,7 @@
 //! `Membership::revocation_done` names the revoked generation (the user's revoked work has
 //! stopped, as Kafka Connect's `onJoinPrepare` does before it rejoins), or until
 //! `rebalance_timeout − margin` has passed since the revocation
-//! ([`MembershipConfig::revocation_bound`]), so the broker, which waits `rebalance_timeout` for
+//! (`MembershipConfig::revocation_bound`), so the broker, which waits `rebalance_timeout` for
 //! every member, never drops this one. Heartbeats for the held generation go on meanwhile. A
 //! loss or `leave` opens the gate at once. `Membership::join_held` shows it.
 //!

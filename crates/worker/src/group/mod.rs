@@ -101,7 +101,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kroupier_coordinator::driver::{Events, MemberHandle, Subscribers};
+use kroupier_coordinator::driver::{Events, MemberHandle, RebalanceTimes, Subscribers};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -166,18 +166,11 @@ pub enum WorkerEvent {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AssignedTimes {
-    /// From the rebalance's start (this worker's rejoin, or its first JoinGroup) to the
-    /// assignment's arrival.
-    pub rebalance: Option<Duration>,
-    /// The JoinGroup that succeeded, from its send to its answer: the coordinator waiting for
-    /// every member to rejoin (Kafka's `join-time`).
-    pub join: Option<Duration>,
-    /// The leader only: computing every member's assignment (decoding their metadata, the
-    /// assignor, encoding).
-    pub assign: Option<Duration>,
-    /// The SyncGroup, from its send to its answer (Kafka's `sync-time`): a follower's includes
-    /// the leader's `assign`.
-    pub sync: Option<Duration>,
+    /// Up to the assignment's arrival, as the group member measured it: the whole rebalance
+    /// (from this worker's rejoin, or its first JoinGroup), the JoinGroup's and SyncGroup's
+    /// waits (Kafka's `join-time` and `sync-time`), and on the leader computing every member's
+    /// assignment (decoding their metadata, the assignor, encoding).
+    pub member: RebalanceTimes,
     /// From the assignment's arrival to this change: decoding it, then tasks held back (a
     /// static takeover's wait, a vanished owner's hold, the task store's catch-up).
     pub held: Duration,

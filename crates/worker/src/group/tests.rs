@@ -196,17 +196,20 @@ async fn an_assigned_event_says_where_the_rebalance_time_went() {
         let WorkerEvent::Assigned { leader, times, .. } = event else {
             continue;
         };
-        let rebalance = times.rebalance.expect("the rebalance's length");
-        let join = times.join.expect("the JoinGroup's round trip");
-        let sync = times.sync.expect("the SyncGroup's round trip");
+        let rebalance = times.member.rebalance.expect("the rebalance's length");
+        let join = times.member.join.expect("the JoinGroup's round trip");
+        let sync = times.member.sync.expect("the SyncGroup's round trip");
         assert!(join + sync <= rebalance, "{times:?}");
         assert!(times.apply < Duration::from_secs(5), "{times:?}");
         if leader {
-            let assign = times.assign.expect("the leader's assign time");
+            let assign = times.member.assign.expect("the leader's assign time");
             assert!(join + assign + sync <= rebalance, "{times:?}");
             led = Some(times);
         } else {
-            assert_eq!(times.assign, None, "only the leader assigns: {times:?}");
+            assert_eq!(
+                times.member.assign, None,
+                "only the leader assigns: {times:?}"
+            );
         }
     }
     second.shutdown().await.expect("clean shutdown");

@@ -238,17 +238,19 @@ impl TaskStore {
         self.put(id, record).await
     }
 
-    /// Starts reading on from `from` in the background (a tokio task, long polls of
-    /// 500 ms); the returned [`StoreTail`] sees a new view each time the offset
-    /// advances. Read errors are logged and retried with backoff. The task ends when the
-    /// [`StoreTail`] is dropped.
-    ///
-    /// # Panics
-    /// Outside a tokio runtime.
-    pub fn tail(&self, from: StoreView) -> StoreTail {
-        let (sender, receiver) = watch::channel(Arc::new(from));
-        let task = tokio::spawn(follow(self.log.clone(), sender));
-        StoreTail { receiver, task }
+    unstable_pub! {
+        /// Starts reading on from `from` in the background (a tokio task, long polls of
+        /// 500 ms); the returned [`StoreTail`] sees a new view each time the offset
+        /// advances. Read errors are logged and retried with backoff. The task ends when the
+        /// [`StoreTail`] is dropped.
+        ///
+        /// # Panics
+        /// Outside a tokio runtime.
+        pub fn tail(&self, from: StoreView) -> StoreTail {
+            let (sender, receiver) = watch::channel(Arc::new(from));
+            let task = tokio::spawn(follow(self.log.clone(), sender));
+            StoreTail { receiver, task }
+        }
     }
 
     /// The task's latest record and version, read to the end.
@@ -319,6 +321,7 @@ fn descendants(view: &StoreView, id: &str) -> Vec<Bytes> {
 
 /// A view of the store that a background task keeps up to date. Dropping it stops the task.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct StoreTail {
     /// The latest view; changes each time the offset advances. A clone outlives the tail but
     /// sees no change after it is dropped.
@@ -334,22 +337,26 @@ impl StoreTail {
         }
     }
 
-    /// The latest view.
-    pub fn view(&self) -> Arc<StoreView> {
-        self.receiver.borrow().clone()
+    unstable_pub! {
+        /// The latest view.
+        pub fn view(&self) -> Arc<StoreView> {
+            self.receiver.borrow().clone()
+        }
     }
 
-    /// Waits until the view has read every record below `offset` (e.g. the version a `put`
-    /// returned plus one) and returns it.
-    pub async fn wait_for(&mut self, offset: i64) -> Arc<StoreView> {
-        loop {
-            let view = self.receiver.borrow_and_update().clone();
-            if view.offset >= offset {
-                return view;
-            }
-            // The sender lives in the task, which only ends when `self` drops: never Err here.
-            if self.receiver.changed().await.is_err() {
-                return view;
+    unstable_pub! {
+        /// Waits until the view has read every record below `offset` (e.g. the version a `put`
+        /// returned plus one) and returns it.
+        pub async fn wait_for(&mut self, offset: i64) -> Arc<StoreView> {
+            loop {
+                let view = self.receiver.borrow_and_update().clone();
+                if view.offset >= offset {
+                    return view;
+                }
+                // The sender lives in the task, which only ends when `self` drops: never Err here.
+                if self.receiver.changed().await.is_err() {
+                    return view;
+                }
             }
         }
     }

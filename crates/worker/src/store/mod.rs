@@ -7,7 +7,7 @@
 //!   offsets);
 //! - [`tasks_topic`] and [`checkpoints_topic`]: the default topic names of a group;
 //! - [`TaskStore`]: the client that reads and writes the topic (the CLI and the status API
-//!   write through it), and [`StoreTail`], the view a worker keeps up to date with it.
+//!   write through it; each worker keeps a view up to date with it).
 //!
 //! Concurrent writers: the last write per task wins, in the order the records land in the
 //! topic — with one exception, for generated tasks.
@@ -70,11 +70,9 @@
 //! // `kroupier-tasks-beats`, created compacted if missing.
 //! let tasks = TaskStore::open(cluster, store::tasks_topic("beats")?, true).await?;
 //!
-//! // A worker keeps a view up to date ...
-//! let mut tail = tasks.tail(tasks.read_all().await?);
-//! // ... while anyone adds, pauses and removes tasks. Each write returns the task's version.
+//! // Anyone adds, pauses and removes tasks. Each write returns the task's version.
 //! let version = tasks.put("beat-7", TaskRecord::new("beat", json!({"every_ms": 100}))).await?;
-//! let view = tail.wait_for(version + 1).await;
+//! let view = tasks.read_all().await?;
 //! assert_eq!(view.tasks["beat-7"].version, version);
 //! tasks.set_state("beat-7", DesiredState::Paused).await?;
 //! tasks.delete("beat-7").await?;
@@ -90,7 +88,10 @@ mod tests;
 mod topic;
 pub(crate) mod view;
 
-pub use client::{StoreTail, TaskStore};
+pub use client::TaskStore;
+// The view a worker keeps up to date: kroupier's tests follow it too (`unstable`).
+#[cfg(feature = "unstable")]
+pub use client::StoreTail;
 pub(crate) use error::StoreDetail;
 pub use error::{StoreError, StoreErrorKind};
 pub use record::{DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord};

@@ -120,7 +120,8 @@ impl TaskRecord {
     }
 
     /// The id and record of a task defined in code: running, never restarted.
-    pub fn from_spec(spec: TaskSpec) -> (String, TaskRecord) {
+    #[cfg(test)]
+    pub(crate) fn from_spec(spec: TaskSpec) -> (String, TaskRecord) {
         let record = TaskRecord::new(spec.kind, spec.config).with_weight(spec.weight);
         (spec.id, record)
     }

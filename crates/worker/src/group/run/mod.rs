@@ -281,10 +281,7 @@ fn assigned_times(arrival: &Arrival, generation: i32, applying: Instant) -> Assi
         _ => (applying, RebalanceTimes::default()),
     };
     AssignedTimes {
-        rebalance: member.rebalance,
-        join: member.join,
-        assign: member.assign,
-        sync: member.sync,
+        member,
         held: applying.saturating_duration_since(arrived),
         apply: applying.elapsed(),
     }
