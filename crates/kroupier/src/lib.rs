@@ -10,7 +10,7 @@
 //! | Item | For |
 //! |---|---|
 //! | [`Task`], [`Kind`] | a task is a struct; its kind is the name workers agree on and its config type |
-//! | [`TaskSpec`], [`Catalogue`] | task instances (id, kind, config, weight) given in code |
+//! | [`TaskSpec`] | task instances (id, kind, config, weight) given in code |
 //! | [`TaskContext`] | what a running task holds: cancellation, progress, checkpoints, exactly-once output |
 //! | [`FencingToken`], [`TaskLease`], [`LeaseError`] | whether this worker still owns the task; the token to write with |
 //! | [`TaskError`] | how a task run ends in failure |
@@ -42,9 +42,9 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    BuildError, Catalogue, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy, Task,
-    TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
-    WorkerConfig, WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
+    BuildError, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy, Task, TaskContext,
+    TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig,
+    WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
 /// An ordered stream of events, none dropped: a worker's ([`WorkerHandle::events`]), an
@@ -63,8 +63,8 @@ pub mod worker {
     // Details of the status model, the task catalogue and the lease, with the kinds of their
     // errors.
     pub use kroupier_worker::{
-        AssignedTimes, CatalogueError, CatalogueErrorKind, CatalogueIter, GroupView, Lease,
-        LeaseErrorKind, TaskConfigError, TaskConfigErrorKind, TaskView,
+        AssignedTimes, CatalogueError, CatalogueErrorKind, GroupView, Lease, LeaseErrorKind,
+        TaskConfigError, TaskConfigErrorKind, TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.

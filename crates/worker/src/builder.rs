@@ -98,17 +98,6 @@ impl WorkerBuilder {
         }
     }
 
-    /// The config so far.
-    pub fn config(&self) -> &WorkerConfig {
-        &self.config
-    }
-
-    /// Changes the config.
-    pub fn configure(mut self, change: impl FnOnce(&mut WorkerConfig)) -> Self {
-        change(&mut self.config);
-        self
-    }
-
     /// Offers `assignor` to the group, after those offered before (most preferred first).
     ///
     /// Default, when none is given: [`Cooperative::default()`] (Kafka Connect's incremental
@@ -209,12 +198,6 @@ impl WorkerBuilder {
                 self.spec_error.get_or_insert(error);
             }
         }
-        self
-    }
-
-    /// Adds every task of `catalogue`.
-    pub fn catalogue(mut self, catalogue: &Catalogue) -> Self {
-        self.specs.extend(catalogue.iter().cloned());
         self
     }
 

@@ -166,6 +166,7 @@ fn check_id(spec: &TaskSpec) -> Result<(), CatalogueError> {
 /// one with every JoinGroup, and hashing 100,000 configs each time was a visible part of a
 /// rebalance.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct Catalogue {
     tasks: BTreeSet<ById>,
     fingerprint: OnceLock<u64>,
@@ -208,6 +209,7 @@ impl Ord for ById {
     }
 }
 
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 impl Catalogue {
     /// An empty catalogue.
     pub fn new() -> Self {
@@ -374,6 +376,7 @@ impl<'a> IntoIterator for &'a Catalogue {
 
 /// The tasks of a [`Catalogue`], sorted by id.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct CatalogueIter<'a>(std::collections::btree_set::Iter<'a, ById>);
 
 impl<'a> Iterator for CatalogueIter<'a> {

@@ -58,8 +58,8 @@
 //! # }
 //! ```
 //!
-//! - [`Task`] and [`Kind`] (registered with [`WorkerBuilder::register`]); the [`Catalogue`] of task
-//!   instances ([`TaskSpec`]);
+//! - [`Task`] and [`Kind`] (registered with [`WorkerBuilder::register`]); the task instances
+//!   ([`TaskSpec`], given with [`WorkerBuilder::task`] or kept in the [`store`]);
 //! - [`TaskContext`]: what a task runs with: fencing token ([`FencingToken`]), lease
 //!   ([`TaskLease`]), cancellation; [`RestartPolicy`] says how failed tasks are restarted;
 //! - [`checkpoint`]: task state saved in a compacted Kafka topic, which follows a task when it
@@ -136,7 +136,14 @@ mod supervisor;
 mod task;
 
 pub use builder::WorkerBuilder;
-pub use catalogue::{Catalogue, CatalogueError, CatalogueErrorKind, CatalogueIter, TaskSpec};
+pub use catalogue::{CatalogueError, CatalogueErrorKind, TaskSpec};
+// The set of task instances a worker holds: the builder's tasks and the task store's make it.
+// kroupier's tests and benchmarks build one directly (`unstable`).
+#[cfg(not(feature = "unstable"))]
+pub(crate) use catalogue::Catalogue;
+#[cfg(feature = "unstable")]
+#[doc(hidden)]
+pub use catalogue::{Catalogue, CatalogueIter};
 pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };

@@ -103,19 +103,21 @@ async fn a_rolling_upgrade_gives_new_kinds_only_to_workers_that_know_them() {
     let coordinator = coordinator().await;
     let bootstrap = coordinator.bootstrap();
     // The upgraded worker knows kind `new`; it starts first, so it leads.
-    let upgraded = builder(
-        config(&bootstrap, "upgrade", "upgraded"),
-        Cooperative::default(),
-    )
-    .register::<Beat>("old")
-    .register::<Beat>("new")
-    .catalogue(
-        &kroupier_worker::Catalogue::from_specs(specs("old", 4).into_iter().chain(specs("new", 2)))
-            .unwrap(),
-    )
-    .spawn()
-    .await
-    .unwrap();
+    let upgraded = specs("old", 4)
+        .into_iter()
+        .chain(specs("new", 2))
+        .fold(
+            builder(
+                config(&bootstrap, "upgrade", "upgraded"),
+                Cooperative::default(),
+            )
+            .register::<Beat>("old")
+            .register::<Beat>("new"),
+            WorkerBuilder::task,
+        )
+        .spawn()
+        .await
+        .unwrap();
     let all: BTreeSet<String> = (0..4)
         .map(|i| format!("old-{i}"))
         .chain((0..2).map(|i| format!("new-{i}")))

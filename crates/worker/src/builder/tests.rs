@@ -141,8 +141,10 @@ fn no_kind_and_bad_config_fail_before_anything_runs() {
         .build_runtime()
         .unwrap_err();
     assert_eq!(err, BuildError::NoKinds);
-    let err = builder()
-        .configure(|c| c.worker_id.clear())
+    let mut config = WorkerConfig::new("orders");
+    config.worker_id.clear();
+    let err = WorkerBuilder::new(config)
+        .register(COPY)
         .build_runtime()
         .unwrap_err();
     assert!(matches!(
