@@ -37,10 +37,13 @@ mod server;
 #[doc(hidden)]
 pub use server::fuzzing;
 
-pub use group::{GroupDescription, GroupState, MemberDescription};
+#[cfg(test)]
+pub(crate) use server::SUPPORTED_VERSIONS;
 pub use server::{
-    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError,
-    SUPPORTED_VERSIONS, ServerTls,
+    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, ServerTls,
 };
+// What a test reads of a group (`CoordinatorHandle::describe_group`, feature `testing`).
+#[cfg(any(test, feature = "testing"))]
+pub use group::{GroupDescription, GroupState, MemberDescription};
 #[cfg(any(test, feature = "testing"))]
 pub use server::{Fault, Faults};

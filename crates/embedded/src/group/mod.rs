@@ -48,7 +48,10 @@ mod tests;
 
 pub(crate) use config::{GroupConfig, GroupConfigError};
 pub(crate) use coordinator::GroupCoordinator;
-pub use types::{GroupDescription, GroupState, MemberDescription};
+#[cfg(any(test, feature = "testing"))]
+pub use types::MemberDescription;
+#[cfg_attr(not(any(test, feature = "testing")), allow(unreachable_pub))]
+pub use types::{GroupDescription, GroupState};
 pub(crate) use types::{
     GroupListing, Heartbeat, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult,
     LeavingMember, MemberAssignment, Output, Protocol, ReplyId, SyncGroup, SyncGroupResult,

@@ -13,6 +13,7 @@ pub(crate) struct ReplyId(pub u64);
 
 /// The state of a classic group, as DescribeGroups and ListGroups name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(any(test, feature = "testing")), allow(unreachable_pub, dead_code))]
 pub enum GroupState {
     /// No members; the group keeps its protocol type and generation.
     Empty,
@@ -26,6 +27,7 @@ pub enum GroupState {
     Dead,
 }
 
+#[cfg_attr(not(any(test, feature = "testing")), allow(unreachable_pub, dead_code))]
 impl GroupState {
     /// The name Kafka gives the state on the wire (`"PreparingRebalance"`, ...).
     pub fn as_str(self) -> &'static str {
@@ -225,6 +227,7 @@ pub(crate) struct LeaveGroupResult {
 
 /// One member as DescribeGroups shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(any(test, feature = "testing")), allow(unreachable_pub, dead_code))]
 pub struct MemberDescription {
     /// The member id.
     pub member_id: String,
@@ -242,6 +245,7 @@ pub struct MemberDescription {
 
 /// A group as DescribeGroups shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(any(test, feature = "testing")), allow(unreachable_pub, dead_code))]
 pub struct GroupDescription {
     /// The group id.
     pub group_id: String,

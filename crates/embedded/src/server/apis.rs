@@ -19,7 +19,7 @@ use crate::log::{TopicRef, Topics};
 
 /// Every API the embedded coordinator serves with the versions it implements: all the versions
 /// kafka-protocol 0.18 knows (Kafka 4.1's schemas), each handled field by field.
-pub const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 14] = [
+pub(crate) const SUPPORTED_VERSIONS: [(ApiKey, i16, i16); 14] = [
     range::<ProduceRequest>(ApiKey::Produce),
     range::<FetchRequest>(ApiKey::Fetch),
     range::<ListOffsetsRequest>(ApiKey::ListOffsets),

@@ -18,7 +18,9 @@ use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
 use super::tls::{Acceptor, ServerTls};
-use crate::group::{GroupCoordinator, GroupDescription};
+use crate::group::GroupCoordinator;
+#[cfg(any(test, feature = "testing"))]
+use crate::group::GroupDescription;
 use crate::log::Topics;
 
 /// The embedded coordinator; start one with [`EmbeddedCoordinator::builder`].
@@ -345,7 +347,9 @@ impl CoordinatorHandle {
         self.lock_network().is_some()
     }
 
-    /// A group as DescribeGroups would show it, or `None` if it does not exist.
+    /// A group as DescribeGroups would show it, or `None` if it does not exist: for tests
+    /// (feature `testing`); a client reads the same over the wire with DescribeGroups.
+    #[cfg(any(test, feature = "testing"))]
     pub async fn describe_group(&self, group_id: &str) -> Option<GroupDescription> {
         let groups = self
             .dispatcher

@@ -19,7 +19,7 @@
 //! certificate it signed (mutual TLS); kroupier's clients send theirs from
 //! `ssl.keystore.location` (see `kroupier_coordinator::connection::Security`).
 //!
-//! Served APIs, each in every version kafka-protocol 0.18 knows ([`SUPPORTED_VERSIONS`]):
+//! Served APIs, each in every version kafka-protocol 0.18 knows (`SUPPORTED_VERSIONS`):
 //! ApiVersions, Metadata (this node as the only broker, and the topics clients created),
 //! FindCoordinator (this node), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and
 //! ListGroups; and, for the task store and checkpoints, CreateTopics (one partition per topic),
@@ -82,7 +82,8 @@ mod topics;
 #[cfg(test)]
 mod tests;
 
-pub use apis::SUPPORTED_VERSIONS;
+#[cfg(test)]
+pub(crate) use apis::SUPPORTED_VERSIONS;
 pub use config::ConfigError;
 #[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, Faults};
