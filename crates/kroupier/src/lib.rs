@@ -15,7 +15,7 @@
 //! | [`FencingToken`], [`TaskLease`], [`LeaseError`] | whether this worker still owns the task; the token to write with |
 //! | [`TaskError`] | how a task run ends in failure |
 //! | [`WorkerBuilder`], [`WorkerConfig`], [`BuildError`] | build a worker: config, task kinds, tasks, assignors |
-//! | [`WorkerHandle`], [`WorkerEvent`], [`WorkerExit`], [`WorkerError`] | the running worker: its events, how it ended, why it failed |
+//! | [`WorkerHandle`], [`Events`], [`WorkerEvent`], [`WorkerExit`], [`WorkerError`], [`WorkerErrorKind`] | the running worker: its events, how it ended, why it failed |
 //! | [`TaskState`], [`TaskStatus`], [`WorkerStatus`] | what the worker runs, as its status API shows it |
 //! | [`RestartPolicy`] | how failed tasks restart |
 //! | [`ConfigProvider`] | secrets in task configs, resolved when a task starts |
@@ -44,7 +44,7 @@ pub mod testing;
 pub use kroupier_worker::{
     BuildError, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy, Task, TaskContext,
     TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig,
-    WorkerError, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
+    WorkerError, WorkerErrorKind, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
 };
 
 /// An ordered stream of events, none dropped: a worker's ([`WorkerHandle::events`]), an

@@ -30,8 +30,7 @@ use crate::task::{Kind, Registry, Task, TaskConfigError};
 /// ```
 /// use kroupier_assignor::{Cooperative, Sticky};
 /// use kroupier_worker::{
-///     BuildError, Kind, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig,
-///     WorkerError,
+///     Kind, Task, TaskContext, TaskError, TaskSpec, WorkerBuilder, WorkerConfig, WorkerErrorKind,
 /// };
 /// use serde::{Deserialize, Serialize};
 ///
@@ -58,7 +57,7 @@ use crate::task::{Kind, Registry, Task, TaskConfigError};
 ///     // Checked before joining: a kind nobody registered is an error, not a warning.
 ///     .task(TaskSpec::new("copy-1", "cpoy", serde_json::json!({"table": "orders"})));
 /// let error = builder.spawn().await.unwrap_err();
-/// assert!(matches!(error, WorkerError::Build(BuildError::Task(_))), "{error}");
+/// assert_eq!(error.kind(), WorkerErrorKind::Build, "{error}");
 /// # }
 /// ```
 #[derive(Default)]

@@ -161,8 +161,8 @@ impl TaskContext {
     ///
     /// # Errors
     /// `Fenced` when the lease check fails, `Disabled`
-    /// when the worker has no task store, and the serialization, size and topic errors of
-    /// [`Checkpoints::save`].
+    /// when the worker has no task store, `Serde` when `state` does not serialize, `TooLarge`
+    /// above 512 KiB serialized, and `Log` or `Write` when the checkpoint topic cannot take it.
     pub async fn save_checkpoint<T: Serialize>(&self, state: &T) -> Result<i64, CheckpointError> {
         let checkpoints = self.checkpoints().ok_or(CheckpointDetail::Disabled)?;
         self.check_lease().map_err(|e| CheckpointDetail::Fenced {

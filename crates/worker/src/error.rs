@@ -27,39 +27,87 @@ pub enum BuildError {
     NoKinds,
 }
 
-/// Why a worker stopped with an error, or could not start.
+/// Why a worker stopped with an error, or could not start. Its message says what happened and
+/// what to change; [`kind`](Self::kind) sorts it for code, and
+/// [`source`](std::error::Error::source) gives the cause (a [`BuildError`], a
+/// [`MemberError`], the status API's I/O error) where there is one.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct WorkerError(#[from] pub(crate) WorkerDetail);
+
+/// What kind of [`WorkerError`] happened.
 #[non_exhaustive]
-pub enum WorkerError {
-    /// The worker's config, catalogue or registry is invalid.
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    /// The group member could not be built (its config is invalid).
-    #[error("cannot start the group member: {0}")]
-    Member(#[from] MemberError),
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkerErrorKind {
+    /// The worker's config, tasks or kinds are invalid (the source is the [`BuildError`]).
+    Build,
+    /// The group member could not be built: its config is invalid (the source is the
+    /// [`MemberError`]).
+    Member,
     /// The status API could not listen.
-    #[error(transparent)]
-    StatusApi(std::io::Error),
+    StatusApi,
     /// Another process joined with this worker's `group.instance.id`; every task was stopped.
+    Fenced,
+    /// The member stopped on an error it cannot recover from; every task was stopped.
+    Fatal,
+    /// The member's driver ended unexpectedly; every task was stopped. Start the worker again.
+    MemberStopped,
+    /// The task store could not be opened or read (`tasks.store.enabled`).
+    TaskStore,
+    /// The worker loop panicked (a bug: report it).
+    Panicked,
+}
+
+impl WorkerError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> WorkerErrorKind {
+        match &self.0 {
+            WorkerDetail::Build(_) => WorkerErrorKind::Build,
+            WorkerDetail::Member(_) => WorkerErrorKind::Member,
+            WorkerDetail::StatusApi(_) => WorkerErrorKind::StatusApi,
+            WorkerDetail::Fenced { .. } => WorkerErrorKind::Fenced,
+            WorkerDetail::Fatal(_) => WorkerErrorKind::Fatal,
+            WorkerDetail::MemberStopped => WorkerErrorKind::MemberStopped,
+            WorkerDetail::TaskStore(_) => WorkerErrorKind::TaskStore,
+            WorkerDetail::Panicked(_) => WorkerErrorKind::Panicked,
+        }
+    }
+}
+
+impl From<BuildError> for WorkerError {
+    fn from(error: BuildError) -> Self {
+        Self(WorkerDetail::Build(error))
+    }
+}
+
+impl From<MemberError> for WorkerError {
+    fn from(error: MemberError) -> Self {
+        Self(WorkerDetail::Member(error))
+    }
+}
+
+/// The error itself, with what its message is made of (crate-internal: users see the message,
+/// the [`WorkerErrorKind`] and the source).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorkerDetail {
+    #[error("{0}")]
+    Build(#[source] BuildError),
+    #[error("cannot start the group member: {0}")]
+    Member(#[source] MemberError),
+    #[error("{0}")]
+    StatusApi(#[source] std::io::Error),
     #[error(
         "fenced: another worker joined with group.instance.id {group_instance_id:?}; give every \
          worker its own instance id"
     )]
-    Fenced {
-        /// The instance id.
-        group_instance_id: Option<String>,
-    },
-    /// The member stopped on an error it cannot recover from; every task was stopped.
+    Fenced { group_instance_id: Option<String> },
     #[error("the group member stopped: {0}")]
     Fatal(String),
-    /// The member's driver ended unexpectedly; every task was stopped. Start the worker again.
     #[error("the group member's driver ended; every task was stopped; start the worker again")]
     MemberStopped,
-    /// The task store could not be opened or read (`tasks.store.enabled`): the message names
-    /// the topic and what to change.
+    /// The message names the topic and what to change.
     #[error("cannot start with the task store: {0}")]
     TaskStore(String),
-    /// The worker loop panicked (a bug: report it).
     #[error("the worker loop panicked: {0}")]
     Panicked(String),
 }

@@ -148,7 +148,7 @@ pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };
 pub use context::TaskContext;
-pub use error::{BuildError, WorkerError};
+pub use error::{BuildError, WorkerError, WorkerErrorKind};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerEvent, WorkerExit, WorkerHandle};
 pub use lease::{FencingToken, Lease, LeaseError, LeaseErrorKind, TaskLease};

@@ -34,7 +34,14 @@ mod tests;
 mod view;
 
 pub(crate) use store::CheckpointDetail;
-pub use store::{CheckpointError, CheckpointErrorKind, Checkpoints, MAX_CHECKPOINT_BYTES};
+pub use store::{CheckpointError, CheckpointErrorKind};
+// The checkpoint client: a worker's tasks reach it through their `TaskContext`, an operator
+// through `kroupier tasks checkpoint` or the status API, which use it here (`unstable`).
+#[cfg(feature = "unstable")]
+pub use store::Checkpoints;
+#[cfg(not(feature = "unstable"))]
+pub(crate) use store::Checkpoints;
+pub(crate) use store::MAX_CHECKPOINT_BYTES;
 // The records as read (writer, generation, offset) and the reader's view: for kroupier's
 // command line, status API and tests; a task reads its state with `Checkpoints::newest`.
 #[cfg(feature = "unstable")]

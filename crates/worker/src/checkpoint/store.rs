@@ -20,7 +20,7 @@ const TAIL_WAIT: Duration = Duration::from_millis(500);
 /// The most records one produce carries.
 const MAX_BATCH: usize = 500;
 /// The largest checkpoint value accepted (Kafka's default record limit is 1 MiB).
-pub const MAX_CHECKPOINT_BYTES: usize = 512 * 1024;
+pub(crate) const MAX_CHECKPOINT_BYTES: usize = 512 * 1024;
 
 /// Why a checkpoint was not saved or read. Its message says what happened;
 /// [`kind`](Self::kind) sorts it for code.
@@ -38,9 +38,9 @@ pub enum CheckpointErrorKind {
     /// The state does not serialize to JSON, or the newest one does not deserialize into the
     /// type asked for.
     Serde,
-    /// The serialized state is larger than [`MAX_CHECKPOINT_BYTES`].
+    /// The serialized state is larger than 512 KiB (Kafka's default record limit is 1 MiB).
     TooLarge,
-    /// The checkpoint topic could not be used; `log` says how.
+    /// The checkpoint topic could not be used; the message says how.
     Log,
     /// The produce that carried the checkpoint failed.
     Write,
@@ -64,13 +64,15 @@ impl CheckpointError {
         }
     }
 
-    /// The topic log's error, for an error of kind [`Log`](CheckpointErrorKind::Log): its
-    /// [`kind`](LogError::kind) says whether the topic is missing or the principal may not use
-    /// it.
-    pub fn log(&self) -> Option<&LogError> {
-        match &self.0 {
-            CheckpointDetail::Log(error) => Some(error),
-            _ => None,
+    unstable_pub! {
+        /// The topic log's error, for an error of kind [`Log`](CheckpointErrorKind::Log): its
+        /// [`kind`](LogError::kind) says whether the topic is missing or the principal may not use
+        /// it.
+        pub fn log(&self) -> Option<&LogError> {
+            match &self.0 {
+                CheckpointDetail::Log(error) => Some(error),
+                _ => None,
+            }
         }
     }
 }
@@ -141,6 +143,7 @@ type Pending = (LogRecord, oneshot::Sender<Result<i64, String>>);
 /// A worker's checkpoint client. Cheap to share behind an `Arc`; stops its background tasks
 /// when dropped.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct Checkpoints {
     pub(super) log: TopicLog,
     /// The cluster, for exactly-once tasks' transactional producers.
@@ -161,6 +164,7 @@ impl Drop for Checkpoints {
     }
 }
 
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 impl Checkpoints {
     /// Opens (creating if missing, compacted) the checkpoint topic `topic`, reads it to its
     /// end, and keeps reading it in the background.

@@ -113,7 +113,7 @@ pub(crate) fn own_process_id() -> &'static str {
 }
 
 use crate::config::WorkerConfig;
-pub(crate) use crate::error::WorkerError;
+pub(crate) use crate::error::{WorkerDetail, WorkerError};
 use crate::runtime::Runtime;
 use crate::status::{TaskStatus, WorkerStatus};
 
@@ -251,7 +251,7 @@ impl WorkerHandle {
             }
             // Its tasks may still run until their lease ends: the status API keeps serving
             // (and its port bound), so no peer takes this process for gone.
-            Err(error) => Err(WorkerError::Panicked(error.to_string())),
+            Err(error) => Err(WorkerDetail::Panicked(error.to_string()).into()),
         }
     }
 }
@@ -287,7 +287,8 @@ async fn open_store(
     config: &WorkerConfig,
     runtime: &Runtime,
 ) -> Result<(crate::store::TaskStore, run::StoreLink), WorkerError> {
-    let failed = |e: &dyn std::fmt::Display| WorkerError::TaskStore(e.to_string());
+    let failed =
+        |e: &dyn std::fmt::Display| WorkerError::from(WorkerDetail::TaskStore(e.to_string()));
     let topic = match &config.tasks.store.topic {
         Some(topic) => topic.clone(),
         None => {

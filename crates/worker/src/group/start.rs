@@ -28,6 +28,7 @@ use super::{
     WorkerError, WorkerHandle, failover, leader, open_store, proof, reconciler, run, takeover,
 };
 use crate::config::WorkerConfig;
+use crate::error::WorkerDetail;
 use crate::runtime::Runtime;
 
 /// Binds the status API, joins the group and starts the worker loop; with `store`, follows
@@ -160,13 +161,13 @@ impl StatusSocket {
         };
         let listener = crate::http::bind(addr)
             .await
-            .map_err(WorkerError::StatusApi)?;
-        let (listener, port_guard) = hold_port(listener).map_err(WorkerError::StatusApi)?;
-        let addr = listener.local_addr().map_err(WorkerError::StatusApi)?;
+            .map_err(WorkerDetail::StatusApi)?;
+        let (listener, port_guard) = hold_port(listener).map_err(WorkerDetail::StatusApi)?;
+        let addr = listener.local_addr().map_err(WorkerDetail::StatusApi)?;
         let tls = match (&config.status.tls_certificate, &config.status.tls_key) {
-            (Some(certificate), Some(key)) => {
-                Some(crate::http::tls::acceptor(certificate, key).map_err(WorkerError::StatusApi)?)
-            }
+            (Some(certificate), Some(key)) => Some(
+                crate::http::tls::acceptor(certificate, key).map_err(WorkerDetail::StatusApi)?,
+            ),
             _ => None,
         };
         let scheme = if tls.is_some() { "https" } else { "http" };

@@ -26,7 +26,7 @@ pub enum StoreErrorKind {
     Unreadable,
     /// The group id cannot name a topic; the store needs an explicit one.
     InvalidTopic,
-    /// Reading or writing the topic failed; [`StoreError::log`] says how.
+    /// Reading or writing the topic failed; the message says how (a missing topic, an ACL).
     Log,
     /// A read did not reach the end offset the broker reported.
     Incomplete,
@@ -66,13 +66,15 @@ impl StoreError {
         }
     }
 
-    /// The topic log's error, for an error of kind [`Log`](StoreErrorKind::Log): its
-    /// [`kind`](LogError::kind) says whether the topic is missing or the principal may not use
-    /// it.
-    pub fn log(&self) -> Option<&LogError> {
-        match &self.0 {
-            StoreDetail::Log(error) => Some(error),
-            _ => None,
+    unstable_pub! {
+        /// The topic log's error, for an error of kind [`Log`](StoreErrorKind::Log): its
+        /// [`kind`](LogError::kind) says whether the topic is missing or the principal may not use
+        /// it.
+        pub fn log(&self) -> Option<&LogError> {
+            match &self.0 {
+                StoreDetail::Log(error) => Some(error),
+                _ => None,
+            }
         }
     }
 

@@ -6,7 +6,7 @@ use kroupier_coordinator::membership::MemberState;
 use tokio::time::Instant;
 
 use super::Loop;
-use crate::group::{WorkerError, WorkerEvent};
+use crate::group::{WorkerDetail, WorkerError, WorkerEvent};
 
 impl Loop {
     /// Graceful shutdown: stop every task, then LeaveGroup.
@@ -113,10 +113,10 @@ impl Loop {
         match event {
             Some(MemberEvent::Left) => Ok(()),
             Some(MemberEvent::Fenced { group_instance_id }) => {
-                Err(WorkerError::Fenced { group_instance_id })
+                Err(WorkerDetail::Fenced { group_instance_id }.into())
             }
-            Some(MemberEvent::Fatal(error)) => Err(WorkerError::Fatal(error.to_string())),
-            _ => Err(WorkerError::MemberStopped),
+            Some(MemberEvent::Fatal(error)) => Err(WorkerDetail::Fatal(error.to_string()).into()),
+            _ => Err(WorkerDetail::MemberStopped.into()),
         }
     }
 }
