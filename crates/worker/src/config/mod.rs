@@ -100,7 +100,8 @@ const MAX_DERIVED_ABORT_TIMEOUT: Duration = Duration::from_secs(1);
 /// config.member.membership.session_timeout = Duration::from_secs(3);
 /// config.member.membership.heartbeat_interval = Duration::from_millis(500);
 /// // Derived from the session: the self-fencing margin, and from it the abort timeout.
-/// assert_eq!(config.self_fence_margin(), Duration::from_millis(500));
+/// let margin = config.member.membership.effective_self_fence_margin();
+/// assert_eq!(margin, Duration::from_millis(500));
 /// assert_eq!(config.abort_timeout(), Duration::from_millis(250));
 /// assert_eq!(config.validate(), Ok(()));
 /// ```
@@ -290,7 +291,7 @@ impl WorkerConfig {
     }
 
     /// The abort timeout in effect: the configured one, or `min(1 s, self-fencing margin / 2)`.
-    pub(crate) fn abort_timeout(&self) -> Duration {
+    pub fn abort_timeout(&self) -> Duration {
         self.tasks
             .abort_timeout
             .unwrap_or_else(|| MAX_DERIVED_ABORT_TIMEOUT.min(self.self_fence_margin() / 2))
