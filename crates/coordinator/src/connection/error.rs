@@ -289,7 +289,7 @@ impl ConnectionError {
     }
 
     /// Whether the connection this error came from is gone (reconnect before retrying).
-    pub fn is_disconnect(&self) -> bool {
+    pub(crate) fn is_disconnect(&self) -> bool {
         matches!(
             &self.0,
             Detail::Closed { .. }

@@ -159,7 +159,7 @@ impl<T: Clone> Subscribers<T> {
 }
 
 /// A snapshot of the member, published after every step of its driver (see
-/// [`MemberHandle::status`](super::MemberHandle::status)).
+/// [`MemberHandle::current`](super::MemberHandle::current)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberStatus {
     /// The membership's state.

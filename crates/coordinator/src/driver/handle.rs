@@ -41,9 +41,13 @@ impl MemberHandle {
         first.unwrap_or_else(|| self.events.subscribe())
     }
 
-    /// A watch of the member's status, updated after every step of its driver.
-    pub fn status(&self) -> watch::Receiver<MemberStatus> {
-        self.status.clone()
+    unstable_pub! {
+        /// A watch of the member's status, updated after every step of its driver (kroupier's
+        /// worker and tests follow it; a user reads [`current`](Self::current) and the
+        /// events).
+        pub fn status(&self) -> watch::Receiver<MemberStatus> {
+            self.status.clone()
+        }
     }
 
     /// The current status.

@@ -30,7 +30,7 @@
 //! that drops nothing ([`MemberHandle::events`]): the protocol's owner acts on assignment,
 //! revocation and loss from it; the protocol itself only offers metadata and assigns. Each
 //! step queues every pending event on the streams and publishes the status
-//! ([`MemberHandle::status`], whose lease a loss ends) *before* it sends the next request, and
+//! ([`MemberHandle::current`], whose lease a loss ends) *before* it sends the next request, and
 //! reads the protocol's [`protocols`](crate::membership::GroupProtocol::protocols) right
 //! before each JoinGroup: a protocol whose metadata depends on the member's state reads it
 //! there, fresh.

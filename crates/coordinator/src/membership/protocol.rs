@@ -118,7 +118,7 @@ pub enum AssignError {
 /// reports (e.g. "I led generation 7") is updated by the protocol's owner from the member's
 /// events, behind interior mutability. To see that state fresh at a JoinGroup, read what the
 /// member published: the driver publishes its status
-/// ([`MemberHandle::status`](crate::driver::MemberHandle::status)) and queues every earlier
+/// ([`MemberHandle::current`](crate::driver::MemberHandle::current)) and queues every earlier
 /// event before it calls [`protocols`](GroupProtocol::protocols).
 pub trait GroupProtocol: Send + Sync + 'static {
     /// The protocol type every member of the group shares (`protocol_type` of JoinGroup).

@@ -197,11 +197,6 @@ impl StoreView {
         self.offset = self.offset.max(next_offset);
     }
 
-    /// The task with this id.
-    pub fn get(&self, id: &str) -> Option<&StoredTask> {
-        self.tasks.get(id)
-    }
-
     /// A record that is not a task record: warned about once (it is applied once), kept in
     /// [`invalid`](Self::invalid); a tombstone under a bad key just clears it.
     fn skip(&mut self, id: String, offset: i64, value: Option<&[u8]>, reason: String) {
@@ -231,7 +226,7 @@ mod tests {
         view.apply_parts(3, b"b", None);
         assert_eq!(view.offset, 4);
         assert_eq!(view.tasks.keys().collect::<Vec<_>>(), ["a"]);
-        let a = view.get("a").unwrap();
+        let a = view.tasks.get("a").unwrap();
         assert_eq!(a.version, 2);
         assert_eq!(a.record.state, super::super::DesiredState::Paused);
         assert_eq!(a.to_spec().kind, "beat");
@@ -266,7 +261,7 @@ mod tests {
         // A valid record or a tombstone clears the report.
         view.apply_parts(4, b"a", Some(BEAT));
         view.apply_parts(5, b"\xff", None);
-        assert_eq!(view.get("a").unwrap().version, 4);
+        assert_eq!(view.tasks.get("a").unwrap().version, 4);
         assert_eq!(view.invalid.keys().collect::<Vec<_>>(), [""]);
     }
 
