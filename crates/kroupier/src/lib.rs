@@ -14,7 +14,7 @@
 //! | [`TaskContext`] | what a running task holds: cancellation, progress, checkpoints, exactly-once output |
 //! | [`FencingToken`], [`TaskLease`], [`LeaseError`] | whether this worker still owns the task; the token to write with |
 //! | [`TaskError`] | how a task run ends in failure |
-//! | [`WorkerBuilder`], [`WorkerConfig`], [`BuildError`] | build a worker: config, task kinds, tasks, assignors |
+//! | [`WorkerBuilder`], [`WorkerConfig`], [`BuildError`], [`BuildErrorKind`] | build a worker: config, task kinds, tasks, assignors |
 //! | [`WorkerHandle`], [`Events`], [`WorkerEvent`], [`WorkerExit`], [`WorkerError`], [`WorkerErrorKind`] | the running worker: its events, how it ended, why it failed |
 //! | [`TaskState`], [`TaskStatus`], [`WorkerStatus`] | what the worker runs, as its status API shows it |
 //! | [`RestartPolicy`] | how failed tasks restart |
@@ -42,9 +42,10 @@ pub mod guide;
 pub mod testing;
 
 pub use kroupier_worker::{
-    BuildError, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy, Task, TaskContext,
-    TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder, WorkerConfig,
-    WorkerError, WorkerErrorKind, WorkerEvent, WorkerExit, WorkerHandle, WorkerStatus,
+    BuildError, BuildErrorKind, ConfigProvider, FencingToken, Kind, LeaseError, RestartPolicy,
+    Task, TaskContext, TaskError, TaskLease, TaskSpec, TaskState, TaskStatus, WorkerBuilder,
+    WorkerConfig, WorkerError, WorkerErrorKind, WorkerEvent, WorkerExit, WorkerHandle,
+    WorkerStatus,
 };
 
 /// An ordered stream of events, none dropped: a worker's ([`WorkerHandle::events`]), an
@@ -63,8 +64,8 @@ pub mod worker {
     // Details of the status model, the task catalogue and the lease, with the kinds of their
     // errors.
     pub use kroupier_worker::{
-        AssignedTimes, CatalogueError, CatalogueErrorKind, GroupView, Lease, LeaseErrorKind,
-        TaskConfigError, TaskConfigErrorKind, TaskView,
+        AssignedTimes, GroupView, Lease, LeaseErrorKind, TaskConfigError, TaskConfigErrorKind,
+        TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.

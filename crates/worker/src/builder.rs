@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::catalogue::{Catalogue, TaskSpec};
 use crate::config::WorkerConfig;
-use crate::error::{BuildError, WorkerError};
+use crate::error::{BuildDetail, BuildError, WorkerError};
 use crate::group::{WorkerExit, WorkerHandle};
 use crate::runtime::Runtime;
 use crate::secrets::{ConfigProvider, ConfigProviders};
@@ -130,7 +130,8 @@ impl WorkerBuilder {
     /// Registers `kind` with a constructor from its typed config `C` (for tasks that also need
     /// something from the worker, such as a client or a directory). A config that does not
     /// deserialize into `C`, or the constructor's error, becomes the task's `FAILED` reason —
-    /// or, for the catalogue given to this builder, a [`BuildError::Task`].
+    /// or, for the tasks given to this builder, a [`BuildError`] of kind
+    /// [`Task`](crate::BuildErrorKind::Task).
     pub fn register_with<C, T, F, E>(mut self, kind: impl Into<Kind<C>>, constructor: F) -> Self
     where
         C: DeserializeOwned,
@@ -170,7 +171,7 @@ impl WorkerBuilder {
 
     /// Declares that the catalogue's tasks of `kind` run on other workers of the group, which
     /// register it, and never here (a group whose workers run different kinds). Without it, a
-    /// catalogue task of a kind this worker does not register is a [`BuildError::Task`]: most
+    /// catalogue task of a kind this worker does not register is a [`BuildError`] (kind `Task`): most
     /// often a misspelt kind, which would otherwise show only once the task is assigned.
     pub fn foreign_kind(mut self, kind: impl Into<String>) -> Self {
         self.foreign.insert(kind.into());
@@ -222,7 +223,7 @@ impl WorkerBuilder {
         };
         check_assignors(&assignors)?;
         if self.registry.kinds().next().is_none() {
-            return Err(BuildError::NoKinds);
+            return Err(BuildDetail::NoKinds.into());
         }
         if let Some(error) = self.spec_error {
             return Err(error.into());

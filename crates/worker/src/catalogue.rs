@@ -81,12 +81,14 @@ impl TaskSpec {
 /// code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(transparent)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub struct CatalogueError(pub(crate) CatalogueDetail);
 
 /// What kind of [`CatalogueError`] happened, for code that acts on it (the message says the
 /// rest).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 pub enum CatalogueErrorKind {
     /// Two tasks share an id.
     DuplicateId,
@@ -96,6 +98,7 @@ pub enum CatalogueErrorKind {
     InvalidId,
 }
 
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 impl CatalogueError {
     /// What kind of error this is.
     pub fn kind(&self) -> CatalogueErrorKind {

@@ -8,21 +8,70 @@ use crate::catalogue::CatalogueError;
 use crate::supervisor::InvalidConfig;
 use crate::task::TaskConfigError;
 
-/// Why a worker could not be built. Each is found before the worker joins its group.
+/// Why a worker could not be built. Each is found before the worker joins its group. Its
+/// message names the setting or task at fault and what to change; [`kind`](Self::kind) sorts
+/// it for code, and [`source`](std::error::Error::source) gives the detail (an
+/// [`InvalidConfig`] naming the field, a [`TaskConfigError`] naming the task).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct BuildError(#[from] pub(crate) BuildDetail);
+
+/// What kind of [`BuildError`] happened.
 #[non_exhaustive]
-pub enum BuildError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuildErrorKind {
     /// A config value cannot work.
-    #[error(transparent)]
-    Config(#[from] InvalidConfig),
-    /// The catalogue is inconsistent.
-    #[error(transparent)]
-    Catalogue(#[from] CatalogueError),
-    /// A task of the catalogue cannot run here: its kind is not registered (and not declared
+    Config,
+    /// A task id is used twice, or breaks the task id rule (1 to 249 ASCII letters, digits,
+    /// `.`, `_` and `-`).
+    TaskId,
+    /// A task cannot run here: its kind is not registered (and not declared
     /// [`foreign`](crate::WorkerBuilder::foreign_kind)), or its config does not fit its kind.
-    #[error(transparent)]
-    Task(#[from] TaskConfigError),
+    Task,
     /// No task kind is registered: the worker could run nothing.
+    NoKinds,
+}
+
+impl BuildError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> BuildErrorKind {
+        match &self.0 {
+            BuildDetail::Config(_) => BuildErrorKind::Config,
+            BuildDetail::Catalogue(_) => BuildErrorKind::TaskId,
+            BuildDetail::Task(_) => BuildErrorKind::Task,
+            BuildDetail::NoKinds => BuildErrorKind::NoKinds,
+        }
+    }
+}
+
+impl From<InvalidConfig> for BuildError {
+    fn from(error: InvalidConfig) -> Self {
+        Self(BuildDetail::Config(error))
+    }
+}
+
+impl From<CatalogueError> for BuildError {
+    fn from(error: CatalogueError) -> Self {
+        Self(BuildDetail::Catalogue(error))
+    }
+}
+
+impl From<TaskConfigError> for BuildError {
+    fn from(error: TaskConfigError) -> Self {
+        Self(BuildDetail::Task(error))
+    }
+}
+
+/// The error itself (crate-internal: users see the message, the [`BuildErrorKind`] and the
+/// source).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BuildDetail {
+    #[error("{0}")]
+    Config(#[source] InvalidConfig),
+    #[error("{0}")]
+    Catalogue(#[source] CatalogueError),
+    #[error("{0}")]
+    Task(#[source] TaskConfigError),
     #[error("no task kind is registered; call `register` for each kind this worker runs")]
     NoKinds,
 }

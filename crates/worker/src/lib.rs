@@ -136,19 +136,19 @@ mod supervisor;
 mod task;
 
 pub use builder::WorkerBuilder;
-pub use catalogue::{CatalogueError, CatalogueErrorKind, TaskSpec};
+pub use catalogue::TaskSpec;
 // The set of task instances a worker holds: the builder's tasks and the task store's make it.
 // kroupier's tests and benchmarks build one directly (`unstable`).
 #[cfg(not(feature = "unstable"))]
 pub(crate) use catalogue::Catalogue;
 #[cfg(feature = "unstable")]
 #[doc(hidden)]
-pub use catalogue::{Catalogue, CatalogueIter};
+pub use catalogue::{Catalogue, CatalogueError, CatalogueErrorKind, CatalogueIter};
 pub use config::{
     PropertiesError, PropertiesErrorKind, StatusConfig, TaskStoreConfig, TasksConfig, WorkerConfig,
 };
 pub use context::TaskContext;
-pub use error::{BuildError, WorkerError, WorkerErrorKind};
+pub use error::{BuildError, BuildErrorKind, WorkerError, WorkerErrorKind};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerEvent, WorkerExit, WorkerHandle};
 pub use lease::{FencingToken, Lease, LeaseError, LeaseErrorKind, TaskLease};

@@ -10,8 +10,8 @@ use super::security::SecurityError;
 use crate::wire::WireError;
 
 /// What went wrong talking to a broker. Its message names the broker or setting and says what
-/// to do next; [`kind`](Self::kind) sorts it for code, [`is_fatal`](Self::is_fatal) and
-/// [`is_disconnect`](Self::is_disconnect) say whether to stop or to reconnect and retry.
+/// to do next; [`kind`](Self::kind) sorts it for code, and [`is_fatal`](Self::is_fatal) says
+/// whether to stop rather than retry.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
 pub struct ConnectionError(Detail);

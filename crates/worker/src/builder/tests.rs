@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::*;
 use crate::catalogue::{CatalogueDetail, CatalogueError};
+use crate::error::BuildDetail;
 use crate::task::TaskConfigDetail;
 use crate::{TaskContext, TaskError};
 
@@ -57,7 +58,7 @@ fn an_unknown_kind_fails_the_build() {
         .unwrap_err();
     assert_eq!(
         err,
-        BuildError::Task(TaskConfigError::from(TaskConfigDetail::UnknownKind {
+        BuildError::from(TaskConfigError::from(TaskConfigDetail::UnknownKind {
             task_id: "t-0".into(),
             kind: "cpoy".into()
         }))
@@ -72,7 +73,7 @@ fn a_task_id_that_breaks_the_id_rule_fails_the_build() {
         .build_runtime()
         .unwrap_err();
     assert!(
-        matches!(&err, BuildError::Catalogue(CatalogueError(CatalogueDetail::InvalidId { id, .. })) if id == "copy/0"),
+        matches!(&err, BuildError(BuildDetail::Catalogue(CatalogueError(CatalogueDetail::InvalidId { id, .. }))) if id == "copy/0"),
         "{err:?}"
     );
     assert!(err.to_string().contains("ASCII letters"), "{err}");
@@ -95,7 +96,7 @@ fn a_config_that_does_not_fit_its_kind_fails_the_build() {
         .build_runtime()
         .unwrap_err();
     assert!(
-        matches!(&err, BuildError::Task(TaskConfigError(TaskConfigDetail::InvalidConfig { task_id, .. })) if task_id == "t-0"),
+        matches!(&err, BuildError(BuildDetail::Task(TaskConfigError(TaskConfigDetail::InvalidConfig { task_id, .. }))) if task_id == "t-0"),
         "{err:?}"
     );
 }
@@ -107,7 +108,7 @@ fn a_typed_config_without_json_form_fails_the_build() {
         .typed_task(&odd, "odd-0", BTreeMap::from([((1, 2), 3)]))
         .build_runtime()
         .unwrap_err();
-    assert!(matches!(err, BuildError::Task(_)), "{err:?}");
+    assert!(matches!(err, BuildError(BuildDetail::Task(_))), "{err:?}");
 }
 
 #[test]
@@ -140,7 +141,7 @@ fn no_kind_and_bad_config_fail_before_anything_runs() {
     let err = WorkerBuilder::new(WorkerConfig::new("orders"))
         .build_runtime()
         .unwrap_err();
-    assert_eq!(err, BuildError::NoKinds);
+    assert_eq!(err, BuildError(BuildDetail::NoKinds));
     let mut config = WorkerConfig::new("orders");
     config.worker_id.clear();
     let err = WorkerBuilder::new(config)
@@ -149,10 +150,10 @@ fn no_kind_and_bad_config_fail_before_anything_runs() {
         .unwrap_err();
     assert!(matches!(
         err,
-        BuildError::Config(InvalidConfig {
+        BuildError(BuildDetail::Config(InvalidConfig {
             field: "worker_id",
             ..
-        })
+        }))
     ));
 }
 
@@ -192,7 +193,7 @@ fn assignors_are_values_offered_in_order() {
         .build_runtime()
         .unwrap_err();
     assert!(
-        matches!(&err, BuildError::Config(InvalidConfig { field: "assignors", reason }) if reason.contains("twice")),
+        matches!(&err, BuildError(BuildDetail::Config(InvalidConfig { field: "assignors", reason })) if reason.contains("twice")),
         "{err:?}"
     );
 }
