@@ -106,7 +106,7 @@ pub(crate) fn table(placed: &[Placed]) -> String {
                 cell(&p.kind),
                 optional(p.generated_by.as_deref()),
                 cell(&p.state),
-                p.desired.as_str().to_owned(),
+                p.desired.to_string(),
                 p.version.to_string(),
                 optional(p.owner.as_deref()),
                 optional(p.unplaced.as_deref()),

@@ -83,7 +83,7 @@ impl Cluster {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &ClusterConfig {
+    pub(crate) fn config(&self) -> &ClusterConfig {
         &self.config
     }
 

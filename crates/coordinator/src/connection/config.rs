@@ -43,7 +43,7 @@ impl Default for ConnectionConfig {
 }
 
 impl ConnectionConfig {
-    /// Checks the settings (as part of [`ClusterConfig::validate`]).
+    /// Checks the settings (as part of the cluster config's check).
     ///
     /// # Errors
     /// `InvalidConfig` naming the field at fault.
@@ -122,11 +122,12 @@ impl ClusterConfig {
         }
     }
 
-    /// Checks the settings.
+    /// Checks the settings: [`Cluster::new`](super::Cluster::new) and
+    /// [`MemberConfig::validate`](crate::driver::MemberConfig::validate) run it.
     ///
     /// # Errors
     /// `InvalidConfig` naming the field at fault.
-    pub fn validate(&self) -> Result<(), ConnectionError> {
+    pub(crate) fn validate(&self) -> Result<(), ConnectionError> {
         if self.bootstrap_servers.is_empty() {
             return Err(invalid(
                 "bootstrap_servers",

@@ -208,7 +208,7 @@ impl MemberStatus {
     }
 
     /// Whether `token` is the current generation's and its lease is still valid at `now`.
-    pub fn is_token_valid(&self, token: &FencingToken, now: Instant) -> bool {
+    pub(crate) fn is_token_valid(&self, token: &FencingToken, now: Instant) -> bool {
         self.lease
             .as_ref()
             .is_some_and(|lease| &lease.token == token && lease.is_valid(now))

@@ -6,7 +6,7 @@ use thiserror::Error;
 
 /// Configuration of one member of a Kafka group.
 ///
-/// Plain data with documented defaults; [`MembershipConfig::validate`] runs when the
+/// Plain data with documented defaults; its check runs when the
 /// `Membership` is built, so a bad value fails early with an error that
 /// names the field and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,11 +136,12 @@ impl MembershipConfig {
         self.request_timeout
     }
 
-    /// Checks every field and their relations; the error names the field and what to change.
+    /// Checks every field and their relations; the error names the field and what to change
+    /// ([`MemberConfig::validate`](crate::driver::MemberConfig::validate) runs it).
     ///
     /// # Errors
     /// A [`ConfigError`] naming the field at fault ([`ConfigError::field`]).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         self.check().map_err(ConfigError)
     }
 

@@ -40,7 +40,7 @@ pub enum DesiredState {
 
 impl DesiredState {
     /// `running` or `paused`, as in the record.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DesiredState::Running => "running",
             DesiredState::Paused => "paused",
