@@ -51,7 +51,7 @@ impl MemberConfig {
     /// those are checked for the membership too.
     ///
     /// # Errors
-    /// [`MemberError::InvalidConfig`] or [`MemberError::InvalidClusterConfig`], naming the
+    /// [`MemberError::InvalidConfig`], naming the
     /// field and the fix.
     pub fn validate(&self) -> Result<(), MemberError> {
         self.membership

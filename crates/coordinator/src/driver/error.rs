@@ -10,17 +10,10 @@ use crate::membership::{ConfigError, FatalError};
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum MemberError {
-    /// The membership configuration or the protocol's metadata is invalid.
+    /// The configuration (membership, cluster, fast failover) or the protocol's metadata is
+    /// invalid: [`ConfigError::field`] names the field.
     #[error(transparent)]
     InvalidConfig(#[from] ConfigError),
-    /// The cluster configuration (or another setting of the driver) is invalid.
-    #[error("invalid member configuration: `{field}` {reason}")]
-    InvalidClusterConfig {
-        /// The field at fault.
-        field: &'static str,
-        /// Why, and what to change.
-        reason: String,
-    },
     /// The member stopped on an error it cannot recover from without an operator.
     #[error(transparent)]
     Fatal(FatalError),
@@ -44,15 +37,14 @@ pub enum MemberError {
 impl MemberError {
     pub(crate) fn from_cluster(error: ConnectionError) -> Self {
         match error.into_detail() {
-            Detail::InvalidConfig { field, reason } => Self::InvalidClusterConfig { field, reason },
-            Detail::InvalidSecurity(e) => Self::InvalidClusterConfig {
-                field: "security",
-                reason: e.to_string(),
-            },
-            other => Self::InvalidClusterConfig {
-                field: "cluster",
-                reason: other.to_string(),
-            },
+            Detail::InvalidConfig { field, reason } => Self::invalid_setting(field, reason),
+            Detail::InvalidSecurity(e) => Self::invalid_setting("security", e.to_string()),
+            other => Self::invalid_setting("cluster", other.to_string()),
         }
+    }
+
+    /// A setting of the cluster or the driver, `field`, cannot work: `reason`.
+    pub(crate) fn invalid_setting(field: &'static str, reason: String) -> Self {
+        Self::InvalidConfig(ConfigError::cluster(field, reason))
     }
 }

@@ -173,7 +173,7 @@ impl Member {
     /// happens until the driver is polled; spawn it (or use [`Member::spawn`]).
     ///
     /// # Errors
-    /// [`MemberError::InvalidConfig`] or [`MemberError::InvalidClusterConfig`] when the
+    /// [`MemberError::InvalidConfig`] when the
     /// configuration or the protocol's metadata is invalid.
     #[allow(clippy::new_ret_no_self)] // A handle and its driver, as tower's `Buffer::pair`.
     pub fn new<P: GroupProtocol>(

@@ -228,7 +228,7 @@ impl Elector {
     /// the link to the leader) by the returned driver.
     ///
     /// # Errors
-    /// As [`Member::new`]; [`MemberError::InvalidClusterConfig`] (field `fast_failover`) when
+    /// As [`Member::new`]; [`MemberError::InvalidConfig`] (field `fast_failover`) when
     /// the endpoint cannot listen, or would advertise an address that is not this host's.
     #[allow(clippy::new_ret_no_self)]
     pub fn with_fast_failover(
@@ -457,10 +457,7 @@ mod tests {
         assert!(
             matches!(
                 &error,
-                MemberError::InvalidClusterConfig {
-                    field: "fast_failover",
-                    ..
-                }
+                MemberError::InvalidConfig(e) if e.field() == "fast_failover"
             ),
             "{error}"
         );

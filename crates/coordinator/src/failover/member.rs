@@ -56,15 +56,11 @@ impl Failover {
     /// Binds the endpoint `settings` describe.
     ///
     /// # Errors
-    /// [`MemberError::InvalidClusterConfig`] (field `fast_failover`) when it cannot listen, or
+    /// [`MemberError::InvalidConfig`] (field `fast_failover`) when it cannot listen, or
     /// would advertise an address that is not this host's.
     pub fn bind(settings: &FastFailover) -> Result<Self, MemberError> {
-        let endpoint = Endpoint::bind(settings.listen, settings.advertise).map_err(|reason| {
-            MemberError::InvalidClusterConfig {
-                field: "fast_failover",
-                reason,
-            }
-        })?;
+        let endpoint = Endpoint::bind(settings.listen, settings.advertise)
+            .map_err(|reason| MemberError::invalid_setting("fast_failover", reason))?;
         Ok(Self {
             endpoint: Arc::new(endpoint),
             target: Arc::new(watch::channel(Vec::new()).0),
@@ -114,7 +110,7 @@ impl Failover {
     /// dropped and it [resigned](Self::resign).
     ///
     /// # Errors
-    /// [`MemberError::InvalidClusterConfig`] when `config`'s cluster settings are invalid.
+    /// [`MemberError::InvalidConfig`] when `config`'s cluster settings are invalid.
     pub fn run(
         &self,
         member: &MemberHandle,

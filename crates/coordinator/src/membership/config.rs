@@ -207,17 +207,20 @@ impl MembershipConfig {
     }
 }
 
-/// A [`MembershipConfig`] (or the protocol list given with it) that cannot work. Its message
-/// names the field and what to change; [`field`](Self::field) names the field for code.
+/// A member's configuration that cannot work: its [`MembershipConfig`], the protocol list given
+/// with it, or its cluster and driver settings (bootstrap servers, timeouts, security, fast
+/// failover). Its message names the field and what to change; [`field`](Self::field) names the
+/// field for code.
 #[derive(Clone, PartialEq, Eq, Error)]
 #[error(transparent)]
 pub struct ConfigError(Fault);
 
 impl ConfigError {
     /// The setting at fault, as [`MembershipConfig`] names it (`"group_id"`,
-    /// `"session_timeout"`, ...; `"retry_backoff"`, `"retry_backoff_max"` and
-    /// `"request_timeout"` are the [`ClusterConfig`](crate::connection::ClusterConfig)'s), or
-    /// `"protocol_type"` / `"protocols"` for what the protocol offers.
+    /// `"session_timeout"`, ...), as [`ClusterConfig`](crate::connection::ClusterConfig) names it
+    /// (`"bootstrap_servers"`, `"retry_backoff"`, `"request_timeout"`, `"security"`, ...;
+    /// `"cluster"` for one it cannot name), `"fast_failover"`, or `"protocol_type"` /
+    /// `"protocols"` for what the protocol offers.
     pub fn field(&self) -> &'static str {
         match &self.0 {
             Fault::EmptyGroupId => "group_id",
@@ -231,7 +234,15 @@ impl ConfigError {
             Fault::RebalanceBelowSession { .. } => "rebalance_timeout",
             Fault::EmptyProtocolType => "protocol_type",
             Fault::InvalidProtocols(_) => "protocols",
+            Fault::Cluster { field, .. } => field,
         }
+    }
+}
+
+impl ConfigError {
+    /// A setting of the cluster or the driver, `field`, cannot work: `reason`.
+    pub(crate) fn cluster(field: &'static str, reason: String) -> Self {
+        Self(Fault::Cluster { field, reason })
     }
 }
 
@@ -321,4 +332,14 @@ pub(crate) enum Fault {
         "the protocol list is invalid ({0}): offer at least one protocol, each with a unique non-empty name"
     )]
     InvalidProtocols(&'static str),
+    /// A setting of the cluster or of the driver (bootstrap servers, timeouts, security, fast
+    /// failover) cannot work.
+    #[error("invalid member configuration: `{field}` {reason}")]
+    Cluster {
+        /// The field at fault, as [`ClusterConfig`](crate::connection::ClusterConfig) or the
+        /// driver names it.
+        field: &'static str,
+        /// Why, and what to change.
+        reason: String,
+    },
 }

@@ -392,16 +392,15 @@ impl WorkerConfig {
 /// The membership's (or cluster's) own error, with the path of the field in [`WorkerConfig`].
 fn member_error(error: MemberError) -> InvalidConfig {
     let field = match &error {
-        MemberError::InvalidConfig(error) => membership_field(error.field()),
-        MemberError::InvalidClusterConfig { field, .. } => cluster_field(field),
+        MemberError::InvalidConfig(error) => member_field(error.field()),
         _ => "member",
     };
     InvalidConfig::new(field, error.to_string())
 }
 
 /// The path of a field [`ConfigError::field`](kroupier_coordinator::membership::ConfigError::field)
-/// names; the request timeout and retry backoff live in the cluster settings.
-fn membership_field(field: &str) -> &'static str {
+/// names: the membership's, or the cluster's (the request timeout and retry backoff among them).
+fn member_field(field: &str) -> &'static str {
     match field {
         "group_id" => "member.membership.group_id",
         "group_instance_id" => "member.membership.group_instance_id",
@@ -411,18 +410,14 @@ fn membership_field(field: &str) -> &'static str {
         "retry_backoff" => "member.cluster.retry_backoff",
         "retry_backoff_max" => "member.cluster.retry_backoff_max",
         "request_timeout" => "member.cluster.connection.request_timeout",
-        _ => "member.membership",
-    }
-}
-
-fn cluster_field(field: &str) -> &'static str {
-    match field {
         "bootstrap_servers" => "member.cluster.bootstrap_servers",
         "client_id" => "member.cluster.connection.client_id",
-        "request_timeout" => "member.cluster.connection.request_timeout",
         "connect_timeout" => "member.cluster.connection.connect_timeout",
         "reconnect_backoff_max" => "member.cluster.reconnect_backoff_max",
-        "retry_backoff_max" => "member.cluster.retry_backoff_max",
-        _ => "member.cluster",
+        "reconnect_backoff/retry_backoff"
+        | "coordinator_lookup_timeout"
+        | "security"
+        | "cluster" => "member.cluster",
+        _ => "member.membership",
     }
 }
