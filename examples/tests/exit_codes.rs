@@ -62,8 +62,14 @@ fn run(bin: &str, args: &[&str]) -> Output {
         .expect("run the example binary")
 }
 
+/// A new file `name` holding `text`, in a directory of its own: the tests of this file run at
+/// once, and two of them giving one path to the binaries (a store they open) would each
+/// truncate the other's file under a running process.
 fn temp_file(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("kroupier-examples-exit-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir =
+        std::env::temp_dir().join(format!("kroupier-examples-exit-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create the test dir");
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write the test file");
