@@ -88,7 +88,10 @@ pub struct CatalogueError(pub(crate) CatalogueDetail);
 /// rest).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
+#[cfg_attr(
+    not(feature = "unstable"),
+    allow(unreachable_pub, dead_code, clippy::enum_variant_names)
+)]
 pub enum CatalogueErrorKind {
     /// Two tasks share an id.
     DuplicateId,
