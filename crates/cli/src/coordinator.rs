@@ -19,7 +19,7 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kroupier_embedded::{EmbeddedCoordinator, EmbeddedError, ServerTls};
+use kroupier_embedded::{EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind, ServerTls};
 
 use crate::command_config::UsageError;
 
@@ -149,11 +149,13 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
 /// that does not load, a `--listen` that is no address) is bad input, exit 2; the rest (a port in
 /// use, a data directory that cannot be written) is a failure, exit 1.
 fn usage_or_failure(error: EmbeddedError) -> Box<dyn Error> {
-    match &error {
-        EmbeddedError::Config(_) | EmbeddedError::Tls { .. } => {
-            UsageError(error.to_string()).into()
-        }
-        EmbeddedError::Bind { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+    let io_kind = error
+        .source()
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    match error.kind() {
+        EmbeddedErrorKind::Config | EmbeddedErrorKind::Tls => UsageError(error.to_string()).into(),
+        EmbeddedErrorKind::Bind if io_kind == Some(std::io::ErrorKind::InvalidInput) => {
             UsageError(error.to_string()).into()
         }
         _ => error.into(),

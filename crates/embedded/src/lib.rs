@@ -40,7 +40,8 @@ pub use server::fuzzing;
 #[cfg(test)]
 pub(crate) use server::SUPPORTED_VERSIONS;
 pub use server::{
-    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, ServerTls,
+    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind,
+    ServerTls,
 };
 // What a test reads of a group (`CoordinatorHandle::describe_group`, feature `testing`).
 #[cfg(any(test, feature = "testing"))]

@@ -73,7 +73,7 @@ use crate::{TaskState, TaskStatus, WorkerConfig, WorkerHandle};
 /// For other settings (fault injection, limits), use [`EmbeddedCoordinator::builder`].
 ///
 /// # Errors
-/// [`EmbeddedError::Bind`] when no loopback port can be bound.
+/// An [`EmbeddedError`] of kind `Bind` when no loopback port can be bound.
 pub async fn coordinator() -> Result<CoordinatorHandle, EmbeddedError> {
     EmbeddedCoordinator::builder().bind("127.0.0.1:0").await
 }

@@ -187,9 +187,9 @@ impl Builder {
     /// [`CoordinatorHandle::local_addr`]) and starts serving.
     ///
     /// # Errors
-    /// [`EmbeddedError::Config`] for a configuration that cannot work, [`EmbeddedError::Tls`]
-    /// when a TLS file does not load, [`EmbeddedError::DataDir`] when the data directory cannot
-    /// be read or written, [`EmbeddedError::Bind`] when the address cannot be bound.
+    /// An [`EmbeddedError`] of kind `Config` for a configuration that cannot work, `Tls` when a
+    /// TLS file does not load, `DataDir` when the data directory cannot be read or written,
+    /// `Bind` when the address cannot be bound.
     pub async fn bind(
         self,
         addr: impl ToSocketAddrs + std::fmt::Debug,
@@ -198,21 +198,21 @@ impl Builder {
         let acceptor = match &self.config.tls {
             Some(tls) => Some(
                 tls.acceptor()
-                    .map_err(|reason| EmbeddedError::Tls { reason })?,
+                    .map_err(|reason| EmbeddedDetail::Tls { reason })?,
             ),
             None => None,
         };
         let topics = match &self.config.data_dir {
             None => Topics::in_memory(self.config.topic_limits()),
             Some(dir) => Topics::open(dir, self.config.topic_limits()).map_err(|source| {
-                EmbeddedError::DataDir {
+                EmbeddedDetail::DataDir {
                     dir: dir.clone(),
                     source,
                 }
             })?,
         };
         let shown = format!("{addr:?}");
-        let bind_error = |source| EmbeddedError::Bind {
+        let bind_error = |source| EmbeddedDetail::Bind {
             addr: shown.clone(),
             source,
         };
@@ -259,42 +259,73 @@ impl Builder {
     }
 }
 
-/// What can go wrong starting or restarting the embedded coordinator.
+/// What can go wrong starting or restarting the embedded coordinator. Its message says what
+/// and what to change; [`kind`](Self::kind) sorts it for code, and
+/// [`source`](std::error::Error::source) gives the I/O error behind a bind or the data
+/// directory.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct EmbeddedError(#[from] pub(crate) EmbeddedDetail);
+
+/// What kind of [`EmbeddedError`] happened.
 #[non_exhaustive]
-pub enum EmbeddedError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EmbeddedErrorKind {
     /// The configuration cannot work.
-    #[error("invalid embedded coordinator configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config,
     /// The address could not be bound.
+    Bind,
+    /// A TLS certificate, key or client CA does not load.
+    Tls,
+    /// The data directory (or a file in it) cannot be created, read or truncated.
+    DataDir,
+    /// [`CoordinatorHandle::restart`] while the coordinator is serving.
+    AlreadyServing,
+}
+
+impl EmbeddedError {
+    /// What kind of error this is.
+    pub fn kind(&self) -> EmbeddedErrorKind {
+        match &self.0 {
+            EmbeddedDetail::Config(_) => EmbeddedErrorKind::Config,
+            EmbeddedDetail::Bind { .. } => EmbeddedErrorKind::Bind,
+            EmbeddedDetail::Tls { .. } => EmbeddedErrorKind::Tls,
+            EmbeddedDetail::DataDir { .. } => EmbeddedErrorKind::DataDir,
+            EmbeddedDetail::AlreadyServing(_) => EmbeddedErrorKind::AlreadyServing,
+        }
+    }
+}
+
+impl From<ConfigError> for EmbeddedError {
+    fn from(error: ConfigError) -> Self {
+        Self(EmbeddedDetail::Config(error))
+    }
+}
+
+/// The error itself (crate-internal: users see the message, the [`EmbeddedErrorKind`] and the
+/// source).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EmbeddedDetail {
+    #[error("invalid embedded coordinator configuration: {0}")]
+    Config(#[source] ConfigError),
     #[error("could not bind {addr}: {source}; pick a free port (0 lets the OS choose)")]
     Bind {
-        /// The address.
         addr: String,
-        /// Why.
         #[source]
         source: std::io::Error,
     },
-    /// A TLS certificate, key or client CA does not load.
     #[error("embedded coordinator TLS settings unusable: {reason}")]
-    Tls {
-        /// Which file and what is wrong with it.
-        reason: String,
-    },
-    /// The data directory (or a file in it) cannot be created, read or truncated.
+    Tls { reason: String },
     #[error(
         "data directory {}: {source}; check that it exists and is writable, and that no other \
          coordinator uses it",
         dir.display()
     )]
     DataDir {
-        /// The directory.
         dir: PathBuf,
-        /// Why.
         #[source]
         source: std::io::Error,
     },
-    /// [`CoordinatorHandle::restart`] while the coordinator is serving.
     #[error("the coordinator is already serving on {0}; call stop() before restart()")]
     AlreadyServing(SocketAddr),
 }
@@ -384,16 +415,16 @@ impl CoordinatorHandle {
     /// Listens again on the same address after [`stop`](Self::stop).
     ///
     /// # Errors
-    /// [`EmbeddedError::AlreadyServing`] if it was not stopped; [`EmbeddedError::Bind`] if the
+    /// An [`EmbeddedError`] of kind `AlreadyServing` if it was not stopped, `Bind` if the
     /// port was taken meanwhile.
     pub async fn restart(&self) -> Result<(), EmbeddedError> {
         if self.is_serving() {
-            return Err(EmbeddedError::AlreadyServing(self.local_addr));
+            return Err(EmbeddedDetail::AlreadyServing(self.local_addr).into());
         }
         let listener =
             TcpListener::bind(self.local_addr)
                 .await
-                .map_err(|source| EmbeddedError::Bind {
+                .map_err(|source| EmbeddedDetail::Bind {
                     addr: self.local_addr.to_string(),
                     source,
                 })?;

@@ -87,5 +87,9 @@ pub(crate) use apis::SUPPORTED_VERSIONS;
 pub use config::ConfigError;
 #[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, Faults};
-pub use handle::{Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError};
+#[cfg(test)]
+pub(crate) use handle::EmbeddedDetail;
+pub use handle::{
+    Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind,
+};
 pub use tls::ServerTls;

@@ -25,6 +25,7 @@ use super::super::fuzzing::in_memory_dispatcher;
 use super::{
     Client, PATIENCE, api_versions_request, assert_closed_after, framed, join_request, raw,
 };
+use crate::server::EmbeddedDetail;
 use crate::{CoordinatorHandle, EmbeddedCoordinator, EmbeddedError};
 
 type InMemory = Framed<DuplexStream, LengthDelimitedCodec>;
@@ -197,7 +198,10 @@ async fn limits_that_cannot_work_are_refused() {
         let refused = build(EmbeddedCoordinator::builder())
             .bind("127.0.0.1:0")
             .await;
-        assert!(matches!(refused, Err(EmbeddedError::Config(_))));
+        assert!(matches!(
+            refused,
+            Err(EmbeddedError(EmbeddedDetail::Config(_)))
+        ));
     }
 }
 

@@ -9,6 +9,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Client, api_versions_request, assert_closed_after, join_request, raw, start};
+use crate::server::EmbeddedDetail;
 use crate::{EmbeddedError, Fault};
 
 #[tokio::test]
@@ -90,7 +91,9 @@ async fn stop_closes_connections_and_restart_serves_the_same_port_and_groups() {
         "nothing listens while stopped"
     );
     assert!(matches!(handle.restart().await, Ok(())));
-    assert!(matches!(handle.restart().await, Err(EmbeddedError::AlreadyServing(a)) if a == addr));
+    assert!(
+        matches!(handle.restart().await, Err(EmbeddedError(EmbeddedDetail::AlreadyServing(a))) if a == addr)
+    );
     assert_eq!(handle.local_addr(), addr);
     let mut c = Client::connect(&handle).await;
     let rejoined = c
@@ -109,7 +112,7 @@ async fn bind_errors_name_the_address_and_bad_configs_are_refused() {
         .bind(taken)
         .await
         .unwrap_err();
-    assert!(matches!(err, EmbeddedError::Bind { .. }));
+    assert!(matches!(err, EmbeddedError(EmbeddedDetail::Bind { .. })));
     assert!(err.to_string().contains(&taken.to_string()), "{err}");
     let err = crate::EmbeddedCoordinator::builder()
         .min_session_timeout(Duration::from_secs(10))
@@ -117,12 +120,18 @@ async fn bind_errors_name_the_address_and_bad_configs_are_refused() {
         .bind("127.0.0.1:0")
         .await
         .unwrap_err();
-    assert!(matches!(err, EmbeddedError::Config(_)), "{err}");
+    assert!(
+        matches!(err, EmbeddedError(EmbeddedDetail::Config(_))),
+        "{err}"
+    );
     let err = crate::EmbeddedCoordinator::builder()
         .max_request_frame(8)
         .bind("127.0.0.1:0")
         .await
         .unwrap_err();
-    assert!(matches!(err, EmbeddedError::Config(_)), "{err}");
+    assert!(
+        matches!(err, EmbeddedError(EmbeddedDetail::Config(_))),
+        "{err}"
+    );
     handle.shutdown().await;
 }
