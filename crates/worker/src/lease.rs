@@ -217,8 +217,8 @@ impl TaskLease {
     }
 
     /// Until when the lease is valid unless revoked earlier (the worker's self-fencing deadline).
-    pub fn valid_until(&self) -> Instant {
-        Instant::from_std(self.member.borrow().valid_until)
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.member.borrow().valid_until
     }
 
     /// Completes when the lease stops being valid, with the reason. Cancel safe.
