@@ -269,7 +269,7 @@ pub(crate) async fn fetch(
 }
 
 /// As [`fetch`], with the status API address each worker advertises, by worker id (see
-/// [`status_addrs`](crate::console::poll::status_addrs)).
+/// [`status_addrs`]).
 ///
 /// # Errors
 /// As [`fetch`].
@@ -280,7 +280,7 @@ pub(crate) async fn fetch_with_status(
     timeout: Duration,
 ) -> Result<(GroupView, BTreeMap<String, String>), String> {
     let description = describe_group(observer, bootstrap, group, timeout).await?;
-    let addrs = crate::console::poll::status_addrs(&description);
+    let addrs = status_addrs(&description);
     Ok((build_view(description), addrs))
 }
 
@@ -524,6 +524,9 @@ pub(crate) fn table(view: &GroupView) -> String {
     out
 }
 
+pub(crate) use status_addrs::status_addrs;
+
 mod consumer;
+mod status_addrs;
 #[cfg(test)]
 mod tests;

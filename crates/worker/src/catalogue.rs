@@ -12,9 +12,6 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::validate_id;
-use crate::task::{Kind, TaskConfigDetail, TaskConfigError};
-
 /// One task instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
@@ -44,29 +41,6 @@ impl TaskSpec {
             kind: kind.into(),
             config,
             weight: 1,
-        }
-    }
-
-    /// A task of `kind` with `config`, weight 1. The config's type is the kind's, so a task
-    /// cannot name a kind it does not match; the kind's name is taken from `kind`.
-    ///
-    /// # Errors
-    /// A [`TaskConfigError`] of kind `InvalidConfig` if `config` does not serialize to JSON (a map with
-    /// non-string keys, or a `Serialize` impl that fails).
-    pub fn typed<C: Serialize>(
-        kind: &Kind<C>,
-        id: impl Into<String>,
-        config: &C,
-    ) -> Result<Self, TaskConfigError> {
-        let id = id.into();
-        match serde_json::to_value(config) {
-            Ok(config) => Ok(TaskSpec::new(id, kind.name(), config)),
-            Err(error) => Err(TaskConfigDetail::InvalidConfig {
-                task_id: id,
-                kind: kind.name().to_owned(),
-                message: error.to_string(),
-            }
-            .into()),
         }
     }
 
@@ -154,7 +128,7 @@ fn check_id(spec: &TaskSpec) -> Result<(), CatalogueError> {
         }
         .into());
     }
-    validate_id(&spec.id).map_err(|error| {
+    crate::task_id::check(&spec.id).map_err(|error| {
         CatalogueError::from(CatalogueDetail::InvalidId {
             id: spec.id.clone(),
             kind: spec.kind.clone(),
@@ -507,6 +481,7 @@ impl Fnv1a {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::{Kind, TaskConfigDetail};
     use serde_json::json;
     use std::collections::BTreeMap;
 

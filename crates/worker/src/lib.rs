@@ -134,6 +134,7 @@ mod status;
 pub mod store;
 mod supervisor;
 mod task;
+mod task_id;
 
 pub use builder::WorkerBuilder;
 pub use catalogue::TaskSpec;

@@ -47,6 +47,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::catalogue::TaskSpec;
@@ -199,6 +200,33 @@ impl From<std::io::Error> for TaskError {
 impl From<serde_json::Error> for TaskError {
     fn from(error: serde_json::Error) -> Self {
         TaskError::failed(error)
+    }
+}
+
+// `TaskSpec::typed` lives beside `Kind`, whose name and config type it checks: the catalogue
+// (task instances) then needs nothing of the task kinds, and the two do not import each other.
+impl TaskSpec {
+    /// A task of `kind` with `config`, weight 1. The config's type is the kind's, so a task
+    /// cannot name a kind it does not match; the kind's name is taken from `kind`.
+    ///
+    /// # Errors
+    /// A [`TaskConfigError`] of kind `InvalidConfig` if `config` does not serialize to JSON (a map with
+    /// non-string keys, or a `Serialize` impl that fails).
+    pub fn typed<C: Serialize>(
+        kind: &Kind<C>,
+        id: impl Into<String>,
+        config: &C,
+    ) -> Result<Self, TaskConfigError> {
+        let id = id.into();
+        match serde_json::to_value(config) {
+            Ok(config) => Ok(TaskSpec::new(id, kind.name(), config)),
+            Err(error) => Err(TaskConfigDetail::InvalidConfig {
+                task_id: id,
+                kind: kind.name().to_owned(),
+                message: error.to_string(),
+            }
+            .into()),
+        }
     }
 }
 

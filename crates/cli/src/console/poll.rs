@@ -2,18 +2,16 @@
 //! `kroupier watch` does), each worker's `/status` every [`PROBE`], and a new snapshot for
 //! the page after each.
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use kroupier_coordinator::observer::{GroupDescription, Observer};
+use kroupier_coordinator::observer::Observer;
 use kroupier_worker::http::client::{self, Failure};
 use kroupier_worker::journal::unix_ms;
 use tokio::sync::watch;
 
 use super::board::{Board, Probe};
-use crate::describe::{self, KroupierDecoder};
+use crate::describe::{self, status_addrs};
 
 /// How often each worker's status API is asked for `/status`.
 pub(crate) const PROBE: Duration = Duration::from_millis(500);
@@ -141,48 +139,4 @@ pub(crate) async fn probe_loop(shared: Shared) {
 /// The status API address of `worker`, as the board knows it.
 fn addrs_of(shared: &Shared, worker: &str) -> Option<String> {
     shared.with(|b| b.status_addrs().get(worker).cloned())
-}
-
-/// Each member's status API address (by the name the board knows it by), from its metadata.
-/// An unspecified address (`0.0.0.0`, `::`) is reached on the host the member connected from.
-pub(crate) fn status_addrs(description: &GroupDescription) -> BTreeMap<String, String> {
-    let decoded = description.clone().decode(&KroupierDecoder);
-    let mut addrs = BTreeMap::new();
-    for (raw, member) in decoded.description.members.iter().zip(decoded.members) {
-        let Some(metadata) = member.ok().and_then(|m| m.metadata) else {
-            continue;
-        };
-        let Some(addr) = metadata.status_addr else {
-            continue;
-        };
-        addrs.insert(metadata.worker_id, reachable(&addr, &raw.client_host));
-    }
-    addrs
-}
-
-/// `addr`, with an unspecified IP replaced by `client_host` (Kafka spells it `/1.2.3.4`).
-fn reachable(addr: &str, client_host: &str) -> String {
-    let Ok(socket) = addr.parse::<std::net::SocketAddr>() else {
-        return addr.to_owned();
-    };
-    if !socket.ip().is_unspecified() {
-        return addr.to_owned();
-    }
-    match client_host.trim_start_matches('/').parse::<IpAddr>() {
-        Ok(ip) => std::net::SocketAddr::new(ip, socket.port()).to_string(),
-        Err(_) => addr.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unspecified_status_addresses_use_the_member_host() {
-        assert_eq!(reachable("0.0.0.0:8080", "/10.0.0.7"), "10.0.0.7:8080");
-        assert_eq!(reachable("127.0.0.1:8080", "/10.0.0.7"), "127.0.0.1:8080");
-        assert_eq!(reachable("[::]:81", "/::1"), "[::1]:81");
-        assert_eq!(reachable("worker-3:80", "/10.0.0.7"), "worker-3:80");
-    }
 }

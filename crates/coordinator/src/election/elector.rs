@@ -396,7 +396,7 @@ mod tests {
     use super::*;
     use crate::codec::Versioned;
     use crate::election::ElectionMetadata;
-    use crate::failover::endpoint::PROCESS_LINE;
+    use crate::failover::link::PROCESS_LINE;
     use crate::failover::proof;
 
     /// The endpoint's address, as the elector advertises it in its metadata.

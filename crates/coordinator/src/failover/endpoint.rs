@@ -11,12 +11,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::FailoverEndpoint;
-use super::link::STOPPED;
+use super::link::{PROCESS_LINE, STOPPED};
 use super::proof;
-
-/// The start of the first line on every connection, followed by the endpoint's identity and
-/// `\n`.
-pub(crate) const PROCESS_LINE: &str = "kroupier-election-process: ";
 
 /// At most this many links are held open at once; more are closed at once (a link that ends
 /// while the endpoint listens proves nothing, so this costs a peer its speed, never safety).

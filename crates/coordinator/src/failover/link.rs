@@ -19,7 +19,10 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-use super::endpoint::PROCESS_LINE;
+/// The start of the first line an endpoint writes on every link, followed by its identity and
+/// `\n`. (The link's two lines, this one and [`STOPPED`], live here, beside the reader; the
+/// endpoint writes them.)
+pub(crate) const PROCESS_LINE: &str = "kroupier-election-process: ";
 
 /// The last line on every link when the watched process stops in order (it resigned, or its
 /// worker stopped): its end is then no crash.

@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Message, StrBytes};
 
+use super::node::Node;
 use super::topics::metadata_topic;
 use crate::log::{TopicRef, Topics};
 
@@ -45,15 +46,6 @@ pub(crate) fn is_supported(api: ApiKey, version: i16) -> bool {
     SUPPORTED_VERSIONS
         .iter()
         .any(|(key, min, max)| *key == api && (*min..=*max).contains(&version))
-}
-
-/// Where clients reach this coordinator.
-#[derive(Debug, Clone)]
-pub(crate) struct Node {
-    pub(crate) node_id: i32,
-    pub(crate) host: StrBytes,
-    pub(crate) port: i32,
-    pub(crate) cluster_id: StrBytes,
 }
 
 /// The ApiVersions answer; `error` is set when answering an unsupported ApiVersions version

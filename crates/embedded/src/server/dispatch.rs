@@ -11,9 +11,10 @@ use kafka_protocol::messages::{
 };
 use kroupier_coordinator::wire::{self, RequestBody, WireError, WireResponse};
 
-use super::apis::{self, Node};
+use super::apis;
 use super::faults::{Fault, Faults};
 use super::groups::{Groups, GroupsGone};
+use super::node::Node;
 use super::{convert, fetch, produce, topics};
 use crate::group::{JoinGroupResult, SyncGroupResult};
 use crate::log::Topics;

@@ -10,12 +10,12 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::apis::Node;
 use super::config::Config;
 use super::connection::{ConnectionLimits, serve};
 use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
+use super::node::Node;
 use crate::group::GroupCoordinator;
 use crate::log::Topics;
 

@@ -11,12 +11,12 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::apis::Node;
 use super::config::{Config, ConfigError};
 use super::connection::{ConnectionLimits, accept_loop};
 use super::dispatch::Dispatcher;
 use super::faults::Faults;
 use super::groups::Groups;
+use super::node::Node;
 use super::tls::{Acceptor, ServerTls};
 use crate::group::GroupCoordinator;
 #[cfg(any(test, feature = "testing"))]

@@ -75,6 +75,7 @@ mod fetch;
 pub mod fuzzing;
 mod groups;
 mod handle;
+mod node;
 mod produce;
 mod tls;
 mod topics;

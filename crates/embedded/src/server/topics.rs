@@ -22,7 +22,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::apis::Node;
+use super::node::Node;
 use crate::log::{LogError, NewTopic, TopicInfo, TopicRef, Topics};
 
 /// ListOffsets' timestamp for the latest offset (the end offset, the high watermark).

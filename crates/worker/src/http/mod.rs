@@ -181,7 +181,7 @@ async fn status(State(state): State<ApiState>) -> Json<crate::status::WorkerStat
 async fn prometheus(State(state): State<ApiState>) -> Response {
     (
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        metrics::render(&state.board),
+        state.board.render_metrics(),
     )
         .into_response()
 }

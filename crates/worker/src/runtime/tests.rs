@@ -204,7 +204,9 @@ async fn metadata_and_mismatch_and_failover_show() {
     );
     // The first assignment is no failover.
     assert!(
-        crate::status::metrics::render(runtime.board())
+        runtime
+            .board()
+            .render_metrics()
             .contains("kroupier_last_failover_timestamp_seconds 0.0\n")
     );
 
@@ -213,7 +215,9 @@ async fn metadata_and_mismatch_and_failover_show() {
     runtime.apply(&second).await;
     assert!(!runtime.board().snapshot().group.catalogue_mismatch);
     assert!(
-        !crate::status::metrics::render(runtime.board())
+        !runtime
+            .board()
+            .render_metrics()
             .contains("kroupier_last_failover_timestamp_seconds 0.0\n")
     );
 

@@ -283,6 +283,25 @@ impl StatusBoard {
         }
     }
 
+    /// The board's metrics in the OpenMetrics text format (`GET /metrics`).
+    pub(crate) fn render_metrics(&self) -> String {
+        let tasks = self.tasks().counts();
+        let restarts = self
+            .tasks()
+            .snapshot()
+            .iter()
+            .map(|s| u64::from(s.restarts))
+            .sum();
+        let group = self.group();
+        self.metrics().encode(
+            &tasks,
+            restarts,
+            self.is_rebalancing(),
+            group.generation,
+            group.catalogue_mismatch,
+        )
+    }
+
     /// The metrics behind `/metrics`.
     pub(crate) fn metrics(&self) -> &Metrics {
         &self.inner.metrics

@@ -14,7 +14,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::board::{GroupView, StatusBoard};
 use super::model::TaskState;
 
 /// The content type of every `/metrics` answer, whatever the scraper's `Accept` says: the body is
@@ -117,13 +116,16 @@ impl Metrics {
         self.last_failover.set(unix_ms as f64 / 1000.0);
     }
 
-    /// Sets the gauges that mirror the board, then encodes every metric.
-    fn encode(
+    /// Sets the gauges that mirror the board (tasks by state, their restarts, whether a
+    /// rebalance runs, the group's generation and whether this worker's catalogue differs from
+    /// the leader's), then encodes every metric in the OpenMetrics text format.
+    pub(crate) fn encode(
         &self,
         tasks: &[(TaskState, usize)],
         restarts: u64,
         rebalancing: bool,
-        group: &GroupView,
+        generation: Option<i32>,
+        catalogue_mismatch: bool,
     ) -> String {
         for (state, count) in tasks {
             self.tasks
@@ -134,9 +136,8 @@ impl Metrics {
         }
         self.task_restarts.set(saturating_i64(restarts));
         self.rebalancing.set(i64::from(rebalancing));
-        self.generation.set(group.generation.map_or(-1, i64::from));
-        self.catalogue_mismatch
-            .set(i64::from(group.catalogue_mismatch));
+        self.generation.set(generation.map_or(-1, i64::from));
+        self.catalogue_mismatch.set(i64::from(catalogue_mismatch));
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
@@ -145,18 +146,4 @@ impl Metrics {
 
 fn saturating_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-/// Renders the board's metrics in the OpenMetrics text format.
-pub(crate) fn render(board: &StatusBoard) -> String {
-    let tasks = board.tasks().counts();
-    let restarts = board
-        .tasks()
-        .snapshot()
-        .iter()
-        .map(|s| u64::from(s.restarts))
-        .sum();
-    board
-        .metrics()
-        .encode(&tasks, restarts, board.is_rebalancing(), &board.group())
 }

@@ -6,7 +6,7 @@
 //! No HTTP here: the status API that serves this model (its routes, TLS, access rule and error
 //! shape) is [`crate::http`], which reads the board; nothing in this module knows of it.
 //!
-//! The metrics ([`metrics`] renders them for `GET /metrics`):
+//! The metrics ([`metrics`] holds them; the board renders them for `GET /metrics`):
 //!
 //! | Metric | Type | Meaning |
 //! |---|---|---|

@@ -2,6 +2,8 @@
 
 use kroupier_coordinator::log::LogError;
 
+use crate::task_id::InvalidTaskId;
+
 /// A task store error. Its message says what to do next; [`kind`](Self::kind) sorts it for
 /// code, [`task_id`](Self::task_id) names the task it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +42,7 @@ impl StoreError {
     /// What kind of error this is.
     pub fn kind(&self) -> StoreErrorKind {
         match &self.0 {
-            StoreDetail::InvalidId { .. } => StoreErrorKind::InvalidId,
+            StoreDetail::InvalidId(_) => StoreErrorKind::InvalidId,
             StoreDetail::InvalidRecord { .. } => StoreErrorKind::InvalidRecord,
             StoreDetail::TooLarge { .. } => StoreErrorKind::TooLarge,
             StoreDetail::NotFound { .. } => StoreErrorKind::NotFound,
@@ -56,7 +58,7 @@ impl StoreError {
     /// The task the error concerns (for a batch write, the one that was refused), if one.
     pub fn task_id(&self) -> Option<&str> {
         match &self.0 {
-            StoreDetail::InvalidId { id, .. }
+            StoreDetail::InvalidId(InvalidTaskId { id, .. })
             | StoreDetail::InvalidRecord { id, .. }
             | StoreDetail::TooLarge { id, .. }
             | StoreDetail::NotFound { id, .. }
@@ -128,15 +130,8 @@ impl From<LogError> for StoreError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StoreDetail {
     /// The task id cannot be stored.
-    #[error(
-        "task id {id:?} is invalid: {reason}; a task id is 1 to 249 ASCII letters, digits, '.', '_' or '-' (as a Kafka topic name)"
-    )]
-    InvalidId {
-        /// The id, as given.
-        id: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    #[error(transparent)]
+    InvalidId(InvalidTaskId),
     /// The record breaks a rule every reader checks (an empty kind, weight 0).
     #[error("task {id:?} cannot be stored: {reason}")]
     InvalidRecord {

@@ -90,11 +90,12 @@ pub(crate) mod view;
 
 pub use client::TaskStore;
 // The view a worker keeps up to date: kroupier's tests follow it too (`unstable`).
+pub use crate::task_id::MAX_ID_BYTES;
 #[cfg(feature = "unstable")]
 pub use client::StoreTail;
 pub(crate) use error::StoreDetail;
 pub use error::{StoreError, StoreErrorKind};
-pub use record::{DesiredState, GeneratedBy, MAX_ID_BYTES, MAX_VALUE_BYTES, TaskRecord};
+pub use record::{DesiredState, GeneratedBy, MAX_VALUE_BYTES, TaskRecord};
 // The id rules, checked by every write: for kroupier's command line, which refuses a bad id
 // before it asks the cluster anything.
 #[cfg(feature = "unstable")]

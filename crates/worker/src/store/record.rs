@@ -22,10 +22,6 @@ use crate::catalogue::TaskSpec;
 /// every worker holds every task's config in memory.
 pub const MAX_VALUE_BYTES: usize = 512 * 1024;
 
-/// The longest task id the store writes, in bytes: ids travel in every member's metadata and
-/// in status and logs, so they are names, not data.
-pub const MAX_ID_BYTES: usize = 249;
-
 /// Whether the task should run. Pausing keeps the task's place in the store (and its
 /// checkpoint); the owner stops it without a rebalance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -190,32 +186,15 @@ impl TaskRecord {
 
 unstable_pub! {
 /// Checks a task id against the one rule every entry holds it to (the CLI, the status API's
-/// `PUT /tasks/{id}`, [`Catalogue`](crate::catalogue::Catalogue), the task store and its
-/// readers): Kafka's rule for topic names. Non-empty, at most [`MAX_ID_BYTES`] characters, only
-/// ASCII letters, digits, `.`, `_` and `-`. An id is printed in tables and logs, is a path
-/// segment of the status API and part of file names and checkpoint keys, so it holds nothing
-/// that needs quoting there.
+/// `PUT /tasks/{id}`, the builder's tasks, the task store and its readers): Kafka's rule for
+/// topic names, kept in `task_id.rs`. Non-empty, at most
+/// [`MAX_ID_BYTES`](crate::store::MAX_ID_BYTES) characters, only ASCII letters, digits, `.`,
+/// `_` and `-`.
 ///
 /// # Errors
 /// `InvalidId` saying which rule the id breaks.
 pub fn validate_id(id: &str) -> Result<(), StoreError> {
-    let reason = if id.is_empty() {
-        "it is empty".to_owned()
-    } else if id.len() > MAX_ID_BYTES {
-        format!("it is {} characters long", id.chars().count())
-    } else if let Some(bad) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        format!("it holds {bad:?}")
-    } else {
-        return Ok(());
-    };
-    Err(StoreDetail::InvalidId {
-        id: id.to_owned(),
-        reason,
-    }
-    .into())
+    crate::task_id::check(id).map_err(|invalid| StoreDetail::InvalidId(invalid).into())
 }
 }
 
@@ -225,6 +204,7 @@ mod tests {
 
     use super::*;
     use crate::store::StoreErrorKind;
+    use crate::task_id::MAX_ID_BYTES;
 
     #[test]
     fn writes_the_documented_value_format() {

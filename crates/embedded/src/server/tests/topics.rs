@@ -21,7 +21,8 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use crate::log::Topics;
 use crate::log::batch::tests::encode;
-use crate::server::apis::{self, Node};
+use crate::server::apis;
+use crate::server::node::Node;
 use crate::server::{fetch, produce, topics};
 
 const MAX: usize = 1 << 20;
