@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::MemberId;
-use crate::check::Violation;
+use crate::violation::Violation;
 
 /// Why an assignor (or the task set) refused its input. Each message says what to fix;
 /// [`kind`](Self::kind) tells the cases apart.

@@ -90,6 +90,7 @@ mod round_robin;
 mod runs;
 mod sticky;
 mod task;
+mod violation;
 
 pub use assignor::{Assignor, RebalanceProtocol, by_name};
 pub use cooperative::{Cooperative, CooperativeConfig, CooperativeState};
