@@ -12,6 +12,10 @@ use std::time::Duration;
 use kroupier_worker::http::client;
 use serde::Deserialize;
 
+/// How long each worker's status API may take to say how its tasks are (`tasks list`,
+/// `describe`).
+pub(crate) const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// One task as its worker reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Reported {

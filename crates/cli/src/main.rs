@@ -13,6 +13,7 @@ mod console;
 mod coordinator;
 mod demo;
 mod describe;
+mod group_view;
 mod logs;
 mod placement;
 mod signal;

@@ -9,7 +9,7 @@ use kroupier_worker::store::{DesiredState, StoreView};
 use serde::Serialize;
 
 use crate::actual::Reports;
-use crate::describe::{GroupView, MemberView};
+use crate::group_view::{GroupView, MemberView};
 
 /// One stored task and where it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]

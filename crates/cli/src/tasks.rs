@@ -18,33 +18,14 @@ use serde::Serialize;
 
 use crate::actual::{self, Reports};
 use crate::command_config::UsageError;
-use crate::describe::{self, GroupTarget, GroupView, cluster};
+use crate::describe::{self, GroupView, On, cluster};
 use crate::placement;
-
-/// How long each worker's status API may take to say how its tasks are (`tasks list`).
-pub(crate) const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Arguments of `kroupier tasks`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
-}
-
-/// Where the store is, and how to answer: what every `kroupier tasks` command takes.
-#[derive(Debug, clap::Args)]
-pub(crate) struct On {
-    #[command(flatten)]
-    pub target: GroupTarget,
-    /// The task store's topic; default `kroupier-tasks-<group>` (the workers' default).
-    #[arg(long)]
-    pub topic: Option<String>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Give up when the cluster has not answered within this many milliseconds.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout_ms: u64,
 }
 
 /// What to do to the store.
@@ -314,7 +295,8 @@ pub(crate) fn run(args: &Args) -> Result<(), Box<dyn Error>> {
                     )
                     .await?;
                     let owners = placement::owners(&view, &group);
-                    let reports = actual::ask(&addrs, &owners, STATUS_TIMEOUT.min(timeout)).await;
+                    let reports =
+                        actual::ask(&addrs, &owners, actual::STATUS_TIMEOUT.min(timeout)).await;
                     print_listing(&topic, &view, &group, &reports, on.json)?;
                     return Ok::<(), Box<dyn Error>>(());
                 }

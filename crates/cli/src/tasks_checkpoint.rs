@@ -22,8 +22,8 @@ use kroupier_worker::store::{
 };
 
 use crate::command_config::UsageError;
+use crate::describe::On;
 use crate::describe::{self, cluster};
-use crate::tasks::{On, STATUS_TIMEOUT};
 
 /// How long a `set` or `reset` waits for a rebalancing group to name the task's owner and its
 /// generation (at most half the command's timeout).
@@ -175,7 +175,7 @@ async fn refuse_unless_paused(
             describe::fetch_with_status(&observer, &on.target.bootstrap, &on.target.group, timeout)
                 .await?;
         let owners = placement::owners(&view, &group);
-        let reports = actual::ask(&addrs, &owners, STATUS_TIMEOUT.min(timeout)).await;
+        let reports = actual::ask(&addrs, &owners, actual::STATUS_TIMEOUT.min(timeout)).await;
         let placed = placement::place(&view, &group, &reports);
         let Some(p) = placed.iter().find(|p| p.id == id) else {
             return Ok(None);

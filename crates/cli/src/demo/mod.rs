@@ -540,7 +540,7 @@ fn read_journals(dir: &Path) -> Result<journal::Journals, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::describe::MemberView;
+    use crate::group_view::MemberView;
 
     fn view(state: &str, members: &[(&str, &[&str])]) -> GroupView {
         GroupView {

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use kroupier_coordinator::observer::GroupDescription;
 
-use super::KroupierDecoder;
+use crate::group_view::KroupierDecoder;
 
 /// Each member's status API address (by the name the board knows it by), from its metadata.
 /// An unspecified address (`0.0.0.0`, `::`) is reached on the host the member connected from.

@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn owners_lists_known_tasks_by_worker_name() {
-        use crate::describe::MemberView;
+        use crate::group_view::MemberView;
         let member = |id: &str, worker: Option<&str>, tasks: Option<&[&str]>| MemberView {
             member_id: id.into(),
             instance_id: None,

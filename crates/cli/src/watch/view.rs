@@ -218,7 +218,7 @@ mod tests {
     use ratatui::backend::TestBackend;
 
     use super::*;
-    use crate::describe::MemberView;
+    use crate::group_view::MemberView;
 
     fn member(id: &str, tasks: &[&str]) -> MemberView {
         MemberView {

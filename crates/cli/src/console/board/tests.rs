@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
-use crate::describe::MemberView;
+use crate::group_view::MemberView;
 
 const T0_MS: u64 = 1_000_000;
 

@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::describe::MemberView;
+use crate::group_view::MemberView;
 
 fn view(state: &str, members: &[(&str, &[&str])]) -> GroupView {
     GroupView {
