@@ -7,6 +7,7 @@ use crate::{MemberId, UnplacedReason};
 /// A broken invariant: what is wrong, and where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub enum Violation {
     /// The plan's members are not the input's, in the same order.
     #[error("plan entry {index} does not match input member {index}")]
