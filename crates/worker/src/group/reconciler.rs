@@ -57,6 +57,9 @@
 //!   [`handle_revoked_all`](Reconciler::handle_revoked_all) until the next assignment or a
 //!   loss), the lost tasks' hold, a static takeover's wait, whether it may travel compressed.
 //!   `WorkerProtocol::protocols` reads the snapshot; it decides nothing.
+//! - **A graceful shutdown's end** ([`shutdown`]): once every task stopped, whether a static
+//!   worker leaves a note for its successor, whether a dynamic one hands its tasks over in one
+//!   more rebalance, and what each event of that rebalance means.
 //!
 //! One transition travels one way, once: the loop never decides, it only does.
 
@@ -76,6 +79,8 @@ use crate::runtime::AssignmentChange;
 mod advertise;
 #[path = "reconciler_io.rs"]
 mod io;
+#[path = "reconciler_shutdown.rs"]
+pub(crate) mod shutdown;
 pub(crate) use io::{Action, Assigned, REJECTED_REJOIN_DELAY, Settings, Takeover};
 
 /// A rejoin the worker owes the group once revocations are done or a delay has passed.

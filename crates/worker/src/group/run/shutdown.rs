@@ -1,11 +1,13 @@
 //! How the loop ends: a graceful shutdown (stop every task, hand them over, leave), or the
-//! member's own end (fenced, fatal, left).
+//! member's own end (fenced, fatal, left). What follows the stops is the reconciler's decision
+//! (`reconciler_shutdown.rs`); this carries it out.
 
 use kroupier_coordinator::driver::{Events, MemberEvent};
 use kroupier_coordinator::membership::MemberState;
 use tokio::time::Instant;
 
 use super::Loop;
+use crate::group::reconciler::shutdown::{HandOver, Seen, Step, leaves_note};
 use crate::group::{WorkerDetail, WorkerError, WorkerEvent};
 
 impl Loop {
@@ -23,9 +25,12 @@ impl Loop {
             "tasks stopped; leaving the group"
         );
         let membership = &self.config.member.membership;
-        if let Some(instance_id) = &membership.group_instance_id
-            && report.unresponsive.is_empty()
-            && let Some(generation) = self.member.current().generation
+        let static_member = membership.group_instance_id.is_some();
+        let unresponsive = report.unresponsive.len();
+        let generation = self.member.current().generation;
+        if leaves_note(static_member, unresponsive, generation.is_some())
+            && let (Some(instance_id), Some(generation)) =
+                (&membership.group_instance_id, generation)
         {
             crate::group::takeover::leave_note(
                 &membership.group_id,
@@ -35,8 +40,16 @@ impl Loop {
         }
         self.emit(WorkerEvent::Stopped);
         let stopped = report.graceful.len() + report.aborted.len();
-        if membership.group_instance_id.is_none() && report.unresponsive.is_empty() && stopped > 0 {
-            self.hand_over(member_events).await;
+        let status = self.member.current();
+        let stable_in = status
+            .generation
+            .as_ref()
+            .filter(|_| status.state == MemberState::Stable)
+            .map(|g| g.generation_id);
+        if let Some(hand_over) =
+            HandOver::after_stops(static_member, stopped, unresponsive, stable_in)
+        {
+            self.hand_over(hand_over, member_events).await;
         }
         let leave = self.member.leave("the worker is shutting down");
         if tokio::time::timeout(self.config.member.membership.session_timeout, leave)
@@ -50,19 +63,16 @@ impl Loop {
         Ok(())
     }
 
-    /// After its tasks stopped, a dynamic worker rejoins once saying so (`leaving` in its
-    /// metadata) before it sends LeaveGroup: the leader then gives its tasks to others at once,
-    /// as tasks nobody runs, rather than as the tasks of a member Kafka removed, which the next
-    /// owners would hold back in case their previous owner still ran them. Bounded by the
-    /// session timeout; on any failure the worker just leaves (its tasks are then held back).
-    pub(super) async fn hand_over(&self, member_events: &mut Events<MemberEvent>) {
-        let status = self.member.current();
-        let Some(generation) = status.generation.as_ref().map(|g| g.generation_id) else {
-            return;
-        };
-        if status.state != MemberState::Stable {
-            return;
-        }
+    /// Carries out `hand_over` ([`HandOver`]): rejoins once saying it is leaving (`leaving` in
+    /// its metadata), acknowledges revocations as the hand-over's steps say, until a newer
+    /// generation is assigned. Bounded by the session timeout; on any failure the worker just
+    /// leaves (its tasks are then held back).
+    pub(super) async fn hand_over(
+        &self,
+        hand_over: HandOver,
+        member_events: &mut Events<MemberEvent>,
+    ) {
+        let generation = hand_over.from();
         self.protocol.set_leaving();
         let handed_over = async {
             self.member
@@ -72,15 +82,12 @@ impl Loop {
             // The peers rejoin at once rather than at their next heartbeat.
             self.failover.rebalancing(Some(generation));
             loop {
-                match member_events.recv().await {
+                let seen = match member_events.recv().await {
                     Some(MemberEvent::Revoked { generation: g, .. }) => {
-                        // Every task stopped already: the join gate may open at once.
-                        let _ = self.member.revocations_done(g.generation_id).await;
+                        Seen::Revoked(g.generation_id)
                     }
-                    Some(MemberEvent::Assigned { generation: g, .. })
-                        if g.generation_id > generation =>
-                    {
-                        return Some(g.generation_id);
+                    Some(MemberEvent::Assigned { generation: g, .. }) => {
+                        Seen::Assigned(g.generation_id)
                     }
                     Some(
                         MemberEvent::Lost { .. }
@@ -88,12 +95,20 @@ impl Loop {
                         | MemberEvent::Fatal(_)
                         | MemberEvent::Left,
                     )
-                    | None => return None,
-                    Some(_) => {
+                    | None => Seen::Ended,
+                    Some(_) => Seen::Other,
+                };
+                match hand_over.on_event(seen) {
+                    Step::Acknowledge(g) => {
+                        let _ = self.member.revocations_done(g).await;
+                    }
+                    Step::AcknowledgeHeld => {
                         if let Some(g) = self.member.current().join_held {
                             let _ = self.member.revocations_done(g).await;
                         }
                     }
+                    Step::Done(next) => return Some(next),
+                    Step::Abort => return None,
                 }
             }
         };
