@@ -129,6 +129,14 @@ fn keep_hold(assigned: &mut Assigned, tasks: &BTreeSet<String>, left: Duration) 
     a.lost_hold = Some(a.lost_hold.map_or(left, |hold| hold.max(left)));
 }
 
+/// Whether a [`Action::Rejoin`] for `generation` is still due when the loop carries it out:
+/// the member is still stable in that generation. If the group moved on meanwhile (another
+/// rebalance began, or a newer generation came), that rebalance already does what the rejoin
+/// was for.
+pub(crate) fn rejoin_still_due(generation: i32, current: Option<i32>, stable: bool) -> bool {
+    current == Some(generation) && stable
+}
+
 /// What identifies a held start: its generation and when it is due.
 type HeldKey = Option<(i32, Instant)>;
 

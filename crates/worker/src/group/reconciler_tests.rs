@@ -793,3 +793,17 @@ fn the_leader_rebalances_once_per_generation_when_the_store_moves_placement() {
     r.handle_placement(Some(from), Some(4), 13, Some(6));
     assert!(actions(&mut r).is_empty(), "once per generation");
 }
+
+#[test]
+fn a_rejoin_is_due_only_while_the_member_is_stable_in_its_generation() {
+    assert!(rejoin_still_due(7, Some(7), true));
+    assert!(
+        !rejoin_still_due(7, Some(7), false),
+        "another rebalance began"
+    );
+    assert!(
+        !rejoin_still_due(7, Some(8), true),
+        "a newer generation came"
+    );
+    assert!(!rejoin_still_due(7, None, false), "the generation was lost");
+}

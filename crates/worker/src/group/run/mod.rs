@@ -18,7 +18,7 @@ mod store;
 
 pub(crate) use store::StoreLink;
 
-use super::reconciler::{Action, Reconciler, Settings, Takeover};
+use super::reconciler::{Action, Reconciler, Settings, Takeover, rejoin_still_due};
 use super::{AssignedTimes, WorkerError, WorkerEvent};
 use crate::config::WorkerConfig;
 use crate::runtime::{ApplyReport, Runtime, started_and_stopped};
@@ -253,7 +253,7 @@ impl Loop {
     async fn rejoin_if_current(&self, generation: i32, reason: &'static str) {
         let status = self.member.current();
         let current = status.generation.as_ref().map(|g| g.generation_id);
-        if current != Some(generation) || status.state != MemberState::Stable {
+        if !rejoin_still_due(generation, current, status.state == MemberState::Stable) {
             tracing::debug!(
                 generation,
                 ?current,
