@@ -34,6 +34,8 @@ mod group;
 mod log;
 mod server;
 
+// The request path on bytes, for kroupier's fuzz targets (`unstable`, which promises nothing).
+#[cfg(feature = "unstable")]
 #[doc(hidden)]
 pub use server::fuzzing;
 

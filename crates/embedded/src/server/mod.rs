@@ -72,6 +72,8 @@ mod dispatch;
 #[cfg_attr(not(feature = "testing"), allow(dead_code, unreachable_pub))]
 mod faults;
 mod fetch;
+#[cfg(any(test, feature = "unstable"))]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 pub mod fuzzing;
 mod groups;
 mod handle;

@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use kroupier_coordinator::wire::{self, WireRequest};
 use proptest::prelude::*;
 
-use crate::fuzzing::serve_bytes;
+use crate::server::fuzzing::serve_bytes;
 
 const GROUPS: [&str; 2] = ["g", "h"];
 const MEMBERS: [&str; 3] = ["", "client-1", "i-1"];
