@@ -59,7 +59,8 @@
 //! [`EmbeddedCoordinator::builder`] injects faults ([`Faults`]) for the unhappy paths.
 
 pub use kroupier_embedded::{
-    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, Fault, Faults,
+    Api, Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError,
+    EmbeddedErrorKind, Fault, Faults,
 };
 
 use std::time::Duration;

@@ -75,7 +75,7 @@ impl Dispatcher {
     ) -> Result<Answer, DispatchError> {
         let fault = self.faults.take(body.api_key()).unwrap_or_default();
         let frame = match fault.error {
-            Some(error) => self.fault_response(header, &body, error)?,
+            Some(code) => self.fault_response(header, &body, code)?,
             None => match self.handle(header, body, client_host).await? {
                 Some(frame) => frame,
                 None => return Ok(Answer::Silent),
@@ -208,10 +208,11 @@ impl Dispatcher {
         &self,
         header: &RequestHeader,
         body: &RequestBody,
-        error: ResponseError,
+        code: i16,
     ) -> Result<Bytes, DispatchError> {
         let v = header.request_api_version;
-        let code = error.code();
+        // ApiVersions answers with a known error (at v0); any other code goes out as given.
+        let error = ResponseError::try_from_code(code).unwrap_or(ResponseError::UnknownServerError);
         match body {
             RequestBody::ApiVersions(_) => encode(header, &apis::api_versions(Some(error))),
             RequestBody::Metadata(req) => {

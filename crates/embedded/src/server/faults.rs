@@ -4,16 +4,73 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ApiKey;
+
+/// An API the embedded coordinator serves, as Kafka names it: what a [`Fault`] applies to.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Api {
+    /// Produce (key 0).
+    Produce,
+    /// Fetch (key 1).
+    Fetch,
+    /// ListOffsets (key 2).
+    ListOffsets,
+    /// Metadata (key 3).
+    Metadata,
+    /// FindCoordinator (key 10).
+    FindCoordinator,
+    /// JoinGroup (key 11).
+    JoinGroup,
+    /// Heartbeat (key 12).
+    Heartbeat,
+    /// LeaveGroup (key 13).
+    LeaveGroup,
+    /// SyncGroup (key 14).
+    SyncGroup,
+    /// DescribeGroups (key 15).
+    DescribeGroups,
+    /// ListGroups (key 16).
+    ListGroups,
+    /// ApiVersions (key 18).
+    ApiVersions,
+    /// CreateTopics (key 19).
+    CreateTopics,
+    /// DescribeConfigs (key 32).
+    DescribeConfigs,
+}
+
+impl Api {
+    /// Kafka's key for this API.
+    fn key(self) -> ApiKey {
+        match self {
+            Api::Produce => ApiKey::Produce,
+            Api::Fetch => ApiKey::Fetch,
+            Api::ListOffsets => ApiKey::ListOffsets,
+            Api::Metadata => ApiKey::Metadata,
+            Api::FindCoordinator => ApiKey::FindCoordinator,
+            Api::JoinGroup => ApiKey::JoinGroup,
+            Api::Heartbeat => ApiKey::Heartbeat,
+            Api::LeaveGroup => ApiKey::LeaveGroup,
+            Api::SyncGroup => ApiKey::SyncGroup,
+            Api::DescribeGroups => ApiKey::DescribeGroups,
+            Api::ListGroups => ApiKey::ListGroups,
+            Api::ApiVersions => ApiKey::ApiVersions,
+            Api::CreateTopics => ApiKey::CreateTopics,
+            Api::DescribeConfigs => ApiKey::DescribeConfigs,
+        }
+    }
+}
 
 /// What to do to the requests of one API.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fault {
     /// Wait this long before sending the response (the connection stays muted meanwhile).
     pub delay: Duration,
-    /// Answer with this error instead of handling the request (the group state does not change).
-    pub error: Option<ResponseError>,
+    /// Answer with this Kafka error code instead of handling the request (the group state does
+    /// not change): 15 is COORDINATOR_NOT_AVAILABLE, 27 REBALANCE_IN_PROGRESS, as Kafka's
+    /// protocol numbers them.
+    pub error: Option<i16>,
     /// Handle the request but never send its response (the client's request times out).
     pub drop_response: bool,
     /// Apply the fault to this many requests only, then clear it; `None` for every request.
@@ -29,10 +86,10 @@ impl Fault {
         }
     }
 
-    /// An error answer instead of handling the request.
-    pub fn error(error: ResponseError) -> Self {
+    /// An error answer, Kafka's error `code`, instead of handling the request.
+    pub fn error(code: i16) -> Self {
         Self {
-            error: Some(error),
+            error: Some(code),
             ..Self::default()
         }
     }
@@ -67,13 +124,13 @@ impl Faults {
     }
 
     /// Applies `fault` to the requests of `api` from now on (replacing any earlier one).
-    pub fn set(&self, api: ApiKey, fault: Fault) {
-        self.lock().insert(api as i16, fault);
+    pub fn set(&self, api: Api, fault: Fault) {
+        self.lock().insert(api.key() as i16, fault);
     }
 
     /// Removes the fault on `api`.
-    pub fn clear(&self, api: ApiKey) {
-        self.lock().remove(&(api as i16));
+    pub fn clear(&self, api: Api) {
+        self.lock().remove(&(api.key() as i16));
     }
 
     /// Removes every fault.

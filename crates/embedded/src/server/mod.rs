@@ -46,8 +46,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), kroupier_embedded::EmbeddedError> {
 //! use std::time::Duration;
-//! use kafka_protocol::messages::ApiKey;
-//! use kroupier_embedded::{EmbeddedCoordinator, Fault};
+//! use kroupier_embedded::{Api, EmbeddedCoordinator, Fault};
 //!
 //! let coordinator = EmbeddedCoordinator::builder()
 //!     .min_session_timeout(Duration::from_millis(500))
@@ -56,7 +55,7 @@
 //! let bootstrap = coordinator.bootstrap(); // e.g. "127.0.0.1:41234"
 //! # assert!(bootstrap.starts_with("127.0.0.1:"));
 //! // Make the next two heartbeats slow, then stop and restart like a broker bounce.
-//! coordinator.faults().set(ApiKey::Heartbeat, Fault::delay(Duration::from_secs(2)).times(2));
+//! coordinator.faults().set(Api::Heartbeat, Fault::delay(Duration::from_secs(2)).times(2));
 //! coordinator.stop().await;
 //! coordinator.restart().await?;
 //! coordinator.shutdown().await;
@@ -89,7 +88,7 @@ mod tests;
 pub(crate) use apis::SUPPORTED_VERSIONS;
 pub use config::ConfigError;
 #[cfg(any(test, feature = "testing"))]
-pub use faults::{Fault, Faults};
+pub use faults::{Api, Fault, Faults};
 #[cfg(test)]
 pub(crate) use handle::EmbeddedDetail;
 pub use handle::{
