@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kroupier_assignor::{
-    AssignError, AssignmentInput, Assignor, MemberPlan, Plan, RebalanceProtocol, TaskIndex,
+    AssignmentInput, Assignor, AssignorError, MemberPlan, Plan, RebalanceProtocol, TaskIndex,
     Unplaced, UnplacedReason,
 };
 use kroupier_integration_tests::journal::unix_ms;
@@ -29,7 +29,7 @@ impl Assignor for SmallestMemberId {
         RebalanceProtocol::Eager
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         let mut plan = Plan {
             state: input.state,
             ..Plan::default()

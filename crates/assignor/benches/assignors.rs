@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
 use kroupier_assignor::{
-    AssignmentInput, Assignor, KindIndex, Kinds, Member, MemberId, PreviousAssignment, Sticky,
+    AssignmentInput, Assignor, KindIndex, Kinds, MemberId, MemberInput, PreviousAssignment, Sticky,
     TaskSet, by_name,
 };
 
@@ -28,14 +28,14 @@ const SCENARIOS: [&str; 4] = ["cold", "stable", "join", "leave"];
 
 /// One prepared round: members, what the leader remembers, who left gracefully.
 struct Round {
-    members: Vec<Member>,
+    members: Vec<MemberInput>,
     previous: PreviousAssignment,
     left: Vec<MemberId>,
 }
 
 fn round(assignor: &dyn Assignor, tasks: &TaskSet, workers: u32, scenario: &str) -> Round {
     let id = |i: u32| MemberId::from(format!("worker-{i:07}"));
-    let fresh: Vec<Member> = (0..workers).map(|i| Member::new(id(i))).collect();
+    let fresh: Vec<MemberInput> = (0..workers).map(|i| MemberInput::new(id(i))).collect();
     if scenario == "cold" {
         return Round {
             members: fresh,
@@ -46,14 +46,14 @@ fn round(assignor: &dyn Assignor, tasks: &TaskSet, workers: u32, scenario: &str)
     let base = assignor
         .assign(&AssignmentInput::new(tasks, &fresh))
         .expect("the cold round of a valid synthetic group succeeds");
-    let mut members: Vec<Member> = base
+    let mut members: Vec<MemberInput> = base
         .assignments
         .iter()
-        .map(|a| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+        .map(|a| MemberInput::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
         .collect();
     let mut left = Vec::new();
     match scenario {
-        "join" => members.push(Member::new(id(workers))),
+        "join" => members.push(MemberInput::new(id(workers))),
         "leave" => left.push(members.remove(members.len() / 2).id),
         _ => {}
     }
@@ -92,7 +92,7 @@ fn grid(c: &mut Criterion) {
 
 /// A heterogeneous group (like Kafka's HETEROGENEOUS bucketing): 5 kinds, weights 1..=4,
 /// each member runs 3 of the 5 kinds, every 4th member has a capacity.
-fn heterogeneous(tasks: u32, workers: u32, leave: bool) -> (TaskSet, Vec<Member>) {
+fn heterogeneous(tasks: u32, workers: u32, leave: bool) -> (TaskSet, Vec<MemberInput>) {
     let mut set = TaskSet::new();
     for t in 0..tasks {
         let kind = format!("kind-{}", t % 5);
@@ -100,10 +100,10 @@ fn heterogeneous(tasks: u32, workers: u32, leave: bool) -> (TaskSet, Vec<Member>
         let _ = set.push(format!("task-{t}"), &kind, 1 + (t / 5) % 4);
     }
     let total: u64 = (0..tasks).map(|t| u64::from(1 + (t / 5) % 4)).sum();
-    let members: Vec<Member> = (0..workers)
+    let members: Vec<MemberInput> = (0..workers)
         .map(|i| {
             let kinds = (0..3).map(|j| KindIndex(((i + j) % 5) as u16)).collect();
-            let member = Member::new(format!("worker-{i:07}")).with_kinds(Kinds::Only(kinds));
+            let member = MemberInput::new(format!("worker-{i:07}")).with_kinds(Kinds::Only(kinds));
             if i % 4 == 0 {
                 member.with_capacity(total / u64::from(workers))
             } else {
@@ -115,7 +115,7 @@ fn heterogeneous(tasks: u32, workers: u32, leave: bool) -> (TaskSet, Vec<Member>
     let plan = assignor
         .assign(&AssignmentInput::new(&set, &members))
         .expect("a valid synthetic group");
-    let mut members: Vec<Member> = members
+    let mut members: Vec<MemberInput> = members
         .into_iter()
         .zip(plan.assignments)
         .map(|(m, a)| m.with_owned(1, a.assigned))

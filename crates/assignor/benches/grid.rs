@@ -19,7 +19,8 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 
 use kroupier_assignor::{
-    AssignmentInput, Assignor, Member, MemberId, Plan, PreviousAssignment, TaskSet, by_name, check,
+    AssignmentInput, Assignor, MemberId, MemberInput, Plan, PreviousAssignment, TaskSet, by_name,
+    check,
 };
 
 /// Cooperative rounds to follow before giving up on convergence (as `kroupier assign`).
@@ -87,10 +88,10 @@ fn settings() -> Result<Settings, String> {
 }
 
 /// Members that own what `plan` gave them, granted in `generation`.
-fn owning(plan: &Plan, generation: i32) -> Vec<Member> {
+fn owning(plan: &Plan, generation: i32) -> Vec<MemberInput> {
     plan.assignments
         .iter()
-        .map(|a| Member::new(a.member_id.clone()).with_owned(generation, a.assigned.clone()))
+        .map(|a| MemberInput::new(a.member_id.clone()).with_owned(generation, a.assigned.clone()))
         .collect()
 }
 
@@ -130,7 +131,7 @@ fn cell(
 ) -> Result<String, Box<dyn Error>> {
     let assignor = by_name(name)?;
     let id = |i: u32| MemberId::from(format!("worker-{i:07}"));
-    let fresh: Vec<Member> = (0..workers).map(|i| Member::new(id(i))).collect();
+    let fresh: Vec<MemberInput> = (0..workers).map(|i| MemberInput::new(id(i))).collect();
     let (members, previous, left) = if scenario == "cold" {
         (fresh, PreviousAssignment::default(), Vec::new())
     } else {
@@ -138,7 +139,7 @@ fn cell(
         let mut members = owning(&base, 1);
         let mut left = Vec::new();
         match scenario {
-            "join" => members.push(Member::new(id(workers))),
+            "join" => members.push(MemberInput::new(id(workers))),
             "leave" => left.push(members.remove(members.len() / 2).id),
             _ => {}
         }

@@ -120,7 +120,7 @@ pub(crate) fn sorted_unique(mut tasks: Vec<TaskIndex>) -> Vec<TaskIndex> {
 mod tests {
     use super::*;
     use crate::prepare::{EXCLUDED, NONE};
-    use crate::{Member, TaskSet};
+    use crate::{MemberInput, TaskSet};
     use proptest::prelude::*;
 
     /// The straightforward version: one push per task, one filter per member.
@@ -190,7 +190,7 @@ mod tests {
             let set = TaskSet::uniform(tasks, "k");
             let mut next = seed.into_iter().cycle();
             let mut pick = move |n: u32| next.next().map_or(0, |v| v % n.max(1));
-            let list: Vec<Member> = (0..members)
+            let list: Vec<MemberInput> = (0..members)
                 .map(|m| {
                     // Mostly: exactly its targets, in order; else some noise on top.
                     let mut owned: Vec<TaskIndex> = (0..tasks)
@@ -203,7 +203,7 @@ mod tests {
                         2 if !owned.is_empty() => { owned.remove(0); }
                         _ => {}
                     }
-                    Member::new(format!("m{m}")).with_owned(1, owned)
+                    MemberInput::new(format!("m{m}")).with_owned(1, owned)
                 })
                 .collect();
             let input = AssignmentInput::new(&set, &list);

@@ -1,7 +1,7 @@
 //! The [`Assignor`] trait and lookup by name.
 
 use crate::error::Repr;
-use crate::{AssignError, AssignmentInput, Cooperative, Plan, RoundRobin, Sticky};
+use crate::{AssignmentInput, AssignorError, Cooperative, Plan, RoundRobin, Sticky};
 
 /// Whether members stop everything at each rebalance, or only what they are told to revoke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub trait Assignor: Send + Sync {
     fn protocol(&self) -> RebalanceProtocol;
 
     /// Computes the plan for one round.
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError>;
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError>;
 }
 
 /// A shared assignor is an assignor: a list of values of different types is a
@@ -43,7 +43,7 @@ impl<A: Assignor + ?Sized> Assignor for std::sync::Arc<A> {
         (**self).protocol()
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         (**self).assign(input)
     }
 }
@@ -58,13 +58,13 @@ impl<A: Assignor + ?Sized> Assignor for Box<A> {
         (**self).protocol()
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         (**self).assign(input)
     }
 }
 
 /// The built-in assignor called `name` (with default configuration).
-pub fn by_name(name: &str) -> Result<Box<dyn Assignor>, AssignError> {
+pub fn by_name(name: &str) -> Result<Box<dyn Assignor>, AssignorError> {
     match name {
         "round-robin" => Ok(Box::new(RoundRobin)),
         "sticky" => Ok(Box::new(Sticky)),

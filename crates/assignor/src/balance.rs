@@ -485,9 +485,9 @@ mod weighted {
 mod tests {
     use super::*;
     use crate::prepare::prepare;
-    use crate::{Member, TaskIndex, TaskSet};
+    use crate::{MemberInput, TaskIndex, TaskSet};
 
-    fn targets(tasks: &TaskSet, members: &[Member]) -> Vec<u32> {
+    fn targets(tasks: &TaskSet, members: &[MemberInput]) -> Vec<u32> {
         let input = AssignmentInput::new(tasks, members);
         let p = prepare(&input).unwrap();
         let mut target: Vec<u32> = p
@@ -504,9 +504,9 @@ mod tests {
         let tasks = TaskSet::uniform(7, "k");
         let owned = |r: std::ops::Range<u32>| r.map(TaskIndex).collect::<Vec<_>>();
         let members = vec![
-            Member::new("a").with_owned(1, owned(0..4)),
-            Member::new("b").with_owned(1, owned(4..7)),
-            Member::new("c"),
+            MemberInput::new("a").with_owned(1, owned(0..4)),
+            MemberInput::new("b").with_owned(1, owned(4..7)),
+            MemberInput::new("c"),
         ];
         // floor 2, one extra: a keeps 3 (it held more), b keeps 2, c gets 1 from a + 1 from b.
         assert_eq!(targets(&tasks, &members), vec![0, 0, 0, 2, 1, 1, 2]);
@@ -554,7 +554,10 @@ mod tests {
         for (i, w) in [5, 1, 1, 1, 1, 1].iter().enumerate() {
             tasks.push(format!("t{i}"), "k", *w).unwrap();
         }
-        let members = vec![Member::new("a").with_capacity(5), Member::new("b")];
+        let members = vec![
+            MemberInput::new("a").with_capacity(5),
+            MemberInput::new("b"),
+        ];
         let target = targets(&tasks, &members);
         let load = |m: u32| -> u32 {
             (0..6)

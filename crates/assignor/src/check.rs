@@ -414,7 +414,7 @@ pub fn stable(input: &AssignmentInput<'_>, plan: &Plan) -> Result<(), Violation>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{KindIndex, Kinds, Member, MemberPlan, TaskIndex, TaskSet};
+    use crate::{KindIndex, Kinds, MemberInput, MemberPlan, TaskIndex, TaskSet};
     use proptest::prelude::*;
 
     proptest! {
@@ -435,12 +435,12 @@ mod tests {
             for t in 0..tasks {
                 set.push(format!("t{t}"), if t % 4 == 0 { "b" } else { "a" }, 1).unwrap();
             }
-            let members: Vec<Member> = specs
+            let members: Vec<MemberInput> = specs
                 .iter()
                 .enumerate()
                 .map(|(i, (generation, claims, only_a))| {
                     let owned = claims.iter().map(|&t| TaskIndex(t % tasks)).collect();
-                    let m = Member::new(format!("m{i}")).with_owned(*generation, owned);
+                    let m = MemberInput::new(format!("m{i}")).with_owned(*generation, owned);
                     if *only_a { m.with_kinds(Kinds::Only(vec![KindIndex(0)])) } else { m }
                 })
                 .collect();

@@ -9,43 +9,43 @@ use crate::violation::Violation;
 /// [`kind`](Self::kind) tells the cases apart.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
-pub struct AssignError(pub(crate) Repr);
+pub struct AssignorError(pub(crate) Repr);
 
-impl AssignError {
+impl AssignorError {
     /// Which rule the input broke.
-    pub fn kind(&self) -> AssignErrorKind {
+    pub fn kind(&self) -> AssignorErrorKind {
         match &self.0 {
-            Repr::MembersNotSorted { .. } => AssignErrorKind::MembersNotSorted,
-            Repr::TaskOutOfRange { .. } => AssignErrorKind::TaskOutOfRange,
-            Repr::KindOutOfRange { .. } => AssignErrorKind::KindOutOfRange,
-            Repr::DuplicateTask { .. } => AssignErrorKind::DuplicateTask,
-            Repr::ZeroWeight { .. } => AssignErrorKind::ZeroWeight,
-            Repr::TooManyTasks => AssignErrorKind::TooManyTasks,
-            Repr::TooManyKinds => AssignErrorKind::TooManyKinds,
-            Repr::TooManyMembers => AssignErrorKind::TooManyMembers,
-            Repr::UnknownAssignor { .. } => AssignErrorKind::UnknownAssignor,
-            Repr::InvalidConfig(_) => AssignErrorKind::InvalidConfig,
-            Repr::InvalidPlan(_) => AssignErrorKind::InvalidPlan,
+            Repr::MembersNotSorted { .. } => AssignorErrorKind::MembersNotSorted,
+            Repr::TaskOutOfRange { .. } => AssignorErrorKind::TaskOutOfRange,
+            Repr::KindOutOfRange { .. } => AssignorErrorKind::KindOutOfRange,
+            Repr::DuplicateTask { .. } => AssignorErrorKind::DuplicateTask,
+            Repr::ZeroWeight { .. } => AssignorErrorKind::ZeroWeight,
+            Repr::TooManyTasks => AssignorErrorKind::TooManyTasks,
+            Repr::TooManyKinds => AssignorErrorKind::TooManyKinds,
+            Repr::TooManyMembers => AssignorErrorKind::TooManyMembers,
+            Repr::UnknownAssignor { .. } => AssignorErrorKind::UnknownAssignor,
+            Repr::InvalidConfig(_) => AssignorErrorKind::InvalidConfig,
+            Repr::InvalidPlan(_) => AssignorErrorKind::InvalidPlan,
         }
     }
 
     /// A configuration value out of range, for an assignor of your own to refuse its config
     /// with: `reason` names the value and the range.
     pub fn invalid_config(reason: &'static str) -> Self {
-        AssignError(Repr::InvalidConfig(reason))
+        AssignorError(Repr::InvalidConfig(reason))
     }
 }
 
-impl From<Repr> for AssignError {
+impl From<Repr> for AssignorError {
     fn from(repr: Repr) -> Self {
-        AssignError(repr)
+        AssignorError(repr)
     }
 }
 
-/// What an [`AssignError`] is about: the rule the input broke.
+/// What an [`AssignorError`] is about: the rule the input broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum AssignErrorKind {
+pub enum AssignorErrorKind {
     /// Members must be sorted by member id, without duplicates.
     MembersNotSorted,
     /// A member claims a task index the task set does not have.
@@ -70,7 +70,7 @@ pub enum AssignErrorKind {
     InvalidPlan,
 }
 
-/// The cases of [`AssignError`], with what their messages name.
+/// The cases of [`AssignorError`], with what their messages name.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Repr {
     /// Members must be sorted by member id, without duplicates.

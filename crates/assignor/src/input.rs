@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{CooperativeState, Member, MemberId, PreviousAssignment, TaskSet};
+use crate::{CooperativeState, MemberId, MemberInput, PreviousAssignment, TaskSet};
 
 /// Everything an assignor needs for one round. Borrowed, so building it costs nothing.
 ///
@@ -13,7 +13,7 @@ pub struct AssignmentInput<'a> {
     /// Every task of the group.
     pub tasks: &'a TaskSet,
     /// The members of the new generation, sorted by [`MemberId`], without duplicates.
-    pub members: &'a [Member],
+    pub members: &'a [MemberInput],
     /// The previous assignment as the leader knows it (`None` for a new leader).
     pub previous: Option<&'a PreviousAssignment>,
     /// Previous owners known to have left gracefully: their tasks are not lost and move now.
@@ -26,7 +26,7 @@ pub struct AssignmentInput<'a> {
 
 impl<'a> AssignmentInput<'a> {
     /// An input with no previous assignment, no graceful leavers, `now` = 0 and a fresh state.
-    pub fn new(tasks: &'a TaskSet, members: &'a [Member]) -> Self {
+    pub fn new(tasks: &'a TaskSet, members: &'a [MemberInput]) -> Self {
         Self {
             tasks,
             members,

@@ -4,24 +4,24 @@
 //! metadata says they own and can run) and the set of tasks, compute who runs what.
 //!
 //! ```
-//! use kroupier_assignor::{AssignmentInput, Assignor, Cooperative, Member, TaskSet, check};
+//! use kroupier_assignor::{AssignmentInput, Assignor, Cooperative, MemberInput, TaskSet, check};
 //!
 //! // Six tasks of one kind, interned once to dense indices.
 //! let tasks = TaskSet::uniform(6, "sink");
 //! // Round 1: two members, nothing owned yet.
-//! let members = vec![Member::new("worker-a"), Member::new("worker-b")];
+//! let members = vec![MemberInput::new("worker-a"), MemberInput::new("worker-b")];
 //! let assignor = Cooperative::default();
 //! let plan = assignor.assign(&AssignmentInput::new(&tasks, &members))?;
 //! assert_eq!(plan.assignments[0].assigned.len(), 3);
 //!
 //! // Round 2: a third member joins. The others report what they own (granted in generation 1).
 //! let previous = plan.to_previous();
-//! let mut members: Vec<Member> = plan
+//! let mut members: Vec<MemberInput> = plan
 //!     .assignments
 //!     .iter()
-//!     .map(|a| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+//!     .map(|a| MemberInput::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
 //!     .collect();
-//! members.push(Member::new("worker-c"));
+//! members.push(MemberInput::new("worker-c"));
 //! let input = AssignmentInput::new(&tasks, &members)
 //!     .with_previous(&previous)
 //!     .with_state(plan.state);
@@ -39,7 +39,7 @@
 //!
 //! * [`TaskSet`] interns task ids and kinds to dense [`TaskIndex`] / [`KindIndex`] values once;
 //!   assignors work on `Vec`s indexed by them, never on strings.
-//! * [`Member`]: a member's metadata (owned tasks with the generation it got them in, the kinds
+//! * [`MemberInput`]: a member's metadata (owned tasks with the generation it got them in, the kinds
 //!   it can run, optional capacity and rack). Members are passed sorted by [`MemberId`].
 //! * [`AssignmentInput`] → [`Assignor::assign`] → [`Plan`]: each member's full target set and
 //!   what it must revoke; tasks held back this round; tasks that cannot be placed, and why.
@@ -94,9 +94,9 @@ mod violation;
 
 pub use assignor::{Assignor, RebalanceProtocol, by_name};
 pub use cooperative::{Cooperative, CooperativeConfig, CooperativeState};
-pub use error::{AssignError, AssignErrorKind};
+pub use error::{AssignorError, AssignorErrorKind};
 pub use input::AssignmentInput;
-pub use member::{Kinds, Member, MemberId, PreviousAssignment, PreviousOwner};
+pub use member::{Kinds, MemberId, MemberInput, PreviousAssignment, PreviousOwner};
 pub use plan::{HeldBack, HoldReason, MemberPlan, Plan, Unplaced, UnplacedReason};
 pub use round_robin::RoundRobin;
 pub use sticky::Sticky;

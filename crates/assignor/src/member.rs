@@ -63,9 +63,10 @@ impl Kinds {
     }
 }
 
-/// One member of the group, as its JoinGroup metadata describes it.
+/// One member of the group, as its JoinGroup metadata describes it: its part of the
+/// assignor's input (its part of the output is a [`MemberPlan`](crate::MemberPlan)).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Member {
+pub struct MemberInput {
     /// The member's stable key; members are passed sorted by it.
     pub id: MemberId,
     /// The generation in which the member was granted `owned` (-1 if it never was).
@@ -81,7 +82,7 @@ pub struct Member {
     pub rack: Option<Arc<str>>,
 }
 
-impl Member {
+impl MemberInput {
     /// A member that owns nothing, can run every kind, has no capacity limit and no rack.
     pub fn new(id: impl Into<MemberId>) -> Self {
         Self {

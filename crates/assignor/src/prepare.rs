@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::error::Repr;
 use crate::runs::{LANES, all_equal, consecutive};
-use crate::{AssignError, AssignmentInput, KindIndex, Kinds};
+use crate::{AssignmentInput, AssignorError, KindIndex, Kinds};
 
 /// `owner[t]`: nobody claims the task.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -42,17 +42,17 @@ pub(crate) struct Prepared {
 }
 
 /// Validates `input` and resolves claims.
-pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignError> {
+pub(crate) fn prepare(input: &AssignmentInput<'_>) -> Result<Prepared, AssignorError> {
     prepare_with(input, true)
 }
 
 /// Validates `input` like [`prepare`] (the same errors, in the same order) but leaves `owner`
 /// empty: for assignors blind to what members own.
-pub(crate) fn prepare_unresolved(input: &AssignmentInput<'_>) -> Result<Prepared, AssignError> {
+pub(crate) fn prepare_unresolved(input: &AssignmentInput<'_>) -> Result<Prepared, AssignorError> {
     prepare_with(input, false)
 }
 
-fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, AssignError> {
+fn prepare_with(input: &AssignmentInput<'_>, resolve: bool) -> Result<Prepared, AssignorError> {
     let members = input.members;
     let tasks = input.tasks;
     if u32::try_from(members.len()).map_or(true, |n| n >= FIRST_MARKER) {
@@ -231,15 +231,15 @@ pub(crate) fn placement_order(input: &AssignmentInput<'_>) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{KindIndex, Member, TaskIndex, TaskSet};
+    use crate::{KindIndex, MemberInput, TaskIndex, TaskSet};
 
     #[test]
     fn double_claims_resolve_by_generation() {
         let tasks = TaskSet::uniform(3, "k");
         let members = vec![
-            Member::new("a").with_owned(5, vec![TaskIndex(0), TaskIndex(1)]),
-            Member::new("b").with_owned(5, vec![TaskIndex(1)]),
-            Member::new("c").with_owned(6, vec![TaskIndex(0), TaskIndex(1)]),
+            MemberInput::new("a").with_owned(5, vec![TaskIndex(0), TaskIndex(1)]),
+            MemberInput::new("b").with_owned(5, vec![TaskIndex(1)]),
+            MemberInput::new("c").with_owned(6, vec![TaskIndex(0), TaskIndex(1)]),
         ];
         let p = prepare(&AssignmentInput::new(&tasks, &members)).unwrap();
         // Task 0: a (gen 5) loses to c (gen 6). Task 1: a and b tie at 5, then c (6) wins.
@@ -269,7 +269,7 @@ mod tests {
                 }
                 set
             };
-            let members: Vec<Member> = specs
+            let members: Vec<MemberInput> = specs
                 .iter()
                 .enumerate()
                 .map(|(i, (generation, ranges, kinds))| {
@@ -277,16 +277,16 @@ mod tests {
                         .iter()
                         .flat_map(|&(first, len)| (first..(first + len).min(200)).map(TaskIndex))
                         .collect();
-                    let m = Member::new(format!("m{i}")).with_owned(*generation, owned);
+                    let m = MemberInput::new(format!("m{i}")).with_owned(*generation, owned);
                     match kinds {
                         0 => m.with_kinds(Kinds::Only(vec![KindIndex(0)])),
                         _ => m,
                     }
                 })
                 .collect();
-            let reversed: Vec<Member> = members
+            let reversed: Vec<MemberInput> = members
                 .iter()
-                .map(|m| Member {
+                .map(|m| MemberInput {
                     owned: m.owned.iter().rev().copied().collect(),
                     ..m.clone()
                 })
@@ -301,12 +301,12 @@ mod tests {
     #[test]
     fn rejects_unsorted_members_and_bad_indices() {
         let tasks = TaskSet::uniform(1, "k");
-        let unsorted = vec![Member::new("b"), Member::new("a")];
+        let unsorted = vec![MemberInput::new("b"), MemberInput::new("a")];
         assert!(matches!(
             prepare(&AssignmentInput::new(&tasks, &unsorted)).map_err(|e| e.0),
             Err(Repr::MembersNotSorted { .. })
         ));
-        let bad = vec![Member::new("a").with_owned(1, vec![TaskIndex(7)])];
+        let bad = vec![MemberInput::new("a").with_owned(1, vec![TaskIndex(7)])];
         assert!(matches!(
             prepare(&AssignmentInput::new(&tasks, &bad)).map_err(|e| e.0),
             Err(Repr::TaskOutOfRange { index: 7, .. })
@@ -317,10 +317,10 @@ mod tests {
     fn racks_interleave() {
         let tasks = TaskSet::uniform(1, "k");
         let members = vec![
-            Member::new("a").with_rack("r1"),
-            Member::new("b").with_rack("r1"),
-            Member::new("c").with_rack("r2"),
-            Member::new("d").with_rack("r2"),
+            MemberInput::new("a").with_rack("r1"),
+            MemberInput::new("b").with_rack("r1"),
+            MemberInput::new("c").with_rack("r2"),
+            MemberInput::new("d").with_rack("r2"),
         ];
         let input = AssignmentInput::new(&tasks, &members);
         assert_eq!(placement_order(&input), vec![0, 2, 1, 3]);

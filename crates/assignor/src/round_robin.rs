@@ -4,7 +4,7 @@
 use crate::assemble::{assemble, sorted_unique};
 use crate::prepare::{NO_CAPACITY, NO_MEMBER, Prepared, prepare_unresolved};
 use crate::{
-    AssignError, AssignmentInput, Assignor, KindIndex, MemberPlan, Plan, RebalanceProtocol,
+    AssignmentInput, Assignor, AssignorError, KindIndex, MemberPlan, Plan, RebalanceProtocol,
     TaskIndex,
 };
 
@@ -25,7 +25,7 @@ impl Assignor for RoundRobin {
         RebalanceProtocol::Eager
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         // Blind to what members own: no need to resolve claims.
         let p = prepare_unresolved(input)?;
         if let Some(assignments) = dealt_in_strides(input, &p) {
@@ -163,7 +163,7 @@ fn revoked_from_stride(owned: &[TaskIndex], position: Option<usize>, n: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{KindIndex, Kinds, Member, TaskIndex, TaskSet};
+    use crate::{KindIndex, Kinds, MemberInput, TaskIndex, TaskSet};
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
@@ -185,11 +185,11 @@ mod tests {
             for (t, k) in task_kinds.iter().enumerate() {
                 tasks.push(format!("t{t}"), &format!("k{k}"), 1 + t as u32 % 3).unwrap();
             }
-            let members: Vec<Member> = member_kinds
+            let members: Vec<MemberInput> = member_kinds
                 .iter()
                 .enumerate()
                 .map(|(i, kinds)| {
-                    let m = Member::new(format!("m{i}"));
+                    let m = MemberInput::new(format!("m{i}"));
                     match kinds {
                         None => m,
                         Some(k) => m.with_kinds(Kinds::Only(k.iter().map(|&k| KindIndex(k)).collect())),
@@ -221,7 +221,7 @@ mod tests {
             for t in 0..tasks {
                 set.push(format!("t{t}"), "k", 1).unwrap();
             }
-            let members: Vec<Member> = specs
+            let members: Vec<MemberInput> = specs
                 .iter()
                 .enumerate()
                 .map(|(i, (claims, how, rack))| {
@@ -229,7 +229,7 @@ mod tests {
                     if *how != 0 {
                         owned.sort_unstable();
                     }
-                    let mut m = Member::new(format!("m{i}")).with_owned(1, owned);
+                    let mut m = MemberInput::new(format!("m{i}")).with_owned(1, owned);
                     if *how == 1 {
                         m = m.with_kinds(Kinds::Only(vec![KindIndex(0)]));
                     }
@@ -259,8 +259,8 @@ mod tests {
         }
         tasks.push("src", "source", 1).unwrap();
         let members = vec![
-            Member::new("a"),
-            Member::new("b").with_kinds(Kinds::Only(vec![KindIndex(0)])),
+            MemberInput::new("a"),
+            MemberInput::new("b").with_kinds(Kinds::Only(vec![KindIndex(0)])),
         ];
         let plan = RoundRobin
             .assign(&AssignmentInput::new(&tasks, &members))
@@ -283,8 +283,8 @@ mod tests {
         tasks.push("a", "k", 1).unwrap();
         tasks.push("b", "other", 1).unwrap();
         let members = vec![
-            Member::new("m1").with_kinds(Kinds::Only(vec![KindIndex(0)])),
-            Member::new("m2")
+            MemberInput::new("m1").with_kinds(Kinds::Only(vec![KindIndex(0)])),
+            MemberInput::new("m2")
                 .with_kinds(Kinds::Only(vec![]))
                 .with_owned(3, vec![TaskIndex(0)]),
         ];

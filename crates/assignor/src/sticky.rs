@@ -3,7 +3,7 @@
 use crate::assemble::assemble;
 use crate::balance::{Mode, place};
 use crate::prepare::{NONE, is_member, prepare};
-use crate::{AssignError, AssignmentInput, Assignor, Plan, RebalanceProtocol};
+use crate::{AssignmentInput, Assignor, AssignorError, Plan, RebalanceProtocol};
 
 /// The `sticky` assignor (eager): members keep what they own up to their balanced share;
 /// only the surplus and the tasks of departed members move.
@@ -23,7 +23,7 @@ impl Assignor for Sticky {
         RebalanceProtocol::Eager
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         let p = prepare(input)?;
         let mut target: Vec<u32> = p
             .owner

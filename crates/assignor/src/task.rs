@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::AssignError;
+use crate::AssignorError;
 use crate::error::Repr;
 
 /// A task's dense index in its [`TaskSet`] (`0..tasks.len()`), in the order the tasks were pushed.
@@ -119,7 +119,7 @@ impl TaskSet {
         id: impl Into<Arc<str>>,
         kind: &str,
         weight: u32,
-    ) -> Result<TaskIndex, AssignError> {
+    ) -> Result<TaskIndex, AssignorError> {
         let id: Arc<str> = id.into();
         if weight == 0 {
             return Err(Repr::ZeroWeight { task: id }.into());
@@ -130,7 +130,7 @@ impl TaskSet {
         let index = u32::try_from(self.ids.len())
             .ok()
             .filter(|i| *i < u32::MAX - 8)
-            .ok_or(AssignError(Repr::TooManyTasks))?;
+            .ok_or(AssignorError(Repr::TooManyTasks))?;
         let kind = self.intern_kind(kind)?;
         let task = TaskIndex(index);
         self.unsorted |= self.ids.last().is_some_and(|last| **last >= *id);
@@ -147,12 +147,12 @@ impl TaskSet {
 
     unstable_pub! {
     /// The index of kind `name`, interning it if new (so members can name kinds with no task yet).
-    pub fn intern_kind(&mut self, name: &str) -> Result<KindIndex, AssignError> {
+    pub fn intern_kind(&mut self, name: &str) -> Result<KindIndex, AssignorError> {
         if let Some(kind) = self.kind_index(name) {
             return Ok(kind);
         }
         let index =
-            u16::try_from(self.kind_names.len()).map_err(|_| AssignError(Repr::TooManyKinds))?;
+            u16::try_from(self.kind_names.len()).map_err(|_| AssignorError(Repr::TooManyKinds))?;
         self.kind_names.push(name.into());
         self.by_kind.push(Vec::new());
         self.max_weight_by_kind.push(0);

@@ -1,6 +1,6 @@
 //! A broken invariant of a plan: what the checkers (`check`, feature `testing`) report, and what
 //! an assignor's plan validation (`CooperativeConfig::validate_plans`) returns inside an
-//! `AssignError`. A leaf, so that the error and the checkers do not import each other.
+//! `AssignorError`. A leaf, so that the error and the checkers do not import each other.
 
 use crate::{MemberId, UnplacedReason};
 

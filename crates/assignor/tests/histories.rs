@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use kroupier_assignor::{
-    AssignErrorKind, AssignmentInput, Assignor, Cooperative, CooperativeConfig, CooperativeState,
-    HoldReason, KindIndex, Kinds, Member, MemberId, Plan, PreviousAssignment, PreviousOwner,
+    AssignmentInput, Assignor, AssignorErrorKind, Cooperative, CooperativeConfig, CooperativeState,
+    HoldReason, KindIndex, Kinds, MemberId, MemberInput, Plan, PreviousAssignment, PreviousOwner,
     RoundRobin, Sticky, TaskIndex, TaskSet, UnplacedReason, by_name, check,
 };
 
@@ -28,10 +28,10 @@ fn all_checks(input: &AssignmentInput<'_>, plan: &Plan) {
 }
 
 /// Members that own what `plan` gave them, granted in `generation`.
-fn owning(plan: &Plan, generation: i32) -> Vec<Member> {
+fn owning(plan: &Plan, generation: i32) -> Vec<MemberInput> {
     plan.assignments
         .iter()
-        .map(|a| Member::new(a.member_id.clone()).with_owned(generation, a.assigned.clone()))
+        .map(|a| MemberInput::new(a.member_id.clone()).with_owned(generation, a.assigned.clone()))
         .collect()
 }
 
@@ -39,8 +39,8 @@ fn owning(plan: &Plan, generation: i32) -> Vec<Member> {
 fn same_generation_double_claim_is_revoked_from_both_then_placed() {
     let tasks = TaskSet::uniform(4, "k");
     let members = vec![
-        Member::new("a").with_owned(7, vec![TaskIndex(0), TaskIndex(1)]),
-        Member::new("b").with_owned(7, vec![TaskIndex(1), TaskIndex(2), TaskIndex(3)]),
+        MemberInput::new("a").with_owned(7, vec![TaskIndex(0), TaskIndex(1)]),
+        MemberInput::new("b").with_owned(7, vec![TaskIndex(1), TaskIndex(2), TaskIndex(3)]),
     ];
     let input = AssignmentInput::new(&tasks, &members);
     let plan = Cooperative::default().assign(&input).unwrap();
@@ -74,8 +74,8 @@ fn member_returning_after_its_tasks_were_given_away_revokes_them() {
     // claiming them with its stale generation.
     let tasks = TaskSet::uniform(4, "k");
     let members = vec![
-        Member::new("a").with_owned(3, idx(0..2)),
-        Member::new("b").with_owned(5, idx(0..4)),
+        MemberInput::new("a").with_owned(3, idx(0..2)),
+        MemberInput::new("b").with_owned(5, idx(0..4)),
     ];
     let input = AssignmentInput::new(&tasks, &members);
     // "b" (the higher generation) is the owner and keeps 0 and 1; "a" must stop its stale
@@ -103,8 +103,8 @@ fn new_leader_without_previous_assignment_places_unclaimed_tasks_now() {
     let tasks = TaskSet::uniform(6, "k");
     // The old leader owned tasks 4 and 5 and is gone; the new leader remembers nothing.
     let members = vec![
-        Member::new("a").with_owned(2, idx(0..2)),
-        Member::new("b").with_owned(2, idx(2..4)),
+        MemberInput::new("a").with_owned(2, idx(0..2)),
+        MemberInput::new("b").with_owned(2, idx(2..4)),
     ];
     let input = AssignmentInput::new(&tasks, &members);
     let config = CooperativeConfig {
@@ -124,8 +124,8 @@ fn new_leader_without_previous_assignment_places_unclaimed_tasks_now() {
 fn member_that_can_run_no_kind_gets_nothing_and_revokes_its_claims() {
     let tasks = TaskSet::uniform(4, "k");
     let members = vec![
-        Member::new("a"),
-        Member::new("b")
+        MemberInput::new("a"),
+        MemberInput::new("b")
             .with_kinds(Kinds::Only(vec![]))
             .with_owned(1, idx(0..2)),
     ];
@@ -167,8 +167,8 @@ fn lost_tasks_wait_the_delay_unless_the_owner_left_gracefully() {
         ],
     };
     let members = vec![
-        Member::new("a").with_owned(4, idx(0..2)),
-        Member::new("b").with_owned(4, idx(2..4)),
+        MemberInput::new("a").with_owned(4, idx(0..2)),
+        MemberInput::new("b").with_owned(4, idx(2..4)),
     ];
     let assignor = Cooperative::new(CooperativeConfig {
         lost_task_delay: Duration::from_secs(10),
@@ -199,7 +199,7 @@ fn lost_tasks_wait_the_delay_unless_the_owner_left_gracefully() {
     // 4 s later a replacement "d" joins, empty: still waiting, 6 s left.
     let previous = plan.to_previous();
     let mut members = owning(&plan, 5);
-    members.push(Member::new("d"));
+    members.push(MemberInput::new("d"));
     let input = AssignmentInput::new(&tasks, &members)
         .with_previous(&previous)
         .with_state(plan.state)
@@ -229,8 +229,8 @@ fn lost_tasks_wait_the_delay_unless_the_owner_left_gracefully() {
 
     // Had "c" left gracefully, its tasks would have moved at once.
     let members = vec![
-        Member::new("a").with_owned(4, idx(0..2)),
-        Member::new("b").with_owned(4, idx(2..4)),
+        MemberInput::new("a").with_owned(4, idx(0..2)),
+        MemberInput::new("b").with_owned(4, idx(2..4)),
     ];
     let previous = PreviousAssignment {
         owners: vec![PreviousOwner {
@@ -253,7 +253,10 @@ fn lost_tasks_wait_the_delay_unless_the_owner_left_gracefully() {
 #[test]
 fn consecutive_revoking_rounds_back_off() {
     let tasks = TaskSet::uniform(6, "k");
-    let members = vec![Member::new("a").with_owned(1, idx(0..6)), Member::new("b")];
+    let members = vec![
+        MemberInput::new("a").with_owned(1, idx(0..6)),
+        MemberInput::new("b"),
+    ];
     let assignor = Cooperative::default();
     let now = Duration::from_secs(50);
     // The previous round revoked too: this one must pause instead of revoking again.
@@ -308,10 +311,10 @@ fn capacity_and_eligibility_report_unplaced_tasks() {
     tasks.push("orphan", "nobody-runs-this", 1).unwrap();
     let k = tasks.kind_index("k").unwrap();
     let members = vec![
-        Member::new("a")
+        MemberInput::new("a")
             .with_kinds(Kinds::Only(vec![k]))
             .with_capacity(2),
-        Member::new("b")
+        MemberInput::new("b")
             .with_kinds(Kinds::Only(vec![k]))
             .with_capacity(1),
     ];
@@ -341,10 +344,10 @@ fn capacity_and_eligibility_report_unplaced_tasks() {
 fn tasks_of_one_kind_spread_over_racks() {
     let tasks = TaskSet::uniform(2, "k");
     let members = vec![
-        Member::new("a").with_rack("east"),
-        Member::new("b").with_rack("east"),
-        Member::new("c").with_rack("west"),
-        Member::new("d").with_rack("west"),
+        MemberInput::new("a").with_rack("east"),
+        MemberInput::new("b").with_rack("east"),
+        MemberInput::new("c").with_rack("west"),
+        MemberInput::new("d").with_rack("west"),
     ];
     let input = AssignmentInput::new(&tasks, &members);
     for assignor in [by_name("round-robin").unwrap(), by_name("sticky").unwrap()] {
@@ -360,7 +363,11 @@ fn weights_balance_by_weight() {
     for (i, w) in [4, 4, 2, 2, 1, 1, 1, 1].iter().enumerate() {
         tasks.push(format!("t{i}"), "k", *w).unwrap();
     }
-    let members = vec![Member::new("a"), Member::new("b"), Member::new("c")];
+    let members = vec![
+        MemberInput::new("a"),
+        MemberInput::new("b"),
+        MemberInput::new("c"),
+    ];
     let input = AssignmentInput::new(&tasks, &members);
     let plan = Sticky.assign(&input).unwrap();
     check::coverage(&input, &plan).unwrap();
@@ -376,7 +383,10 @@ fn weights_balance_by_weight() {
 #[test]
 fn validator_rejects_a_plan_that_reassigns_a_claimed_task() {
     let tasks = TaskSet::uniform(2, "k");
-    let members = vec![Member::new("a").with_owned(1, idx(0..2)), Member::new("b")];
+    let members = vec![
+        MemberInput::new("a").with_owned(1, idx(0..2)),
+        MemberInput::new("b"),
+    ];
     let input = AssignmentInput::new(&tasks, &members);
     // The eager sticky plan moves task 1 from "a" to "b" in one round: not cooperative.
     let plan = Sticky.assign(&input).unwrap();
@@ -391,10 +401,10 @@ fn validator_rejects_a_plan_that_reassigns_a_claimed_task() {
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
     let tasks = TaskSet::uniform(2, "k");
-    let unsorted = vec![Member::new("b"), Member::new("a")];
-    let duplicate = vec![Member::new("a"), Member::new("a")];
-    let out_of_range = vec![Member::new("a").with_owned(1, vec![TaskIndex(9)])];
-    let bad_kind = vec![Member::new("a").with_kinds(Kinds::Only(vec![KindIndex(3)]))];
+    let unsorted = vec![MemberInput::new("b"), MemberInput::new("a")];
+    let duplicate = vec![MemberInput::new("a"), MemberInput::new("a")];
+    let out_of_range = vec![MemberInput::new("a").with_owned(1, vec![TaskIndex(9)])];
+    let bad_kind = vec![MemberInput::new("a").with_kinds(Kinds::Only(vec![KindIndex(3)]))];
     for members in [&unsorted, &duplicate, &out_of_range, &bad_kind] {
         let input = AssignmentInput::new(&tasks, members);
         for assignor in [
@@ -407,21 +417,21 @@ fn bad_input_is_an_error_not_a_panic() {
     }
     assert!(matches!(
         by_name("range").map_err(|e| e.kind()),
-        Err(AssignErrorKind::UnknownAssignor)
+        Err(AssignorErrorKind::UnknownAssignor)
     ));
 }
 
 #[test]
 fn empty_groups_and_empty_task_sets() {
     let tasks = TaskSet::uniform(3, "k");
-    let none: Vec<Member> = Vec::new();
+    let none: Vec<MemberInput> = Vec::new();
     let input = AssignmentInput::new(&tasks, &none);
     let plan = Sticky.assign(&input).unwrap();
     check::coverage(&input, &plan).unwrap();
     assert_eq!(plan.unplaced.len(), 3);
 
     let empty = TaskSet::new();
-    let members = vec![Member::new("a")];
+    let members = vec![MemberInput::new("a")];
     let input = AssignmentInput::new(&empty, &members);
     let plan = Cooperative::default().assign(&input).unwrap();
     assert_eq!(plan.assigned_count(), 0);

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use kroupier_assignor::{
-    AssignmentInput, Assignor, Cooperative, CooperativeConfig, KindIndex, Kinds, Member, MemberId,
-    Plan, PreviousAssignment, TaskSet, check,
+    AssignmentInput, Assignor, Cooperative, CooperativeConfig, KindIndex, Kinds, MemberId,
+    MemberInput, Plan, PreviousAssignment, TaskSet, check,
 };
 
 const TASKS: u32 = 20_000;
@@ -21,13 +21,13 @@ fn tasks() -> TaskSet {
     tasks
 }
 
-fn member(i: u32) -> Member {
+fn member(i: u32) -> MemberInput {
     let kinds = if i % 5 == 0 {
         Kinds::Only(vec![KindIndex(0), KindIndex(1)])
     } else {
         Kinds::All
     };
-    Member::new(format!("worker-{i:03}"))
+    MemberInput::new(format!("worker-{i:03}"))
         .with_kinds(kinds)
         .with_rack(&format!("rack-{}", i % 3))
 }
@@ -35,7 +35,7 @@ fn member(i: u32) -> Member {
 /// The leader's view between rounds.
 struct Group {
     tasks: TaskSet,
-    members: Vec<Member>,
+    members: Vec<MemberInput>,
     previous: PreviousAssignment,
     plan: Plan,
     generation: i32,
@@ -65,7 +65,7 @@ impl Group {
             .members
             .iter()
             .zip(&plan.assignments)
-            .map(|(m, a)| Member {
+            .map(|(m, a)| MemberInput {
                 generation: self.generation,
                 owned: a.assigned.clone(),
                 ..m.clone()
@@ -88,7 +88,7 @@ impl Group {
         panic!("no convergence in 5 rounds");
     }
 
-    fn add(&mut self, m: Member) {
+    fn add(&mut self, m: MemberInput) {
         let at = self.members.partition_point(|x| x.id < m.id);
         self.members.insert(at, m);
     }

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use kroupier_assignor::{
-    AssignmentInput, Assignor, Cooperative, CooperativeConfig, KindIndex, Kinds, Member, MemberId,
-    Plan, PreviousAssignment, PreviousOwner, RoundRobin, Sticky, TaskIndex, TaskSet, check,
+    AssignmentInput, Assignor, Cooperative, CooperativeConfig, KindIndex, Kinds, MemberId,
+    MemberInput, Plan, PreviousAssignment, PreviousOwner, RoundRobin, Sticky, TaskIndex, TaskSet,
+    check,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -14,7 +15,7 @@ use proptest::test_runner::FileFailurePersistence;
 #[derive(Clone, Debug)]
 struct Group {
     tasks: TaskSet,
-    members: Vec<Member>,
+    members: Vec<MemberInput>,
     previous: PreviousAssignment,
     left_gracefully: Vec<MemberId>,
     /// Whether every weight is 1 and no member has a capacity.
@@ -80,11 +81,11 @@ fn group() -> impl Strategy<Value = Group> {
                         .unwrap();
                 }
                 let by_count = !tasks.is_weighted() && specs.iter().all(|s| s.capacity.is_none());
-                let members: Vec<Member> = specs
+                let members: Vec<MemberInput> = specs
                     .iter()
                     .enumerate()
                     .map(|(i, s)| {
-                        let mut m = Member::new(format!("m{i:02}")).with_owned(
+                        let mut m = MemberInput::new(format!("m{i:02}")).with_owned(
                             s.generation,
                             s.claims.iter().map(|&t| TaskIndex(t)).collect(),
                         );
@@ -134,11 +135,11 @@ impl Group {
 }
 
 /// Members that own what `plan` gave them, granted in `generation`, keeping their metadata.
-fn owning(members: &[Member], plan: &Plan, generation: i32) -> Vec<Member> {
+fn owning(members: &[MemberInput], plan: &Plan, generation: i32) -> Vec<MemberInput> {
     members
         .iter()
         .zip(&plan.assignments)
-        .map(|(m, a)| Member {
+        .map(|(m, a)| MemberInput {
             generation,
             owned: a.assigned.clone(),
             ..m.clone()
@@ -171,10 +172,10 @@ fn eager(assignor: &dyn Assignor, g: &Group) -> Result<(), TestCaseError> {
     prop_assert_eq!(check::moves(&next, &again).map_err(fail)?, 0);
     // Deterministic, and blind to the order in which members list what they own.
     prop_assert_eq!(assignor.assign(&input).ok(), Some(plan.clone()));
-    let reversed: Vec<Member> = g
+    let reversed: Vec<MemberInput> = g
         .members
         .iter()
-        .map(|m| Member {
+        .map(|m| MemberInput {
             owned: m.owned.iter().rev().copied().collect(),
             ..m.clone()
         })

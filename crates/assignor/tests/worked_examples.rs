@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kroupier_assignor::{
-    AssignmentInput, Assignor, Cooperative, CooperativeConfig, HoldReason, Member, Plan,
+    AssignmentInput, Assignor, Cooperative, CooperativeConfig, HoldReason, MemberInput, Plan,
     RoundRobin, Sticky, TaskSet, check,
 };
 
@@ -37,18 +37,18 @@ fn row(member: &str, assigned: &[&str], revoked: &[&str]) -> (String, Vec<String
 }
 
 /// Round 1 with `a`, `b`, then round 2 where `c` joins and `a`, `b` report what they own.
-fn join(assignor: &dyn Assignor) -> (TaskSet, Vec<Member>, Plan) {
+fn join(assignor: &dyn Assignor) -> (TaskSet, Vec<MemberInput>, Plan) {
     let tasks = tasks();
-    let first = vec![Member::new("a"), Member::new("b")];
+    let first = vec![MemberInput::new("a"), MemberInput::new("b")];
     let plan = assignor
         .assign(&AssignmentInput::new(&tasks, &first))
         .unwrap();
-    let mut members: Vec<Member> = plan
+    let mut members: Vec<MemberInput> = plan
         .assignments
         .iter()
-        .map(|a| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+        .map(|a| MemberInput::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
         .collect();
-    members.push(Member::new("c"));
+    members.push(MemberInput::new("c"));
     (tasks, members, plan)
 }
 
@@ -124,10 +124,10 @@ fn cooperative_join_then_lost_member() {
 
     // Round 3 (the follow-up): a and b stopped t2 and t5; c gets them.
     let previous = plan.to_previous();
-    let members: Vec<Member> = plan
+    let members: Vec<MemberInput> = plan
         .assignments
         .iter()
-        .map(|a| Member::new(a.member_id.clone()).with_owned(2, a.assigned.clone()))
+        .map(|a| MemberInput::new(a.member_id.clone()).with_owned(2, a.assigned.clone()))
         .collect();
     let input = AssignmentInput::new(&tasks, &members)
         .with_previous(&previous)
@@ -146,8 +146,8 @@ fn cooperative_join_then_lost_member() {
     // Round 4 at t = 100 s: b is lost (no LeaveGroup). t3 and t4 wait 10 s for it.
     let previous = plan.to_previous();
     let members = vec![
-        Member::new("a").with_owned(3, plan.assignments[0].assigned.clone()),
-        Member::new("c").with_owned(3, plan.assignments[2].assigned.clone()),
+        MemberInput::new("a").with_owned(3, plan.assignments[0].assigned.clone()),
+        MemberInput::new("c").with_owned(3, plan.assignments[2].assigned.clone()),
     ];
     let now = Duration::from_secs(100);
     let input = AssignmentInput::new(&tasks, &members)
@@ -169,8 +169,8 @@ fn cooperative_join_then_lost_member() {
     // Round 5 at t = 110 s: b did not come back; its tasks move now.
     let previous = plan.to_previous();
     let members = vec![
-        Member::new("a").with_owned(4, plan.assignments[0].assigned.clone()),
-        Member::new("c").with_owned(4, plan.assignments[1].assigned.clone()),
+        MemberInput::new("a").with_owned(4, plan.assignments[0].assigned.clone()),
+        MemberInput::new("c").with_owned(4, plan.assignments[1].assigned.clone()),
     ];
     let input = AssignmentInput::new(&tasks, &members)
         .with_previous(&previous)

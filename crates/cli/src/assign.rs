@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use kroupier_assignor::{
-    AssignmentInput, Assignor, Member, MemberId, Plan, PreviousAssignment, TaskSet, by_name, check,
+    AssignmentInput, Assignor, MemberId, MemberInput, Plan, PreviousAssignment, TaskSet, by_name,
+    check,
 };
 use serde::Serialize;
 
@@ -96,7 +97,7 @@ fn measure(args: &Args) -> Result<Report, Box<dyn Error>> {
     let assignor = by_name(&args.assignor)?;
     let tasks = TaskSet::uniform(args.tasks, "task");
     let id = |i: u32| MemberId::from(format!("worker-{i:07}"));
-    let fresh: Vec<Member> = (0..args.workers).map(|i| Member::new(id(i))).collect();
+    let fresh: Vec<MemberInput> = (0..args.workers).map(|i| MemberInput::new(id(i))).collect();
 
     let (members, previous, left) = if args.scenario == Scenario::Cold {
         (fresh, PreviousAssignment::default(), Vec::new())
@@ -105,7 +106,7 @@ fn measure(args: &Args) -> Result<Report, Box<dyn Error>> {
         let mut members = owning(&base);
         let mut left = Vec::new();
         match args.scenario {
-            Scenario::Join => members.push(Member::new(id(args.workers))),
+            Scenario::Join => members.push(MemberInput::new(id(args.workers))),
             Scenario::Leave => left.push(members.remove(members.len() / 2).id),
             Scenario::Cold | Scenario::Stable => {}
         }
@@ -142,10 +143,10 @@ fn measure(args: &Args) -> Result<Report, Box<dyn Error>> {
 }
 
 /// Members that own what `plan` gave them (granted in generation 1).
-fn owning(plan: &Plan) -> Vec<Member> {
+fn owning(plan: &Plan) -> Vec<MemberInput> {
     plan.assignments
         .iter()
-        .map(|a| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+        .map(|a| MemberInput::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
         .collect()
 }
 
@@ -163,9 +164,9 @@ fn rounds(
         if plan.rebalance_delay != Some(Duration::ZERO) {
             break;
         }
-        let members: Vec<Member> = owning(&plan)
+        let members: Vec<MemberInput> = owning(&plan)
             .into_iter()
-            .map(|m| Member { generation, ..m })
+            .map(|m| MemberInput { generation, ..m })
             .collect();
         let previous = plan.to_previous();
         let input = AssignmentInput::new(first.tasks, &members)

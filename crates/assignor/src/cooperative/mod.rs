@@ -29,7 +29,7 @@ use crate::prepare::{
     DOUBLE_CLAIM, EXCLUDED, INELIGIBLE_CLAIM, NO_CAPACITY, NONE, Prepared, is_member, prepare,
 };
 use crate::{
-    AssignError, AssignmentInput, Assignor, HeldBack, HoldReason, Plan, PreviousOwner,
+    AssignmentInput, Assignor, AssignorError, HeldBack, HoldReason, Plan, PreviousOwner,
     RebalanceProtocol, TaskIndex,
 };
 
@@ -42,7 +42,7 @@ pub struct Cooperative {
 
 impl Cooperative {
     /// A cooperative assignor with this configuration.
-    pub fn new(config: CooperativeConfig) -> Result<Self, AssignError> {
+    pub fn new(config: CooperativeConfig) -> Result<Self, AssignorError> {
         config.validate()?;
         Ok(Self { config })
     }
@@ -57,7 +57,7 @@ impl Assignor for Cooperative {
         RebalanceProtocol::Cooperative
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         self.config.validate()?;
         let p = prepare(input)?;
         let now = input.now;
@@ -149,7 +149,7 @@ impl Assignor for Cooperative {
         };
         if self.config.validate_plans {
             check::cooperative_with_owners(input, &plan, &p.owner)
-                .map_err(|v| AssignError(Repr::InvalidPlan(v)))?;
+                .map_err(|v| AssignorError(Repr::InvalidPlan(v)))?;
         }
         Ok(plan)
     }

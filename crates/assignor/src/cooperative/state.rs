@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::AssignError;
+use crate::AssignorError;
 use crate::error::Repr;
 
 /// Configuration of the [`Cooperative`](crate::Cooperative) assignor.
@@ -38,7 +38,7 @@ impl Default for CooperativeConfig {
 
 impl CooperativeConfig {
     /// Checks the values are consistent.
-    pub(crate) fn validate(&self) -> Result<(), AssignError> {
+    pub(crate) fn validate(&self) -> Result<(), AssignorError> {
         if self.revocation_backoff_multiplier == 0 {
             return Err(
                 Repr::InvalidConfig("revocation_backoff_multiplier must be at least 1").into(),

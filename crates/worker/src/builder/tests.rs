@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use kroupier_assignor::{
-    AssignError, AssignmentInput, Plan, RebalanceProtocol, RoundRobin, Sticky,
+    AssignmentInput, AssignorError, Plan, RebalanceProtocol, RoundRobin, Sticky,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -169,7 +169,7 @@ impl Assignor for Smallest {
         RebalanceProtocol::Eager
     }
 
-    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignError> {
+    fn assign(&self, input: &AssignmentInput<'_>) -> Result<Plan, AssignorError> {
         RoundRobin.assign(input)
     }
 }

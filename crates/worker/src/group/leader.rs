@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kroupier_assignor::{
-    AssignmentInput, Assignor, CooperativeState, Kinds, Member, MemberId, PreviousAssignment,
+    AssignmentInput, Assignor, CooperativeState, Kinds, MemberId, MemberInput, PreviousAssignment,
     PreviousOwner, TaskIndex, TaskSet, UnplacedReason,
 };
 use kroupier_coordinator::membership::{GroupMember, MemberAssignment};
@@ -187,7 +187,7 @@ pub(crate) fn task_set(catalogue: &Catalogue) -> Result<TaskSet, RoundError> {
 
 /// Runs one round over `members` (sorted by member id, as the coordinator hands them over).
 pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outcome, RoundError> {
-    let fail = |e: kroupier_assignor::AssignError| RoundError(e.to_string());
+    let fail = |e: kroupier_assignor::AssignorError| RoundError(e.to_string());
     // Copied only if a member registers a kind no task of the catalogue has.
     let mut tasks = std::borrow::Cow::Borrowed(&*round.tasks);
     let own_fingerprint = round.catalogue.fingerprint();
@@ -230,7 +230,7 @@ pub(crate) fn assign(round: &Round<'_>, members: &[GroupMember]) -> Result<Outco
     let takeovers = Takeovers::new(&decoded, &owned, tasks.len());
     let mut input_members = Vec::with_capacity(decoded.len());
     for (d, owned) in decoded.iter().zip(owned) {
-        let mut member = Member::new(d.key.clone());
+        let mut member = MemberInput::new(d.key.clone());
         match &d.metadata {
             // A leaving member stopped everything and takes nothing new.
             None => member.kinds = Kinds::Only(Vec::new()),

@@ -575,7 +575,7 @@ fn owners_of(
 /// about 2 bytes per task).
 #[test]
 fn group_record_for_a_million_tasks_fits_in_1_mib_compressed() {
-    use kroupier_assignor::{AssignmentInput, Member, MemberId, TaskSet, by_name};
+    use kroupier_assignor::{AssignmentInput, MemberId, MemberInput, TaskSet, by_name};
     const TASKS: usize = 1_000_000;
     const WORKERS: usize = 100;
     let mut tasks = TaskSet::new();
@@ -584,21 +584,21 @@ fn group_record_for_a_million_tasks_fits_in_1_mib_compressed() {
     }
     let assignor = by_name("cooperative").unwrap();
     let id = |i: usize| MemberId::from(format!("worker-{i:03}"));
-    let fresh: Vec<Member> = (0..WORKERS).map(|i| Member::new(id(i))).collect();
+    let fresh: Vec<MemberInput> = (0..WORKERS).map(|i| MemberInput::new(id(i))).collect();
     let cold = assignor
         .assign(&AssignmentInput::new(&tasks, &fresh))
         .unwrap();
-    let owning = |plan: &kroupier_assignor::Plan, skip: Option<usize>| -> Vec<Member> {
+    let owning = |plan: &kroupier_assignor::Plan, skip: Option<usize>| -> Vec<MemberInput> {
         plan.assignments
             .iter()
             .enumerate()
             .filter(|(i, _)| Some(*i) != skip)
-            .map(|(_, a)| Member::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
+            .map(|(_, a)| MemberInput::new(a.member_id.clone()).with_owned(1, a.assigned.clone()))
             .collect()
     };
     // One member joins: the first round revokes, the second places what was revoked.
     let mut joined = owning(&cold, None);
-    joined.push(Member::new(id(WORKERS)));
+    joined.push(MemberInput::new(id(WORKERS)));
     let mut join = assignor
         .assign(&AssignmentInput::new(&tasks, &joined))
         .unwrap();
