@@ -42,8 +42,7 @@ pub use server::fuzzing;
 #[cfg(test)]
 pub(crate) use server::SUPPORTED_VERSIONS;
 pub use server::{
-    Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind,
-    ServerTls,
+    Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind, ServerTls,
 };
 // What a test reads of a group (`CoordinatorHandle::describe_group`, feature `testing`).
 #[cfg(any(test, feature = "testing"))]

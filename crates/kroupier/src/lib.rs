@@ -154,7 +154,8 @@ pub mod protocol {
     };
     // What a protocol implements, and the types of its methods.
     pub use kroupier_coordinator::membership::{
-        AssignContext, AssignError, FatalError, Generation, GroupMember, GroupProtocol, KafkaError,
-        LostReason, MemberAssignment, MemberState, MembershipConfig, ProtocolMetadata,
+        AssignContext, AssignError, ConfigError, FatalError, Generation, GroupMember,
+        GroupProtocol, KafkaError, LostReason, MemberAssignment, MemberState, MembershipConfig,
+        ProtocolMetadata,
     };
 }

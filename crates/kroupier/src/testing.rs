@@ -59,8 +59,8 @@
 //! [`EmbeddedCoordinator::builder`] injects faults ([`Faults`]) for the unhappy paths.
 
 pub use kroupier_embedded::{
-    Api, Builder, ConfigError, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError,
-    EmbeddedErrorKind, Fault, Faults,
+    Api, Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind, Fault,
+    Faults,
 };
 
 use std::time::Duration;

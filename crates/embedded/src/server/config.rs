@@ -84,7 +84,7 @@ impl Default for Config {
 /// setting and the range it takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(transparent)]
-pub struct ConfigError(InvalidSetting);
+pub(crate) struct ConfigError(InvalidSetting);
 
 impl From<InvalidSetting> for ConfigError {
     fn from(error: InvalidSetting) -> Self {

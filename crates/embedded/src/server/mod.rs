@@ -86,7 +86,6 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) use apis::SUPPORTED_VERSIONS;
-pub use config::ConfigError;
 #[cfg(any(test, feature = "testing"))]
 pub use faults::{Api, Fault, Faults};
 #[cfg(test)]
