@@ -48,4 +48,4 @@ pub use server::{
 #[cfg(any(test, feature = "testing"))]
 pub use group::{GroupDescription, GroupState, MemberDescription};
 #[cfg(any(test, feature = "testing"))]
-pub use server::{Api, Fault, Faults};
+pub use server::{Fault, Faults, ServedApi};

@@ -61,11 +61,9 @@ pub use kroupier_worker::shutdown;
 pub mod worker {
     /// Exactly-once output to Kafka (see [`ExactlyOnce`]).
     pub use kroupier_coordinator::log::TransactionError;
-    // Details of the status model, the task catalogue and the lease, with the kinds of their
-    // errors.
+    // Details of the status model and of the tasks' errors, with the kinds of those errors.
     pub use kroupier_worker::{
-        AssignedTimes, GroupView, Lease, LeaseErrorKind, TaskConfigError, TaskConfigErrorKind,
-        TaskView,
+        AssignedTimes, GroupView, LeaseErrorKind, TaskConfigError, TaskConfigErrorKind, TaskView,
     };
     pub use kroupier_worker::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
     // The parts of [`WorkerConfig`](crate::WorkerConfig), and its errors.
@@ -152,10 +150,11 @@ pub mod protocol {
         Member, MemberConfig, MemberError, MemberEvent, MemberHandle, MemberStatus, RebalanceTimes,
         SharedEvents,
     };
-    // What a protocol implements, and the types of its methods.
+    // What a protocol implements, the types of its methods, and the types the member's status
+    // and events carry (its lease, coordinator, counters, and the API an error came from).
     pub use kroupier_coordinator::membership::{
-        AssignContext, AssignError, ConfigError, FatalError, Generation, GroupMember,
-        GroupProtocol, KafkaError, LostReason, MemberAssignment, MemberState, MembershipConfig,
-        ProtocolMetadata,
+        Api, AssignContext, AssignError, ConfigError, Coordinator, FatalError, Generation,
+        GroupMember, GroupProtocol, KafkaError, Lease, LostReason, MemberAssignment, MemberState,
+        MembershipConfig, Metrics, ProtocolMetadata,
     };
 }

@@ -59,8 +59,8 @@
 //! [`EmbeddedCoordinator::builder`] injects faults ([`Faults`]) for the unhappy paths.
 
 pub use kroupier_embedded::{
-    Api, Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind, Fault,
-    Faults,
+    Builder, CoordinatorHandle, EmbeddedCoordinator, EmbeddedError, EmbeddedErrorKind, Fault,
+    Faults, ServedApi,
 };
 
 use std::time::Duration;

@@ -25,7 +25,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use kroupier_coordinator::membership::{FencingToken, Lease};
+pub use kroupier_coordinator::membership::FencingToken;
+pub(crate) use kroupier_coordinator::membership::Lease;
 
 /// The lease before the first assignment: generation -1, no member id, already expired.
 pub(crate) fn no_lease() -> Lease {

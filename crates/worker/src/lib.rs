@@ -152,7 +152,7 @@ pub use context::TaskContext;
 pub use error::{BuildError, BuildErrorKind, WorkerError, WorkerErrorKind};
 pub use exactly_once::{ExactlyOnce, ExactlyOnceError, OutputTopic, TaskTransaction};
 pub use group::{AssignedTimes, WorkerEvent, WorkerExit, WorkerHandle};
-pub use lease::{FencingToken, Lease, LeaseError, LeaseErrorKind, TaskLease};
+pub use lease::{FencingToken, LeaseError, LeaseErrorKind, TaskLease};
 pub use secrets::ConfigProvider;
 pub use status::{GroupView, TaskState, TaskStatus, TaskView, WorkerStatus};
 pub use supervisor::{InvalidConfig, RestartPolicy};

@@ -9,7 +9,7 @@ use kafka_protocol::messages::ApiKey;
 /// An API the embedded coordinator serves, as Kafka names it: what a [`Fault`] applies to.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Api {
+pub enum ServedApi {
     /// Produce (key 0).
     Produce,
     /// Fetch (key 1).
@@ -40,24 +40,24 @@ pub enum Api {
     DescribeConfigs,
 }
 
-impl Api {
+impl ServedApi {
     /// Kafka's key for this API.
     fn key(self) -> ApiKey {
         match self {
-            Api::Produce => ApiKey::Produce,
-            Api::Fetch => ApiKey::Fetch,
-            Api::ListOffsets => ApiKey::ListOffsets,
-            Api::Metadata => ApiKey::Metadata,
-            Api::FindCoordinator => ApiKey::FindCoordinator,
-            Api::JoinGroup => ApiKey::JoinGroup,
-            Api::Heartbeat => ApiKey::Heartbeat,
-            Api::LeaveGroup => ApiKey::LeaveGroup,
-            Api::SyncGroup => ApiKey::SyncGroup,
-            Api::DescribeGroups => ApiKey::DescribeGroups,
-            Api::ListGroups => ApiKey::ListGroups,
-            Api::ApiVersions => ApiKey::ApiVersions,
-            Api::CreateTopics => ApiKey::CreateTopics,
-            Api::DescribeConfigs => ApiKey::DescribeConfigs,
+            ServedApi::Produce => ApiKey::Produce,
+            ServedApi::Fetch => ApiKey::Fetch,
+            ServedApi::ListOffsets => ApiKey::ListOffsets,
+            ServedApi::Metadata => ApiKey::Metadata,
+            ServedApi::FindCoordinator => ApiKey::FindCoordinator,
+            ServedApi::JoinGroup => ApiKey::JoinGroup,
+            ServedApi::Heartbeat => ApiKey::Heartbeat,
+            ServedApi::LeaveGroup => ApiKey::LeaveGroup,
+            ServedApi::SyncGroup => ApiKey::SyncGroup,
+            ServedApi::DescribeGroups => ApiKey::DescribeGroups,
+            ServedApi::ListGroups => ApiKey::ListGroups,
+            ServedApi::ApiVersions => ApiKey::ApiVersions,
+            ServedApi::CreateTopics => ApiKey::CreateTopics,
+            ServedApi::DescribeConfigs => ApiKey::DescribeConfigs,
         }
     }
 }
@@ -124,12 +124,12 @@ impl Faults {
     }
 
     /// Applies `fault` to the requests of `api` from now on (replacing any earlier one).
-    pub fn set(&self, api: Api, fault: Fault) {
+    pub fn set(&self, api: ServedApi, fault: Fault) {
         self.lock().insert(api.key() as i16, fault);
     }
 
     /// Removes the fault on `api`.
-    pub fn clear(&self, api: Api) {
+    pub fn clear(&self, api: ServedApi) {
         self.lock().remove(&(api.key() as i16));
     }
 

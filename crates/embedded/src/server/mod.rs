@@ -46,7 +46,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), kroupier_embedded::EmbeddedError> {
 //! use std::time::Duration;
-//! use kroupier_embedded::{Api, EmbeddedCoordinator, Fault};
+//! use kroupier_embedded::{ServedApi, EmbeddedCoordinator, Fault};
 //!
 //! let coordinator = EmbeddedCoordinator::builder()
 //!     .min_session_timeout(Duration::from_millis(500))
@@ -55,7 +55,7 @@
 //! let bootstrap = coordinator.bootstrap(); // e.g. "127.0.0.1:41234"
 //! # assert!(bootstrap.starts_with("127.0.0.1:"));
 //! // Make the next two heartbeats slow, then stop and restart like a broker bounce.
-//! coordinator.faults().set(Api::Heartbeat, Fault::delay(Duration::from_secs(2)).times(2));
+//! coordinator.faults().set(ServedApi::Heartbeat, Fault::delay(Duration::from_secs(2)).times(2));
 //! coordinator.stop().await;
 //! coordinator.restart().await?;
 //! coordinator.shutdown().await;
@@ -87,7 +87,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) use apis::SUPPORTED_VERSIONS;
 #[cfg(any(test, feature = "testing"))]
-pub use faults::{Api, Fault, Faults};
+pub use faults::{Fault, Faults, ServedApi};
 #[cfg(test)]
 pub(crate) use handle::EmbeddedDetail;
 pub use handle::{

@@ -8,14 +8,14 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{Client, api_versions_request, assert_closed_after, join_request, raw, start};
 use crate::server::EmbeddedDetail;
-use crate::{Api, EmbeddedError, Fault};
+use crate::{EmbeddedError, Fault, ServedApi};
 
 #[tokio::test]
 async fn injected_error_applies_the_given_number_of_times() {
     let handle = start().await;
     let mut c = Client::connect(&handle).await;
     handle.faults().set(
-        Api::FindCoordinator,
+        ServedApi::FindCoordinator,
         Fault::error(ResponseError::CoordinatorNotAvailable.code()).times(2),
     );
     let req = FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"));
@@ -27,7 +27,7 @@ async fn injected_error_applies_the_given_number_of_times() {
     assert_eq!(c.call(&req, 3).await.error_code, 0);
     // An injected JoinGroup error does not touch the group.
     handle.faults().set(
-        Api::JoinGroup,
+        ServedApi::JoinGroup,
         Fault::error(ResponseError::CoordinatorLoadInProgress.code()),
     );
     let r = c.call(&join_request("", b"m", 10_000), 9).await;
@@ -50,7 +50,7 @@ async fn dropped_response_is_never_sent_and_later_ones_are() {
     let mut c = Client::connect(&handle).await;
     handle
         .faults()
-        .set(Api::ApiVersions, Fault::drop_response().times(1));
+        .set(ServedApi::ApiVersions, Fault::drop_response().times(1));
     let _dropped = c.send(&api_versions_request(), 3).await;
     let next = c.send(&api_versions_request(), 3).await;
     // `receive` checks the correlation id: the first response never comes.
@@ -64,12 +64,14 @@ async fn delayed_response_waits_at_least_the_delay() {
     let handle = start().await;
     let mut c = Client::connect(&handle).await;
     let delay = Duration::from_millis(200);
-    handle.faults().set(Api::Metadata, Fault::delay(delay));
+    handle
+        .faults()
+        .set(ServedApi::Metadata, Fault::delay(delay));
     let started = Instant::now();
     let r = c.call(&MetadataRequest::default(), 9).await;
     assert!(started.elapsed() >= delay);
     assert_eq!(r.brokers.len(), 1);
-    handle.faults().clear(Api::Metadata);
+    handle.faults().clear(ServedApi::Metadata);
     handle.shutdown().await;
 }
 
