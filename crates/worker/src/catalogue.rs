@@ -189,7 +189,7 @@ impl Ord for ById {
     }
 }
 
-#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
+#[cfg_attr(not(feature = "unstable"), allow(unreachable_pub))]
 impl Catalogue {
     /// An empty catalogue.
     pub fn new() -> Self {

@@ -164,6 +164,7 @@ impl Drop for Checkpoints {
     }
 }
 
+// `open` and `topic` serve kroupier's command line and tests only (`unstable`).
 #[cfg_attr(not(feature = "unstable"), allow(unreachable_pub, dead_code))]
 impl Checkpoints {
     /// Opens (creating if missing, compacted) the checkpoint topic `topic`, reads it to its

@@ -27,10 +27,10 @@ impl Loop {
         let membership = &self.config.member.membership;
         let static_member = membership.group_instance_id.is_some();
         let unresponsive = report.unresponsive.len();
-        let generation = self.member.current().generation;
-        if leaves_note(static_member, unresponsive, generation.is_some())
+        let status = self.member.current();
+        if leaves_note(static_member, unresponsive, status.generation.is_some())
             && let (Some(instance_id), Some(generation)) =
-                (&membership.group_instance_id, generation)
+                (&membership.group_instance_id, &status.generation)
         {
             crate::group::takeover::leave_note(
                 &membership.group_id,
@@ -40,7 +40,6 @@ impl Loop {
         }
         self.emit(WorkerEvent::Stopped);
         let stopped = report.graceful.len() + report.aborted.len();
-        let status = self.member.current();
         let stable_in = status
             .generation
             .as_ref()
